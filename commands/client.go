@@ -1,0 +1,219 @@
+package commands
+
+import (
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"limitkv/engine"
+	"limitkv/resp"
+)
+
+// Client is the server's state for one connection. Fields read by other
+// connections (CLIENT LIST, INFO) are atomic; the rest belong to the
+// connection's own goroutine.
+type Client struct {
+	ID      int64
+	conn    *resp.Conn
+	srv     *Server
+	created time.Time
+
+	db              atomic.Int32
+	name            atomic.Pointer[string]
+	libName, libVer atomic.Pointer[string]
+	lastInteraction atomic.Int64 // Unix ms
+	lastCmd         atomic.Pointer[Spec]
+	commands        atomic.Int64
+	multiLen        atomic.Int32 // queued commands, -1 outside MULTI
+
+	authed bool
+
+	// Transaction state.
+	multi    bool
+	txFailed bool // a command failed to queue: EXEC answers EXECABORT
+	queued   []queuedCmd
+	watch    engine.Watch
+	watching []watchedKey
+
+	ctx Ctx // reused for every request
+}
+
+type queuedCmd struct {
+	spec *Spec
+	args [][]byte
+}
+
+type watchedKey struct {
+	db  int
+	key string
+}
+
+// DB returns the selected database.
+func (cl *Client) DB() int { return int(cl.db.Load()) }
+
+// Name returns the name set with CLIENT SETNAME, or "".
+func (cl *Client) Name() string {
+	if p := cl.name.Load(); p != nil {
+		return *p
+	}
+	return ""
+}
+
+func loadString(p *atomic.Pointer[string]) string {
+	if v := p.Load(); v != nil {
+		return *v
+	}
+	return ""
+}
+
+// flagTx marks the open transaction as failed, as Redis does for a command
+// refused while queueing.
+func (cl *Client) flagTx() {
+	if cl.multi {
+		cl.txFailed = true
+	}
+}
+
+// queue adds a command to the open transaction. redcon gives every request
+// its own buffer, so args can be kept as they are.
+func (cl *Client) queue(spec *Spec, args [][]byte) {
+	cl.queued = append(cl.queued, queuedCmd{spec: spec, args: args})
+	cl.multiLen.Store(int32(len(cl.queued)))
+}
+
+// discardTx leaves MULTI state.
+func (cl *Client) discardTx() {
+	cl.multi = false
+	cl.txFailed = false
+	clear(cl.queued)
+	cl.queued = cl.queued[:0]
+	cl.multiLen.Store(-1)
+}
+
+// unwatchAll drops every WATCH of the client.
+func (cl *Client) unwatchAll() {
+	if len(cl.watching) == 0 {
+		return
+	}
+	eng := cl.srv.Eng
+	for _, wk := range cl.watching {
+		k := []byte(wk.key)
+		s := eng.ShardFor(k)
+		s.Lock()
+		s.RemoveWatch(wk.db, k, &cl.watch)
+		s.Unlock()
+	}
+	cl.watching = cl.watching[:0]
+	cl.watch.Reset()
+}
+
+// flags returns CLIENT LIST's flags field.
+func (cl *Client) flags() string {
+	var f string
+	if cl.multiLen.Load() >= 0 {
+		f += "x"
+	}
+	if f == "" {
+		f = "N"
+	}
+	return f
+}
+
+// info formats the client as one CLIENT LIST line.
+func (cl *Client) info(now time.Time) string {
+	var b strings.Builder
+	cmd := "NULL"
+	if s := cl.lastCmd.Load(); s != nil {
+		cmd = s.FullName()
+	}
+	last := cl.lastInteraction.Load()
+	idle := (now.UnixMilli() - last) / 1000
+	if idle < 0 {
+		idle = 0
+	}
+	w := func(k, v string) {
+		if b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(k)
+		b.WriteByte('=')
+		b.WriteString(v)
+	}
+	i := func(n int64) string { return strconv.FormatInt(n, 10) }
+	w("id", i(cl.ID))
+	w("addr", cl.conn.RemoteAddr())
+	w("laddr", cl.conn.LocalAddr())
+	w("fd", i(int64(cl.conn.FD())))
+	w("name", cl.Name())
+	w("age", i(int64(now.Sub(cl.created)/time.Second)))
+	w("idle", i(idle))
+	w("flags", cl.flags())
+	w("db", i(int64(cl.DB())))
+	w("sub", "0")
+	w("psub", "0")
+	w("ssub", "0")
+	w("multi", i(int64(cl.multiLen.Load())))
+	// Redis's buffer fields (qbuf, omem, ...) describe its own allocator
+	// and are left out rather than made up.
+	w("events", "r")
+	w("cmd", cmd)
+	w("user", "default")
+	w("redir", "-1")
+	w("resp", i(int64(cl.conn.W.Proto())))
+	w("lib-name", loadString(&cl.libName))
+	w("lib-ver", loadString(&cl.libVer))
+	return b.String()
+}
+
+// clientRegistry holds the connected clients.
+type clientRegistry struct {
+	mu     sync.Mutex
+	byID   map[int64]*Client
+	nextID atomic.Int64
+	n      atomic.Int64
+}
+
+func (r *clientRegistry) init() { r.byID = make(map[int64]*Client) }
+
+func (r *clientRegistry) count() int { return int(r.n.Load()) }
+
+func (r *clientRegistry) add(s *Server, conn *resp.Conn) *Client {
+	cl := &Client{ID: r.nextID.Add(1), conn: conn, srv: s, created: time.Now()}
+	cl.lastInteraction.Store(cl.created.UnixMilli())
+	cl.multiLen.Store(-1)
+	r.mu.Lock()
+	r.byID[cl.ID] = cl
+	r.mu.Unlock()
+	r.n.Add(1)
+	return cl
+}
+
+func (r *clientRegistry) remove(cl *Client) {
+	r.mu.Lock()
+	if _, ok := r.byID[cl.ID]; ok {
+		delete(r.byID, cl.ID)
+		r.n.Add(-1)
+	}
+	r.mu.Unlock()
+}
+
+func (r *clientRegistry) get(id int64) *Client {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.byID[id]
+}
+
+// all returns the clients ordered by ID.
+func (r *clientRegistry) all() []*Client {
+	r.mu.Lock()
+	out := make([]*Client, 0, len(r.byID))
+	for _, cl := range r.byID {
+		out = append(out, cl)
+	}
+	r.mu.Unlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}

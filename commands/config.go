@@ -1,0 +1,524 @@
+package commands
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"limitkv/engine"
+	"limitkv/resp"
+)
+
+// Config holds the server's settings. One table of parameters drives the
+// command-line flags, the config file, CONFIG GET and CONFIG SET.
+type Config struct {
+	mu     sync.Mutex
+	params []*param
+	byName map[string]*param
+	values map[*param]string
+	srv    *Server
+	file   string
+
+	// Settings read on hot paths.
+	maxClients atomic.Int64
+	reqPass    atomic.Pointer[string]
+	debug      atomic.Bool
+	hz         atomic.Int64
+	busyMs     atomic.Int64
+	loginKeep  atomic.Int64
+	logLevel   atomic.Pointer[string]
+	onLevel    func(string)
+	maxMemory  atomic.Int64
+	listpack   [4]atomic.Int64 // hash entries, hash value, zset entries, zset value
+}
+
+type paramKind int
+
+const (
+	pString paramKind = iota
+	pBool
+	pInt
+	pMemory
+	pEnum
+	pDuration
+)
+
+type param struct {
+	name      string
+	alias     string
+	kind      paramKind
+	def       string
+	min, max  int64
+	enum      []string
+	immutable bool
+	protected bool // Redis refuses CONFIG SET for these ("protected config")
+	help      string
+	// apply makes a validated value take effect; it runs with the config
+	// lock held.
+	apply func(c *Config, v string, n int64)
+}
+
+// Indexes into Config.listpack.
+const (
+	lpHashEntries = iota
+	lpHashValue
+	lpZSetEntries
+	lpZSetValue
+)
+
+func configParams() []*param {
+	return []*param{
+		{name: "bind", def: "127.0.0.1", immutable: true, help: "addresses to listen on, separated by spaces"},
+		{name: "port", kind: pInt, def: "6379", min: 0, max: 65535, immutable: true, help: "TCP port"},
+		{name: "dir", def: "./limitkv-data", protected: true, help: "directory of the snapshot database"},
+		{name: "databases", kind: pInt, def: "16", min: 1, max: 1 << 16, immutable: true, help: "number of databases"},
+		{name: "requirepass", def: "", help: "password clients must AUTH with (empty: none)",
+			apply: func(c *Config, v string, _ int64) { c.reqPass.Store(&v) }},
+		{name: "maxclients", kind: pInt, def: "10000", min: 1, max: 4294967295, help: "maximum connected clients",
+			apply: func(c *Config, _ string, n int64) { c.maxClients.Store(n) }},
+		{name: "timeout", kind: pInt, def: "0", min: 0, max: 2147483647, help: "close clients idle this many seconds (0: never)",
+			apply: func(c *Config, _ string, n int64) {
+				if c.srv != nil {
+					c.srv.Net.SetIdleTimeout(time.Duration(n) * time.Second)
+				}
+			}},
+		{name: "loglevel", kind: pEnum, def: "notice", enum: []string{"debug", "verbose", "notice", "warning", "nothing"},
+			help: "log level", apply: func(c *Config, v string, _ int64) {
+				c.logLevel.Store(&v)
+				if c.onLevel != nil {
+					c.onLevel(v)
+				}
+			}},
+		{name: "logfile", def: "", immutable: true, help: "log file (empty: standard error)"},
+		{name: "proto-max-bulk-len", kind: pMemory, def: "536870912", min: 1 << 20, max: 1<<63 - 1,
+			help: "largest bulk string a request may carry", apply: func(c *Config, _ string, n int64) {
+				if c.srv != nil {
+					c.srv.Net.Limits.MaxBulkLen.Store(n)
+				}
+			}},
+		{name: "client-query-buffer-limit", kind: pMemory, def: "1073741824", min: 1 << 20, max: 1<<63 - 1,
+			help: "largest request a client may send", apply: func(c *Config, _ string, n int64) {
+				if c.srv != nil {
+					c.srv.Net.Limits.QueryBufLimit.Store(n)
+				}
+			}},
+		{name: "hz", kind: pInt, def: "10", min: 0, max: 2147483647, help: "active expiry ticks per second (1-500)",
+			apply: func(c *Config, _ string, n int64) { c.hz.Store(min(max(n, 1), 500)) }},
+		{name: "enable-debug-command", kind: pEnum, def: "no", enum: []string{"no", "yes", "local"}, immutable: true,
+			help: "allow the DEBUG command (tests only)", apply: func(c *Config, v string, _ int64) { c.debug.Store(v != "no") }},
+		{name: "busy-reply-threshold", alias: "lua-time-limit", kind: pInt, def: "5000", min: 0, max: 1<<63 - 1,
+			help: "ms a script may run before other clients get BUSY", apply: func(c *Config, _ string, n int64) { c.busyMs.Store(n) }},
+		{name: "maxmemory", kind: pMemory, def: "0", min: 0, max: 1<<63 - 1, help: "memory limit (0: none)",
+			apply: func(c *Config, _ string, n int64) { c.maxMemory.Store(n) }},
+		{name: "maxmemory-policy", kind: pEnum, def: "noeviction",
+			enum: []string{"volatile-lru", "volatile-lfu", "volatile-random", "volatile-ttl", "allkeys-lru", "allkeys-lfu", "allkeys-random", "noeviction"},
+			help: "accepted for compatibility; limitkv never evicts and refuses writes past maxmemory"},
+		{name: "hash-max-listpack-entries", alias: "hash-max-ziplist-entries", kind: pInt, def: "512", min: 0, max: 1<<63 - 1,
+			help: "hashes up to this many fields use the compact encoding"},
+		{name: "hash-max-listpack-value", alias: "hash-max-ziplist-value", kind: pInt, def: "64", min: 0, max: 1<<63 - 1,
+			help: "hashes with values up to this size use the compact encoding"},
+		{name: "zset-max-listpack-entries", alias: "zset-max-ziplist-entries", kind: pInt, def: "128", min: 0, max: 1<<63 - 1,
+			help: "sorted sets up to this many members use the compact encoding"},
+		{name: "zset-max-listpack-value", alias: "zset-max-ziplist-value", kind: pInt, def: "64", min: 0, max: 1<<63 - 1,
+			help: "sorted sets with members up to this size use the compact encoding"},
+		{name: "list-max-listpack-size", alias: "list-max-ziplist-size", kind: pInt, def: "-2", min: -5, max: 1<<31 - 1,
+			help: "accepted for compatibility"},
+		{name: "list-compress-depth", kind: pInt, def: "0", min: 0, max: 1<<31 - 1, help: "accepted for compatibility"},
+		{name: "set-max-intset-entries", kind: pInt, def: "512", min: 0, max: 1<<63 - 1, help: "accepted for compatibility"},
+		{name: "save", def: "", help: "accepted for compatibility; snapshots follow snapshot-interval"},
+		{name: "appendonly", kind: pBool, def: "no", help: "accepted for compatibility; limitkv persists by snapshots"},
+		{name: "appendfsync", kind: pEnum, def: "everysec", enum: []string{"always", "everysec", "no"}, help: "accepted for compatibility"},
+		{name: "slowlog-log-slower-than", kind: pInt, def: "10000", min: -1, max: 1<<63 - 1, help: "accepted for compatibility"},
+		{name: "slowlog-max-len", kind: pInt, def: "128", min: 0, max: 1<<63 - 1, help: "accepted for compatibility"},
+		{name: "notify-keyspace-events", def: "", help: "accepted for compatibility; limitkv sends no notifications"},
+		{name: "tcp-keepalive", kind: pInt, def: "300", min: 0, max: 2147483647, help: "accepted for compatibility"},
+		{name: "protected-mode", kind: pBool, def: "yes", help: "accepted for compatibility"},
+		{name: "daemonize", kind: pBool, def: "no", immutable: true, help: "accepted for compatibility (limitkv stays in the foreground)"},
+		{name: "io-threads", kind: pInt, def: "1", min: 1, max: 128, immutable: true, help: "accepted for compatibility"},
+		{name: "lazyfree-lazy-eviction", kind: pBool, def: "no", help: "accepted for compatibility"},
+		{name: "lazyfree-lazy-expire", kind: pBool, def: "no", help: "accepted for compatibility"},
+		{name: "lazyfree-lazy-server-del", kind: pBool, def: "no", help: "accepted for compatibility"},
+		{name: "lazyfree-lazy-user-del", kind: pBool, def: "no", help: "accepted for compatibility"},
+		{name: "lazyfree-lazy-user-flush", kind: pBool, def: "no", help: "accepted for compatibility"},
+		{name: "rl-login-keep", kind: pInt, def: "32", min: 1, max: 1 << 20,
+			help: "entries RL.LOGIN keeps when the command gives no KEEP", apply: func(c *Config, _ string, n int64) { c.loginKeep.Store(n) }},
+		{name: "snapshot-interval", kind: pDuration, def: "1s", min: 0, max: int64(24 * time.Hour),
+			help: "time between snapshots (0 with persistence no: never)"},
+		{name: "persistence", kind: pBool, def: "yes", immutable: true, help: "keep the keyspace on disk under dir"},
+	}
+}
+
+// NewConfig returns the default configuration.
+func NewConfig() *Config {
+	c := &Config{byName: map[string]*param{}, values: map[*param]string{}}
+	c.params = configParams()
+	for _, p := range c.params {
+		c.byName[p.name] = p
+		if p.alias != "" {
+			c.byName[p.alias] = p
+		}
+		switch p.name {
+		case "hash-max-listpack-entries":
+			p.apply = c.listpackSetter(lpHashEntries)
+		case "hash-max-listpack-value":
+			p.apply = c.listpackSetter(lpHashValue)
+		case "zset-max-listpack-entries":
+			p.apply = c.listpackSetter(lpZSetEntries)
+		case "zset-max-listpack-value":
+			p.apply = c.listpackSetter(lpZSetValue)
+		}
+		v, n, err := p.parse(p.def)
+		if err != nil {
+			panic("config default " + p.name + ": " + err.Error())
+		}
+		c.values[p] = v
+		if p.apply != nil {
+			p.apply(c, v, n)
+		}
+	}
+	return c
+}
+
+func (c *Config) listpackSetter(i int) func(*Config, string, int64) {
+	return func(_ *Config, _ string, n int64) { c.listpack[i].Store(n) }
+}
+
+// bind connects the config to the server whose settings it drives.
+func (c *Config) bind(s *Server) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.srv = s
+	for _, p := range c.params {
+		if p.apply != nil {
+			v := c.values[p]
+			_, n, _ := p.parse(v)
+			p.apply(c, v, n)
+		}
+	}
+}
+
+func (c *Config) requirePass() string {
+	if p := c.reqPass.Load(); p != nil {
+		return *p
+	}
+	return ""
+}
+
+func (c *Config) debugEnabled() bool { return c.debug.Load() }
+
+// Get returns the current value of a parameter.
+func (c *Config) Get(name string) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if p, ok := c.byName[strings.ToLower(name)]; ok {
+		return c.values[p]
+	}
+	return ""
+}
+
+// Int returns a numeric parameter (memory and durations in bytes and ns).
+func (c *Config) Int(name string) int64 {
+	_, n, _ := c.byName[name].parse(c.Get(name))
+	return n
+}
+
+// OnLogLevel registers fn to follow the loglevel setting; it is called at
+// once with the current level.
+func (c *Config) OnLogLevel(fn func(level string)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.onLevel = fn
+	fn(*c.logLevel.Load())
+}
+
+// Hz returns the active expiry frequency.
+func (c *Config) Hz() int { return int(c.hz.Load()) }
+
+// LogLevel returns the configured level name.
+func (c *Config) LogLevel() string { return *c.logLevel.Load() }
+
+// LoginKeep returns RL.LOGIN's default KEEP.
+func (c *Config) LoginKeep() int64 { return c.loginKeep.Load() }
+
+// BusyThreshold returns how long a script runs before others get BUSY.
+func (c *Config) BusyThreshold() time.Duration {
+	return time.Duration(c.busyMs.Load()) * time.Millisecond
+}
+
+// ListpackLimits returns the compact-encoding limits for hashes and zsets.
+func (c *Config) ListpackLimits() (hashEntries, hashValue, zsetEntries, zsetValue int) {
+	return int(c.listpack[0].Load()), int(c.listpack[1].Load()), int(c.listpack[2].Load()), int(c.listpack[3].Load())
+}
+
+// configError is a CONFIG SET failure in Redis's words.
+type configError struct {
+	name, reason string
+}
+
+func (e *configError) Error() string {
+	return "CONFIG SET failed (possibly related to argument '" + e.name + "') - " + e.reason
+}
+
+// parse validates v for p and returns its canonical text and number.
+func (p *param) parse(v string) (string, int64, error) {
+	switch p.kind {
+	case pBool:
+		switch strings.ToLower(v) {
+		case "yes":
+			return "yes", 1, nil
+		case "no":
+			return "no", 0, nil
+		}
+		return "", 0, errors.New("argument must be 'yes' or 'no'")
+	case pInt:
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return "", 0, errors.New("argument couldn't be parsed into an integer")
+		}
+		if n < p.min || n > p.max {
+			return "", 0, fmt.Errorf("argument must be between %d and %d inclusive", p.min, p.max)
+		}
+		return strconv.FormatInt(n, 10), n, nil
+	case pMemory:
+		n, ok := parseMemory(v)
+		if !ok {
+			return "", 0, errors.New("argument must be a memory value")
+		}
+		if n < p.min || n > p.max {
+			return "", 0, fmt.Errorf("argument must be between %d and %d inclusive", p.min, p.max)
+		}
+		return strconv.FormatInt(n, 10), n, nil
+	case pEnum:
+		lv := strings.ToLower(v)
+		for _, e := range p.enum {
+			if e == lv {
+				return lv, 0, nil
+			}
+		}
+		return "", 0, errors.New("argument(s) must be one of the following: " + strings.Join(p.enum, ", "))
+	case pDuration:
+		d, err := parseConfigDuration(v)
+		if err != nil || int64(d) < p.min || int64(d) > p.max {
+			return "", 0, errors.New("argument must be a duration such as 500ms, 1s or 0")
+		}
+		return v, int64(d), nil
+	}
+	return v, 0, nil
+}
+
+func parseConfigDuration(v string) (time.Duration, error) {
+	if v == "0" {
+		return 0, nil
+	}
+	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+		return time.Duration(n) * time.Millisecond, nil
+	}
+	return time.ParseDuration(v)
+}
+
+// parseMemory reads a memory value as Redis's memtoull does: digits with an
+// optional unit b, k, kb, m, mb, g, gb (k = 1000, kb = 1024), any case.
+func parseMemory(v string) (int64, bool) {
+	lv := strings.ToLower(v)
+	mul := int64(1)
+	for _, u := range []struct {
+		s string
+		m int64
+	}{{"gb", 1 << 30}, {"mb", 1 << 20}, {"kb", 1 << 10}, {"g", 1e9}, {"m", 1e6}, {"k", 1e3}, {"b", 1}} {
+		if strings.HasSuffix(lv, u.s) {
+			lv, mul = lv[:len(lv)-len(u.s)], u.m
+			break
+		}
+	}
+	if lv == "" {
+		return 0, false
+	}
+	for _, ch := range lv {
+		if ch < '0' || ch > '9' {
+			return 0, false
+		}
+	}
+	n, err := strconv.ParseInt(lv, 10, 64)
+	if err != nil || n > (1<<63-1)/mul {
+		return 0, false
+	}
+	return n * mul, true
+}
+
+// Set changes several parameters at once, all or none, as CONFIG SET does.
+// fromFile allows immutable parameters (start-up).
+func (c *Config) Set(pairs [][2]string, startup bool) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	type change struct {
+		p *param
+		v string
+		n int64
+	}
+	var changes []change
+	seen := map[*param]bool{}
+	for _, kv := range pairs {
+		p, ok := c.byName[strings.ToLower(kv[0])]
+		if !ok {
+			return errors.New("ERR Unknown option or number of arguments for CONFIG SET - '" + kv[0] + "'")
+		}
+		if seen[p] {
+			return &configError{kv[0], "duplicate parameter"}
+		}
+		seen[p] = true
+		if !startup && p.immutable {
+			return &configError{kv[0], "can't set immutable config"}
+		}
+		if !startup && p.protected {
+			return &configError{kv[0], "can't set protected config"}
+		}
+		v, n, err := p.parse(kv[1])
+		if err != nil {
+			return &configError{kv[0], err.Error()}
+		}
+		changes = append(changes, change{p, v, n})
+	}
+	for _, ch := range changes {
+		c.values[ch.p] = ch.v
+		if ch.p.apply != nil {
+			ch.p.apply(c, ch.v, ch.n)
+		}
+	}
+	return nil
+}
+
+// Matching returns name/value pairs of the parameters matching any of the
+// patterns, each once, aliases included where they match.
+func (c *Config) Matching(patterns []string) [][2]string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out [][2]string
+	seen := map[string]bool{}
+	for _, p := range c.params {
+		for _, name := range []string{p.name, p.alias} {
+			if name == "" || seen[name] {
+				continue
+			}
+			for _, pat := range patterns {
+				if engine.Match([]byte(pat), []byte(name), true) {
+					seen[name] = true
+					out = append(out, [2]string{name, c.values[p]})
+					break
+				}
+			}
+		}
+	}
+	return out
+}
+
+// LoadFile reads a redis.conf-style file: one "name value..." per line,
+// # for comments, quoting as in inline requests.
+func (c *Config) LoadFile(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	c.file = path
+	return c.load(f, path)
+}
+
+func (c *Config) load(r io.Reader, path string) error {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64*1024), 1<<20)
+	line := 0
+	for sc.Scan() {
+		line++
+		text := strings.TrimSpace(sc.Text())
+		if text == "" || text[0] == '#' {
+			continue
+		}
+		args, ok := resp.SplitArgs([]byte(text))
+		if !ok {
+			return fmt.Errorf("%s:%d: unbalanced quotes", path, line)
+		}
+		if len(args) == 0 {
+			continue
+		}
+		name := string(args[0])
+		var vals []string
+		for _, a := range args[1:] {
+			vals = append(vals, string(a))
+		}
+		if err := c.Set([][2]string{{name, strings.Join(vals, " ")}}, true); err != nil {
+			return fmt.Errorf("%s:%d: %v", path, line, err)
+		}
+	}
+	return sc.Err()
+}
+
+// Params lists the parameters, for command-line flags and documentation.
+func (c *Config) Params() []ParamInfo {
+	var out []ParamInfo
+	for _, p := range c.params {
+		out = append(out, ParamInfo{Name: p.name, Default: p.def, Help: p.help})
+	}
+	return out
+}
+
+// ParamInfo describes one parameter.
+type ParamInfo struct {
+	Name, Default, Help string
+}
+
+// Rewrite writes the current settings back to the config file, as CONFIG
+// REWRITE does: lines naming a parameter get its current value, comments
+// and unknown lines stay, and parameters changed from their default that
+// the file did not mention are appended.
+func (c *Config) Rewrite() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	old, err := os.ReadFile(c.file)
+	if err != nil {
+		return err
+	}
+	written := map[*param]bool{}
+	var out []string
+	for _, line := range strings.Split(strings.TrimRight(string(old), "\n"), "\n") {
+		t := strings.TrimSpace(line)
+		if t == "" || t[0] == '#' {
+			out = append(out, line)
+			continue
+		}
+		name, _, _ := strings.Cut(t, " ")
+		p, ok := c.byName[strings.ToLower(name)]
+		if !ok {
+			out = append(out, line)
+			continue
+		}
+		if written[p] {
+			continue
+		}
+		written[p] = true
+		out = append(out, p.name+" "+quoteConfig(c.values[p]))
+	}
+	for _, p := range c.params {
+		if !written[p] && c.values[p] != p.def {
+			out = append(out, p.name+" "+quoteConfig(c.values[p]))
+		}
+	}
+	tmp := c.file + ".tmp"
+	if err := os.WriteFile(tmp, []byte(strings.Join(out, "\n")+"\n"), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, c.file)
+}
+
+func quoteConfig(v string) string {
+	if v == "" || strings.ContainsAny(v, " \"'\\") {
+		return strconv.Quote(v)
+	}
+	return v
+}

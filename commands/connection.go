@@ -1,0 +1,379 @@
+package commands
+
+import (
+	"crypto/subtle"
+	"strings"
+	"time"
+
+	"limitkv/engine"
+)
+
+// Connection commands: PING ECHO QUIT RESET HELLO AUTH CLIENT.
+
+func cmdPing(c *Ctx) {
+	switch len(c.Args) {
+	case 1:
+		c.W.Simple("PONG")
+	case 2:
+		c.W.Bulk(c.Args[1])
+	default:
+		c.W.Error("ERR wrong number of arguments for 'ping' command")
+	}
+}
+
+func cmdEcho(c *Ctx) { c.W.Bulk(c.Args[1]) }
+
+func cmdQuit(c *Ctx) {
+	c.W.OK()
+	c.Client.conn.CloseAfterReply()
+}
+
+func cmdReset(c *Ctx) {
+	cl := c.Client
+	cl.discardTx()
+	cl.unwatchAll()
+	cl.db.Store(0)
+	cl.name.Store(nil)
+	c.W.SetProto(2)
+	if c.Srv.Cfg.requirePass() != "" {
+		cl.authed = false
+		cl.conn.SetAuthenticated(false)
+	}
+	c.W.Simple("RESET")
+}
+
+// checkPassword compares in constant time, so that response timing tells an
+// attacker nothing about how much of a guess was right.
+func (s *Server) checkPassword(user, pass []byte) bool {
+	want := s.Cfg.requirePass()
+	if user != nil && string(user) != "default" {
+		return false
+	}
+	if want == "" {
+		return true // the default user has no password
+	}
+	return subtle.ConstantTimeCompare([]byte(want), pass) == 1
+}
+
+func (c *Ctx) authenticate() {
+	c.Client.authed = true
+	c.Client.conn.SetAuthenticated(true)
+}
+
+func cmdAuth(c *Ctx) {
+	var user, pass []byte
+	switch len(c.Args) {
+	case 2:
+		pass = c.Args[1]
+		if c.Srv.Cfg.requirePass() == "" {
+			c.W.Error("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?")
+			return
+		}
+	case 3:
+		user, pass = c.Args[1], c.Args[2]
+	default:
+		c.W.Error(msgSyntax)
+		return
+	}
+	if !c.Srv.checkPassword(user, pass) {
+		c.W.Error("WRONGPASS invalid username-password pair or user is disabled.")
+		return
+	}
+	c.authenticate()
+	c.W.OK()
+}
+
+func cmdHello(c *Ctx) {
+	proto := c.W.Proto()
+	args := c.Args
+	if len(args) >= 2 {
+		v, ok := engine.ParseInt(args[1])
+		if !ok {
+			c.W.Error("ERR Protocol version is not an integer or out of range")
+			return
+		}
+		if v != 2 && v != 3 {
+			c.W.Error("NOPROTO unsupported protocol version")
+			return
+		}
+		proto = int(v)
+	}
+	var name []byte
+	setName := false
+	for j := 2; j < len(args); j++ {
+		more := len(args) - j - 1
+		switch {
+		case is(args[j], "AUTH") && more >= 2:
+			if !c.Srv.checkPassword(args[j+1], args[j+2]) {
+				c.W.Error("WRONGPASS invalid username-password pair or user is disabled.")
+				return
+			}
+			c.authenticate()
+			j += 2
+		case is(args[j], "SETNAME") && more >= 1:
+			name, setName = args[j+1], true
+			j++
+		default:
+			c.W.Error("ERR Syntax error in HELLO option '" + string(args[j]) + "'")
+			return
+		}
+	}
+	if !c.Client.authed {
+		c.W.Error("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time")
+		return
+	}
+	if setName {
+		if !validClientName(name) {
+			c.W.Error(msgClientName)
+			return
+		}
+		c.Client.setName(name)
+	}
+	c.W.SetProto(proto)
+	c.W.Map(7)
+	c.W.BulkString("server")
+	c.W.BulkString("redis")
+	c.W.BulkString("version")
+	c.W.BulkString(RedisVersion)
+	c.W.BulkString("proto")
+	c.W.Int(int64(proto))
+	c.W.BulkString("id")
+	c.W.Int(c.Client.ID)
+	c.W.BulkString("mode")
+	c.W.BulkString("standalone")
+	c.W.BulkString("role")
+	c.W.BulkString("master")
+	c.W.BulkString("modules")
+	c.W.Array(0)
+}
+
+const msgClientName = "ERR Client names cannot contain spaces, newlines or special characters."
+
+// validClientName allows printable ASCII without spaces, as Redis does.
+func validClientName(b []byte) bool {
+	for _, ch := range b {
+		if ch < '!' || ch > '~' {
+			return false
+		}
+	}
+	return true
+}
+
+func (cl *Client) setName(b []byte) {
+	if len(b) == 0 {
+		cl.name.Store(nil)
+		return
+	}
+	s := string(b)
+	cl.name.Store(&s)
+}
+
+func cmdClientID(c *Ctx) { c.W.Int(c.Client.ID) }
+
+func cmdClientSetName(c *Ctx) {
+	if !validClientName(c.Args[2]) {
+		c.W.Error(msgClientName)
+		return
+	}
+	c.Client.setName(c.Args[2])
+	c.W.OK()
+}
+
+func cmdClientGetName(c *Ctx) {
+	if n := c.Client.Name(); n != "" {
+		c.W.BulkString(n)
+	} else {
+		c.W.Null()
+	}
+}
+
+func cmdClientSetInfo(c *Ctx) {
+	v := string(c.Args[3])
+	for _, ch := range c.Args[3] {
+		if ch < '!' || ch > '~' {
+			c.W.Error("ERR " + strings.ToUpper(string(c.Args[2])) + " cannot contain spaces, newlines or special characters.")
+			return
+		}
+	}
+	switch {
+	case is(c.Args[2], "LIB-NAME"):
+		c.Client.libName.Store(&v)
+	case is(c.Args[2], "LIB-VER"):
+		c.Client.libVer.Store(&v)
+	default:
+		c.W.Error("ERR Unrecognized option '" + string(c.Args[2]) + "'")
+		return
+	}
+	c.W.OK()
+}
+
+func cmdClientInfo(c *Ctx) {
+	c.W.Verbatim("txt", c.Client.info(time.Now())+"\n")
+}
+
+func cmdClientList(c *Ctx) {
+	clients := c.Srv.clients.all()
+	args := c.Args[2:]
+	if len(args) > 0 {
+		switch {
+		case is(args[0], "TYPE") && len(args) == 2:
+			t := strings.ToLower(string(args[1]))
+			switch t {
+			case "normal":
+			case "master", "replica", "slave", "pubsub":
+				clients = nil
+			default:
+				c.W.Error("ERR Unknown client type '" + string(args[1]) + "'")
+				return
+			}
+		case is(args[0], "ID") && len(args) >= 2:
+			want := map[int64]bool{}
+			for _, a := range args[1:] {
+				id, ok := engine.ParseInt(a)
+				if !ok || id <= 0 {
+					c.W.Error("ERR Invalid client ID")
+					return
+				}
+				want[id] = true
+			}
+			var sel []*Client
+			for _, cl := range clients {
+				if want[cl.ID] {
+					sel = append(sel, cl)
+				}
+			}
+			clients = sel
+		default:
+			c.W.Error(msgSyntax)
+			return
+		}
+	}
+	var b strings.Builder
+	now := time.Now()
+	for _, cl := range clients {
+		b.WriteString(cl.info(now))
+		b.WriteByte('\n')
+	}
+	c.W.Verbatim("txt", b.String())
+}
+
+// cmdClientKill supports the old form (CLIENT KILL addr) and the filter
+// form (ID, ADDR, LADDR, SKIPME, TYPE, USER).
+func cmdClientKill(c *Ctx) {
+	args := c.Args[2:]
+	if len(args) == 1 {
+		for _, cl := range c.Srv.clients.all() {
+			if cl.conn.RemoteAddr() == string(args[0]) {
+				c.killClient(cl)
+				c.W.OK()
+				return
+			}
+		}
+		c.W.Error("ERR No such client")
+		return
+	}
+	if len(args)%2 != 0 {
+		c.W.Error(msgSyntax)
+		return
+	}
+	var id int64
+	var addr, laddr, user, typ string
+	skipMe := true
+	for j := 0; j < len(args); j += 2 {
+		v := args[j+1]
+		switch {
+		case is(args[j], "ID"):
+			n, ok := engine.ParseInt(v)
+			if !ok || n <= 0 {
+				c.W.Error("ERR client-id should be greater than 0")
+				return
+			}
+			id = n
+		case is(args[j], "ADDR"):
+			addr = string(v)
+		case is(args[j], "LADDR"):
+			laddr = string(v)
+		case is(args[j], "USER"):
+			user = string(v)
+		case is(args[j], "TYPE"):
+			typ = strings.ToLower(string(v))
+			if typ != "normal" && typ != "master" && typ != "replica" && typ != "slave" && typ != "pubsub" {
+				c.W.Error("ERR Unknown client type '" + string(v) + "'")
+				return
+			}
+		case is(args[j], "SKIPME"):
+			switch {
+			case is(v, "YES"):
+				skipMe = true
+			case is(v, "NO"):
+				skipMe = false
+			default:
+				c.W.Error(msgSyntax)
+				return
+			}
+		default:
+			c.W.Error(msgSyntax)
+			return
+		}
+	}
+	if user != "" && user != "default" {
+		c.W.Error("ERR No such user '" + user + "'")
+		return
+	}
+	var n int64
+	for _, cl := range c.Srv.clients.all() {
+		switch {
+		case id != 0 && cl.ID != id,
+			addr != "" && cl.conn.RemoteAddr() != addr,
+			laddr != "" && cl.conn.LocalAddr() != laddr,
+			typ != "" && typ != "normal",
+			skipMe && cl == c.Client:
+			continue
+		}
+		c.killClient(cl)
+		n++
+	}
+	c.W.Int(n)
+}
+
+// killClient closes a client's connection; the caller's own is closed after
+// this reply.
+func (c *Ctx) killClient(cl *Client) {
+	if cl == c.Client {
+		cl.conn.CloseAfterReply()
+		return
+	}
+	cl.conn.Kill()
+}
+
+func cmdClientHelp(c *Ctx) {
+	help(c, "CLIENT", []string{
+		"ID", "    Return the ID of the current connection.",
+		"INFO", "    Return information about the current client connection.",
+		"GETNAME", "    Return the name of the current connection.",
+		"KILL <ip:port>", "    Kill connection made from <ip:port>.",
+		"KILL <option> <value> [<option> <value> [...]]", "    Kill connections. Options are:",
+		"    * ADDR (<ip:port>|<unixsocket>:0)", "      Kill connections made from the specified address",
+		"    * LADDR (<ip:port>|<unixsocket>:0)", "      Kill connections made to specified local address",
+		"    * TYPE (NORMAL|MASTER|REPLICA|PUBSUB)", "      Kill connections by type.",
+		"    * USER <username>", "      Kill connections authenticated by <username>.",
+		"    * SKIPME (YES|NO)", "      Skip killing current connection (default: yes).",
+		"    * ID <client-id>", "      Kill connections by client id.",
+		"LIST [options ...]", "    Return information about client connections. Options:",
+		"    * TYPE (NORMAL|MASTER|REPLICA|PUBSUB)", "      Return clients of specified type.",
+		"    * ID <client-id> [<client-id> ...]", "      Return clients of specified IDs only.",
+		"SETNAME <name>", "    Assign the name <name> to the current connection.",
+		"SETINFO <LIB-NAME|LIB-VER> <value>", "    Set client library name or version.",
+	})
+}
+
+// help writes a HELP reply in Redis's layout.
+func help(c *Ctx, cmd string, lines []string) {
+	c.W.Array(len(lines) + 3)
+	c.W.Simple(cmd + " <subcommand> [<arg> [value] [opt] ...]. Subcommands are:")
+	for _, l := range lines {
+		c.W.Simple(l)
+	}
+	c.W.Simple("HELP")
+	c.W.Simple("    Print this help.")
+}

@@ -1,0 +1,253 @@
+package commands
+
+import (
+	"log/slog"
+	"net"
+	"runtime/debug"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"limitkv/engine"
+	"limitkv/resp"
+)
+
+// Server executes requests: it is the resp.Handler of the network server
+// and owns everything commands share (engine, config, clients, stats).
+type Server struct {
+	Eng   *engine.Engine
+	Cfg   *Config
+	Log   *slog.Logger
+	Net   *resp.Server
+	Table *Table
+	// Hooks wired by main and by persistence.
+	Hooks Hooks
+
+	clients   clientRegistry
+	stats     Stats
+	ops       opsMeter
+	startTime time.Time
+	busy      atomic.Bool // a script has run past its time limit
+}
+
+// Hooks connect commands to parts that live outside this package.
+type Hooks struct {
+	// Shutdown stops the server; save says whether to take a final
+	// snapshot (nil: as configured).
+	Shutdown func(save *bool) error
+	// Save takes a snapshot now (SAVE) or in the background (BGSAVE).
+	Save   func() error
+	BgSave func() error
+	// LastSave returns the Unix time of the last successful snapshot.
+	LastSave func() int64
+	// InfoPersistence writes INFO's persistence section.
+	InfoPersistence func(b *strings.Builder)
+}
+
+// Stats are server-wide counters for INFO.
+type Stats struct {
+	Connections     atomic.Int64
+	Rejected        atomic.Int64
+	Commands        atomic.Int64 // of closed connections; live ones count their own
+	ProtocolErrors  atomic.Int64
+	KeyspaceExpired atomic.Int64
+}
+
+// New returns a Server over eng with configuration cfg.
+func New(eng *engine.Engine, cfg *Config, log *slog.Logger) *Server {
+	s := &Server{Eng: eng, Cfg: cfg, Log: log, Table: NewTable(commandTable()), startTime: time.Now()}
+	s.clients.init()
+	s.Net = resp.NewServer(s)
+	s.Net.OnPanic = func(r any) {
+		s.Log.Error("command panicked", "panic", r, "stack", string(debug.Stack()))
+	}
+	s.Net.OnProtocolError = func(_ net.Conn, err *resp.ProtocolError) {
+		s.stats.ProtocolErrors.Add(1)
+		s.Log.Debug("protocol error", "err", err.Error())
+	}
+	cfg.bind(s)
+	return s
+}
+
+// Ctx is one request being executed.
+type Ctx struct {
+	Srv    *Server
+	Client *Client
+	W      *resp.Writer
+	Args   [][]byte
+	Now    int64 // ms, read once per request (once per EXEC or script)
+	DB     int
+	Spec   *Spec
+	// held: every shard is already locked (EXEC, scripts), take none.
+	held bool
+	buf  [64]byte // scratch for formatting
+}
+
+// Shard returns the shard that owns key. Dispatch has already locked it.
+func (c *Ctx) Shard(key []byte) *engine.Shard { return c.Srv.Eng.ShardFor(key) }
+
+// Held reports whether the request runs with every shard locked.
+func (c *Ctx) Held() bool { return c.held }
+
+// Open is called for every new connection.
+func (s *Server) Open(conn *resp.Conn) string {
+	s.stats.Connections.Add(1)
+	if s.clients.count() >= int(s.Cfg.maxClients.Load()) {
+		s.stats.Rejected.Add(1)
+		return "ERR max number of clients reached"
+	}
+	cl := s.clients.add(s, conn)
+	conn.Ctx = cl
+	if s.Cfg.requirePass() != "" {
+		conn.SetAuthenticated(false)
+	} else {
+		cl.authed = true
+	}
+	return ""
+}
+
+// Closed is called when a connection has gone.
+func (s *Server) Closed(conn *resp.Conn) {
+	cl, ok := conn.Ctx.(*Client)
+	if !ok {
+		return
+	}
+	cl.unwatchAll()
+	s.stats.Commands.Add(cl.commands.Load())
+	s.clients.remove(cl)
+}
+
+// Serve executes one request from a connection.
+func (s *Server) Serve(conn *resp.Conn, args [][]byte) {
+	cl := conn.Ctx.(*Client)
+	if len(args) == 0 {
+		return
+	}
+	cl.lastInteraction.Store(time.Now().UnixMilli())
+	s.execute(cl, &conn.W, args)
+}
+
+// execute runs one request for a client, queueing it inside MULTI.
+func (s *Server) execute(cl *Client, w *resp.Writer, args [][]byte) {
+	spec, errMsg := s.resolve(args)
+	if spec == nil {
+		w.Error(errMsg)
+		cl.flagTx()
+		return
+	}
+	cl.lastCmd.Store(spec)
+	if !cl.authed && spec.Flags&NoAuth == 0 {
+		spec.reject.Add(1)
+		w.Error("NOAUTH Authentication required.")
+		cl.flagTx()
+		return
+	}
+	if spec.Flags&Protected != 0 && !s.Cfg.debugEnabled() {
+		spec.reject.Add(1)
+		w.Error("ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server.")
+		cl.flagTx()
+		return
+	}
+	if cl.multi {
+		if spec.Flags&NoMulti != 0 {
+			spec.reject.Add(1)
+			w.Error("ERR Command not allowed inside a transaction")
+			cl.flagTx()
+			return
+		}
+		if !isTxControl(spec) {
+			cl.queue(spec, args)
+			w.Simple("QUEUED")
+			return
+		}
+	}
+	if s.busy.Load() && spec.Flags&AllowBusy == 0 {
+		spec.reject.Add(1)
+		w.Error("BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.")
+		return
+	}
+	c := &cl.ctx
+	*c = Ctx{Srv: s, Client: cl, W: w, Args: args, Now: s.Eng.Now(), DB: cl.DB(), Spec: spec}
+	s.run(c)
+	c.Args = nil
+}
+
+// run executes a resolved, admitted request: it locks the shards of the
+// request's keys (unless they are all held already), runs the handler and
+// counts it.
+func (s *Server) run(c *Ctx) {
+	spec := c.Spec
+	spec.calls.Add(1)
+	c.Client.commands.Add(1)
+	if c.held || spec.Flags&SelfLock != 0 {
+		s.runHandler(c)
+		return
+	}
+	var m engine.Mask
+	var pos [8]int
+	for _, i := range spec.keyPositions(c.Args, pos[:0]) {
+		m = s.Eng.Add(m, c.Args[i])
+	}
+	s.Eng.Lock(m)
+	defer s.Eng.Unlock(m)
+	s.runHandler(c)
+}
+
+func (s *Server) runHandler(c *Ctx) {
+	n := c.W.Len()
+	c.Spec.Run(c)
+	if b := c.W.Bytes(); len(b) > n && b[n] == '-' {
+		c.Spec.failed.Add(1)
+	}
+}
+
+// resolve finds the spec for a request and checks its arity, returning
+// Redis's error text when it cannot.
+func (s *Server) resolve(args [][]byte) (*Spec, string) {
+	spec := s.Table.Lookup(args[0])
+	if spec == nil {
+		return nil, unknownCommand(args)
+	}
+	if len(spec.Sub) > 0 && len(args) >= 2 {
+		sub := spec.lookupSub(args[1])
+		if sub == nil {
+			return nil, "ERR unknown subcommand '" + trunc(string(args[1]), 128) + "'. Try " + strings.ToUpper(string(args[0])) + " HELP."
+		}
+		spec = sub
+	}
+	if !spec.arityOK(len(args)) {
+		return nil, "ERR wrong number of arguments for '" + spec.FullName() + "' command"
+	}
+	return spec, ""
+}
+
+// unknownCommand builds Redis's reply to an unknown command: the first
+// arguments quoted, 128 characters of them at most.
+func unknownCommand(args [][]byte) string {
+	var quoted []byte
+	for i := 1; i < len(args) && len(quoted) < 128; i++ {
+		a := args[i]
+		if lim := 128 - len(quoted); len(a) > lim {
+			a = a[:lim]
+		}
+		quoted = append(quoted, '\'')
+		quoted = append(quoted, a...)
+		quoted = append(quoted, '\'', ' ')
+	}
+	return "ERR unknown command '" + trunc(string(args[0]), 128) + "', with args beginning with: " + string(quoted)
+}
+
+func trunc(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
+}
+
+func isTxControl(s *Spec) bool {
+	switch s.FullName() {
+	case "exec", "discard", "multi", "watch", "quit", "reset":
+		return true
+	}
+	return false
+}

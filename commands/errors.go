@@ -1,0 +1,55 @@
+package commands
+
+import (
+	"errors"
+
+	"limitkv/engine"
+)
+
+// Redis's reply texts for common failures.
+const (
+	msgSyntax      = "ERR syntax error"
+	msgWrongType   = "WRONGTYPE Operation against a key holding the wrong kind of value"
+	msgNotInteger  = "ERR value is not an integer or out of range"
+	msgNotFloat    = "ERR value is not a valid float"
+	msgOverflow    = "ERR increment or decrement would overflow"
+	msgNoSuchKey   = "ERR no such key"
+	msgOutOfRange  = "ERR index out of range"
+	msgDBIndex     = "ERR DB index is out of range"
+	msgStringLimit = "ERR string exceeds maximum allowed size (proto-max-bulk-len)"
+	msgNaNOrInf    = "ERR increment would produce NaN or Infinity"
+)
+
+// engineErrors maps the engine's sentinel errors to Redis's replies. Every
+// engine error reaches the client through here.
+var engineErrors = map[error]string{
+	engine.ErrWrongType:    msgWrongType,
+	engine.ErrNotInteger:   msgNotInteger,
+	engine.ErrNotFloat:     msgNotFloat,
+	engine.ErrOverflow:     msgOverflow,
+	engine.ErrNaNOrInf:     msgNaNOrInf,
+	engine.ErrNoSuchKey:    msgNoSuchKey,
+	engine.ErrOutOfRange:   msgOutOfRange,
+	engine.ErrStringTooBig: msgStringLimit,
+}
+
+// Err replies with the Redis text for err.
+func (c *Ctx) Err(err error) {
+	if msg, ok := engineErrors[err]; ok {
+		c.W.Error(msg)
+		return
+	}
+	var re *replyError
+	if errors.As(err, &re) {
+		c.W.Error(re.msg)
+		return
+	}
+	c.W.Error("ERR " + err.Error())
+}
+
+// replyError carries an exact reply text through code that returns errors.
+type replyError struct{ msg string }
+
+func (e *replyError) Error() string { return e.msg }
+
+func errReply(msg string) error { return &replyError{msg} }

@@ -1,0 +1,395 @@
+package commands
+
+import (
+	"math"
+	"strconv"
+
+	"limitkv/engine"
+)
+
+// Keyspace commands: DEL UNLINK EXISTS TOUCH EXPIRE PEXPIRE EXPIREAT
+// PEXPIREAT TTL PTTL EXPIRETIME PEXPIRETIME PERSIST TYPE KEYS SCAN RANDOMKEY
+// RENAME RENAMENX DBSIZE FLUSHDB FLUSHALL SELECT SWAPDB.
+
+func cmdDel(c *Ctx) {
+	var n int64
+	for _, k := range c.Args[1:] {
+		if c.Shard(k).Delete(c.DB, k, c.Now) {
+			n++
+		}
+	}
+	c.W.Int(n)
+}
+
+func cmdExists(c *Ctx) {
+	var n int64
+	for _, k := range c.Args[1:] {
+		if _, ok := c.Shard(k).Lookup(c.DB, k, c.Now); ok {
+			n++
+		}
+	}
+	c.W.Int(n)
+}
+
+func cmdExpire(c *Ctx)    { expireGeneric(c, 1000, c.Now) }
+func cmdPExpire(c *Ctx)   { expireGeneric(c, 1, c.Now) }
+func cmdExpireAt(c *Ctx)  { expireGeneric(c, 1000, 0) }
+func cmdPExpireAt(c *Ctx) { expireGeneric(c, 1, 0) }
+
+// expireGeneric implements the EXPIRE family: unit is 1000 for seconds, base
+// the time the argument is relative to (0 for the *AT forms).
+func expireGeneric(c *Ctx, unit, base int64) {
+	var nx, xx, gt, lt bool
+	for _, a := range c.Args[3:] {
+		switch {
+		case is(a, "NX"):
+			nx = true
+		case is(a, "XX"):
+			xx = true
+		case is(a, "GT"):
+			gt = true
+		case is(a, "LT"):
+			lt = true
+		default:
+			c.W.Error("ERR Unsupported option " + string(a))
+			return
+		}
+	}
+	if nx && (xx || gt || lt) {
+		c.W.Error("ERR NX and XX, GT or LT options at the same time are not compatible")
+		return
+	}
+	if gt && lt {
+		c.W.Error("ERR GT and LT options at the same time are not compatible")
+		return
+	}
+	when, ok := c.Int(2)
+	if !ok {
+		return
+	}
+	invalid := "ERR invalid expire time in '" + c.Spec.FullName() + "' command"
+	if unit == 1000 {
+		if when > math.MaxInt64/1000 || when < math.MinInt64/1000 {
+			c.W.Error(invalid)
+			return
+		}
+		when *= 1000
+	}
+	if when > math.MaxInt64-base {
+		c.W.Error(invalid)
+		return
+	}
+	when += base
+	s := c.Shard(c.Args[1])
+	e, found := s.Find(c.DB, c.Args[1], c.Now)
+	if !found {
+		c.W.Int(0)
+		return
+	}
+	cur := e.ExpireAt()
+	switch {
+	case nx && cur != 0,
+		xx && cur == 0,
+		gt && (cur == 0 || when <= cur),
+		lt && cur != 0 && when >= cur:
+		c.W.Int(0)
+		return
+	}
+	if when <= c.Now {
+		s.DeleteEntry(e)
+	} else {
+		s.SetExpire(e, when)
+	}
+	c.W.Int(1)
+}
+
+// ttl replies with the key's TTL in ms or s (rounded), -1 without one and
+// -2 without the key.
+func ttl(c *Ctx, ms bool) {
+	e, ok := c.Shard(c.Args[1]).Lookup(c.DB, c.Args[1], c.Now)
+	if !ok {
+		c.W.Int(-2)
+		return
+	}
+	at := e.ExpireAt()
+	if at == 0 {
+		c.W.Int(-1)
+		return
+	}
+	left := max(at-c.Now, 0)
+	if !ms {
+		left = (left + 500) / 1000
+	}
+	c.W.Int(left)
+}
+
+func cmdTTL(c *Ctx)  { ttl(c, false) }
+func cmdPTTL(c *Ctx) { ttl(c, true) }
+
+func expireTime(c *Ctx, ms bool) {
+	e, ok := c.Shard(c.Args[1]).Lookup(c.DB, c.Args[1], c.Now)
+	if !ok {
+		c.W.Int(-2)
+		return
+	}
+	at := e.ExpireAt()
+	switch {
+	case at == 0:
+		c.W.Int(-1)
+	case ms:
+		c.W.Int(at)
+	default:
+		c.W.Int((at + 500) / 1000)
+	}
+}
+
+func cmdExpireTime(c *Ctx)  { expireTime(c, false) }
+func cmdPExpireTime(c *Ctx) { expireTime(c, true) }
+
+func cmdPersist(c *Ctx) {
+	s := c.Shard(c.Args[1])
+	e, ok := s.Find(c.DB, c.Args[1], c.Now)
+	if !ok || e.ExpireAt() == 0 {
+		c.W.Int(0)
+		return
+	}
+	s.SetExpire(e, 0)
+	c.W.Int(1)
+}
+
+func cmdType(c *Ctx) {
+	e, ok := c.Shard(c.Args[1]).Lookup(c.DB, c.Args[1], c.Now)
+	if !ok {
+		c.W.Simple("none")
+		return
+	}
+	c.W.Simple(e.Kind().String())
+}
+
+func cmdKeys(c *Ctx) {
+	var keys [][]byte
+	pat := c.Args[1]
+	all := len(pat) == 1 && pat[0] == '*'
+	c.Srv.Eng.ForEachKey(c.DB, c.Now, c.held, func(k []byte, _ engine.Kind) {
+		if all || engine.Match(pat, k, false) {
+			keys = append(keys, append([]byte(nil), k...))
+		}
+	})
+	c.W.Array(len(keys))
+	for _, k := range keys {
+		c.W.Bulk(k)
+	}
+}
+
+// parseCursor reads a SCAN cursor as Redis does with strtoull: an optional
+// sign (a minus wraps around), digits, nothing else; "" is 0.
+func parseCursor(b []byte) (uint64, bool) {
+	if len(b) == 0 {
+		return 0, true
+	}
+	neg := false
+	switch b[0] {
+	case '-':
+		neg, b = true, b[1:]
+	case '+':
+		b = b[1:]
+	}
+	v, ok := parseUint64(b)
+	if !ok {
+		return 0, false
+	}
+	if neg {
+		v = -v
+	}
+	return v, true
+}
+
+// scanOptions are SCAN's, HSCAN's and ZSCAN's MATCH, COUNT and TYPE.
+type scanOptions struct {
+	match    []byte
+	count    int
+	typ      []byte
+	hasType  bool
+	matchAll bool
+}
+
+// parseScan reads the cursor at index i and the options after it.
+func (c *Ctx) parseScan(i int, allowType bool) (uint64, scanOptions, bool) {
+	var o scanOptions
+	o.count = 10
+	cursor, ok := parseCursor(c.Args[i])
+	if !ok {
+		c.W.Error("ERR invalid cursor")
+		return 0, o, false
+	}
+	for j := i + 1; j < len(c.Args); j += 2 {
+		a := c.Args[j]
+		if j+1 >= len(c.Args) {
+			c.W.Error(msgSyntax)
+			return 0, o, false
+		}
+		switch {
+		case is(a, "COUNT"):
+			n, ok := c.Int(j + 1)
+			if !ok {
+				return 0, o, false
+			}
+			if n < 1 {
+				c.W.Error(msgSyntax)
+				return 0, o, false
+			}
+			o.count = int(min(n, 1<<30))
+		case is(a, "MATCH"):
+			o.match = c.Args[j+1]
+		case is(a, "TYPE") && allowType:
+			o.typ, o.hasType = c.Args[j+1], true
+		default:
+			c.W.Error(msgSyntax)
+			return 0, o, false
+		}
+	}
+	o.matchAll = o.match == nil || (len(o.match) == 1 && o.match[0] == '*')
+	return cursor, o, true
+}
+
+func cmdScan(c *Ctx) {
+	cursor, o, ok := c.parseScan(1, true)
+	if !ok {
+		return
+	}
+	kind, known := engine.KindByName(o.typ)
+	var keys [][]byte
+	next := c.Srv.Eng.Scan(c.DB, cursor, o.count, c.Now, c.held, func(k []byte, kd engine.Kind) {
+		if o.hasType && (!known || kd != kind) {
+			return
+		}
+		if o.matchAll || engine.Match(o.match, k, false) {
+			keys = append(keys, append([]byte(nil), k...))
+		}
+	})
+	c.W.Array(2)
+	c.W.BulkString(strconv.FormatUint(next, 10))
+	c.W.Array(len(keys))
+	for _, k := range keys {
+		c.W.Bulk(k)
+	}
+}
+
+func cmdRandomKey(c *Ctx) {
+	k := c.Srv.Eng.RandomKey(c.DB, c.Now, c.held)
+	if k == nil {
+		c.W.Null()
+		return
+	}
+	c.W.Bulk(k)
+}
+
+func cmdRename(c *Ctx)   { rename(c, false) }
+func cmdRenameNX(c *Ctx) { rename(c, true) }
+
+func rename(c *Ctx, nx bool) {
+	src, dst := c.Args[1], c.Args[2]
+	from := c.Shard(src)
+	e, ok := from.Find(c.DB, src, c.Now)
+	if !ok {
+		c.W.Error(msgNoSuchKey)
+		return
+	}
+	if string(src) == string(dst) {
+		if nx {
+			c.W.Int(0)
+		} else {
+			c.W.OK()
+		}
+		return
+	}
+	to := c.Shard(dst)
+	if nx && to.Exists(c.DB, dst, c.Now) {
+		c.W.Int(0)
+		return
+	}
+	// Looking up dst may have expired it and moved src's slot: find again.
+	if e, ok = from.Find(c.DB, src, c.Now); !ok {
+		c.W.Error(msgNoSuchKey)
+		return
+	}
+	engine.Move(from, e, to, c.DB, dst)
+	if nx {
+		c.W.Int(1)
+	} else {
+		c.W.OK()
+	}
+}
+
+func cmdDBSize(c *Ctx) {
+	c.W.Int(int64(c.Srv.Eng.DBSize(c.DB, c.held)))
+}
+
+// flushMode checks FLUSHDB's and FLUSHALL's optional ASYNC|SYNC.
+func flushMode(c *Ctx) bool {
+	if len(c.Args) > 2 || (len(c.Args) == 2 && !is(c.Args[1], "ASYNC") && !is(c.Args[1], "SYNC")) {
+		c.W.Error(msgSyntax)
+		return false
+	}
+	return true
+}
+
+func cmdFlushDB(c *Ctx) {
+	if flushMode(c) {
+		c.Srv.Eng.FlushDB(c.DB, c.held)
+		c.W.OK()
+	}
+}
+
+func cmdFlushAll(c *Ctx) {
+	if flushMode(c) {
+		c.Srv.Eng.FlushDB(-1, c.held)
+		c.W.OK()
+	}
+}
+
+// dbIndex parses a database number, with errors for a bad integer (msg)
+// and for an index out of range.
+func (c *Ctx) dbIndex(i int, notInt string) (int, bool) {
+	n, ok := engine.ParseInt(c.Args[i])
+	if !ok {
+		c.W.Error(notInt)
+		return 0, false
+	}
+	if n < math.MinInt32 || n > math.MaxInt32 {
+		// Redis reads the index as a C int.
+		if notInt == msgNotInteger {
+			notInt = "ERR value is out of range"
+		}
+		c.W.Error(notInt)
+		return 0, false
+	}
+	if n < 0 || n >= int64(c.Srv.Eng.Databases()) {
+		c.W.Error(msgDBIndex)
+		return 0, false
+	}
+	return int(n), true
+}
+
+func cmdSelect(c *Ctx) {
+	db, ok := c.dbIndex(1, msgNotInteger)
+	if !ok {
+		return
+	}
+	c.Client.db.Store(int32(db))
+	c.DB = db
+	c.W.OK()
+}
+
+func cmdSwapDB(c *Ctx) {
+	a, ok := c.dbIndex(1, "ERR invalid first DB index")
+	if !ok {
+		return
+	}
+	b, ok := c.dbIndex(2, "ERR invalid second DB index")
+	if !ok {
+		return
+	}
+	c.Srv.Eng.SwapDB(a, b, c.held)
+	c.W.OK()
+}

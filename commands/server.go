@@ -1,0 +1,659 @@
+package commands
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"runtime/metrics"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"limitkv/engine"
+)
+
+// Server commands: INFO CONFIG TIME SHUTDOWN DEBUG MEMORY OBJECT FUNCTION.
+
+// RedisVersion is the Redis release whose behaviour limitkv reproduces;
+// clients read it from INFO and HELLO to decide what they may send.
+const RedisVersion = "7.0.15"
+
+// Version is limitkv's own version, set at build time.
+var Version = "0.1.0"
+
+func cmdTime(c *Ctx) {
+	now := time.Now()
+	c.W.Array(2)
+	c.W.BulkInt(now.Unix())
+	c.W.BulkInt(int64(now.Nanosecond() / 1000))
+}
+
+func cmdConfigGet(c *Ctx) {
+	var pats []string
+	for _, a := range c.Args[2:] {
+		pats = append(pats, string(a))
+	}
+	pairs := c.Srv.Cfg.Matching(pats)
+	c.W.Map(len(pairs))
+	for _, p := range pairs {
+		c.W.BulkString(p[0])
+		c.W.BulkString(p[1])
+	}
+}
+
+func cmdConfigSet(c *Ctx) {
+	if len(c.Args)%2 != 0 {
+		c.W.Error("ERR wrong number of arguments for 'config|set' command")
+		return
+	}
+	var pairs [][2]string
+	for i := 2; i < len(c.Args); i += 2 {
+		pairs = append(pairs, [2]string{string(c.Args[i]), string(c.Args[i+1])})
+	}
+	if err := c.Srv.Cfg.Set(pairs, false); err != nil {
+		c.W.Error(err.Error())
+		return
+	}
+	c.W.OK()
+}
+
+func cmdConfigResetStat(c *Ctx) {
+	s := c.Srv
+	s.stats.Connections.Store(0)
+	s.stats.Rejected.Store(0)
+	s.stats.Commands.Store(0)
+	s.stats.ProtocolErrors.Store(0)
+	for _, cl := range s.clients.all() {
+		cl.commands.Store(0)
+	}
+	for _, spec := range s.Table.Specs() {
+		for _, x := range append([]*Spec{spec}, spec.Sub...) {
+			x.calls.Store(0)
+			x.failed.Store(0)
+			x.reject.Store(0)
+		}
+	}
+	for i := 0; i < engine.Shards; i++ {
+		sh := s.Eng.Shard(i)
+		sh.Lock()
+		sh.Hits, sh.Misses, sh.Expired = 0, 0, 0
+		sh.Unlock()
+	}
+	c.W.OK()
+}
+
+func cmdConfigRewrite(c *Ctx) {
+	if c.Srv.Cfg.file == "" {
+		c.W.Error("ERR The server is running without a config file")
+		return
+	}
+	if err := c.Srv.Cfg.Rewrite(); err != nil {
+		c.W.Error("ERR Rewriting config file: " + err.Error())
+		return
+	}
+	c.W.OK()
+}
+
+func cmdConfigHelp(c *Ctx) {
+	help(c, "CONFIG", []string{
+		"GET <pattern>", "    Return parameters matching the glob-like <pattern> and their values.",
+		"SET <directive> <value>", "    Set the configuration <directive> to <value>.",
+		"RESETSTAT", "    Reset statistics reported by the INFO command.",
+		"REWRITE", "    Rewrite the configuration file.",
+	})
+}
+
+// cmdShutdown: SHUTDOWN [NOSAVE|SAVE] [NOW] [FORCE] [ABORT]. On success the
+// connection simply closes, as with Redis.
+func cmdShutdown(c *Ctx) {
+	var save *bool
+	abort := false
+	for _, a := range c.Args[1:] {
+		switch {
+		case is(a, "NOSAVE") && save == nil:
+			v := false
+			save = &v
+		case is(a, "SAVE") && save == nil:
+			v := true
+			save = &v
+		case is(a, "NOW"), is(a, "FORCE"):
+		case is(a, "ABORT"):
+			abort = true
+		default:
+			c.W.Error(msgSyntax)
+			return
+		}
+	}
+	if abort {
+		if len(c.Args) != 2 {
+			c.W.Error(msgSyntax)
+			return
+		}
+		c.W.Error("ERR No shutdown in progress.")
+		return
+	}
+	if c.Srv.Hooks.Shutdown == nil {
+		c.W.Error("ERR shutdown is not available")
+		return
+	}
+	if err := c.Srv.Hooks.Shutdown(save); err != nil {
+		c.W.Error("ERR Errors trying to SHUTDOWN. Check logs.")
+		return
+	}
+	c.Client.conn.CloseAfterReply()
+}
+
+// cmdDebug is only available with enable-debug-command. Besides a few of
+// Redis's subcommands it drives the server's clock, so black-box tests can
+// move time: DEBUG CLOCK SET <ms> | ADVANCE <ms> | REAL.
+func cmdDebug(c *Ctx) {
+	sub := c.Args[1]
+	switch {
+	case is(sub, "SLEEP") && len(c.Args) == 3:
+		f, ok := c.Float(2)
+		if !ok {
+			return
+		}
+		time.Sleep(time.Duration(f * float64(time.Second)))
+		c.W.OK()
+	case is(sub, "CLOCK") && len(c.Args) >= 3:
+		eng := c.Srv.Eng
+		switch {
+		case is(c.Args[2], "REAL") && len(c.Args) == 3:
+			eng.SetClock(engine.SystemClock{})
+		case is(c.Args[2], "SET") && len(c.Args) == 4:
+			ms, ok := c.Int(3)
+			if !ok {
+				return
+			}
+			eng.SetClock(engine.NewManualClock(ms))
+		case is(c.Args[2], "ADVANCE") && len(c.Args) == 4:
+			ms, ok := c.Int(3)
+			if !ok {
+				return
+			}
+			mc, isManual := eng.Clock().(*engine.ManualClock)
+			if !isManual {
+				mc = engine.NewManualClock(eng.Now())
+				eng.SetClock(mc)
+			}
+			mc.Advance(ms)
+		default:
+			c.W.Error(msgSyntax)
+			return
+		}
+		c.W.Int(c.Srv.Eng.Now())
+	case is(sub, "HELP"):
+		help(c, "DEBUG", []string{
+			"SLEEP <seconds>", "    Stop the server for <seconds>.",
+			"CLOCK SET <ms>|ADVANCE <ms>|REAL", "    Freeze the server's clock at <ms>, move it, or go back to real time.",
+		})
+	default:
+		c.W.Error("ERR unknown subcommand '" + string(sub) + "'. Try DEBUG HELP.")
+	}
+}
+
+func cmdMemoryUsage(c *Ctx) {
+	if len(c.Args) != 3 && !(len(c.Args) == 5 && is(c.Args[3], "SAMPLES")) {
+		c.W.Error(msgSyntax)
+		return
+	}
+	if len(c.Args) == 5 {
+		if _, ok := c.Int(4); !ok {
+			return
+		}
+	}
+	s := c.Shard(c.Args[2])
+	e, ok := s.Find(c.DB, c.Args[2], c.Now)
+	if !ok {
+		c.W.Null()
+		return
+	}
+	c.W.Int(s.MemoryUsage(e))
+}
+
+func cmdMemoryStats(c *Ctx) {
+	m := readMemory(c.Srv)
+	pairs := []struct {
+		k string
+		v int64
+	}{
+		{"peak.allocated", m.peak}, {"total.allocated", m.used}, {"startup.allocated", m.startup},
+		{"dataset.bytes", m.dataset}, {"keys.count", int64(c.Srv.totalKeys())},
+	}
+	c.W.Map(len(pairs))
+	for _, p := range pairs {
+		c.W.BulkString(p.k)
+		c.W.Int(p.v)
+	}
+}
+
+func cmdMemoryDoctor(c *Ctx) {
+	c.W.Verbatim("txt", "Hi Sam, I can't find any memory issue in your instance. I can only account for what occurs on this base.")
+}
+
+func cmdMemoryPurge(c *Ctx) {
+	runtime.GC()
+	c.W.OK()
+}
+
+func cmdMemoryHelp(c *Ctx) {
+	help(c, "MEMORY", []string{
+		"DOCTOR", "    Return memory problems reports.",
+		"MALLOC-STATS", "    Return internal statistics report from the memory allocator.",
+		"PURGE", "    Attempt to purge dirty pages for reclamation by the allocator.",
+		"STATS", "    Return information about the memory usage of the server.",
+		"USAGE <key> [SAMPLES <count>]", "    Return memory in bytes used by <key> and its value. Nested values are",
+		"", "    sampled up to <count> times (default: 5, 0 means sample all).",
+	})
+}
+
+func cmdMemoryMallocStats(c *Ctx) {
+	c.W.Verbatim("txt", "Stats not supported for the current allocator")
+}
+
+func cmdObjectEncoding(c *Ctx) {
+	s := c.Shard(c.Args[2])
+	e, ok := s.Find(c.DB, c.Args[2], c.Now)
+	if !ok {
+		c.W.Null()
+		return
+	}
+	c.W.BulkString(s.Encoding(e))
+}
+
+func cmdObjectFreq(c *Ctx) {
+	if _, ok := c.Shard(c.Args[2]).Find(c.DB, c.Args[2], c.Now); !ok {
+		c.W.Null()
+		return
+	}
+	c.W.Error("ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.")
+}
+
+func cmdObjectIdleTime(c *Ctx) {
+	if _, ok := c.Shard(c.Args[2]).Find(c.DB, c.Args[2], c.Now); !ok {
+		c.W.Null()
+		return
+	}
+	c.W.Error("ERR limitkv does not track key access times (it never evicts), so idle time is not known")
+}
+
+func cmdObjectRefCount(c *Ctx) {
+	if _, ok := c.Shard(c.Args[2]).Find(c.DB, c.Args[2], c.Now); !ok {
+		c.W.Null()
+		return
+	}
+	c.W.Int(1)
+}
+
+func cmdObjectHelp(c *Ctx) {
+	help(c, "OBJECT", []string{
+		"ENCODING <key>", "    Return the kind of internal representation used in order to store the value",
+		"    associated with a <key>.",
+		"FREQ <key>", "    Return the access frequency index of the <key>. The returned integer is",
+		"    proportional to the logarithm of the recent access frequency of the key.",
+		"IDLETIME <key>", "    Return the idle time of the <key>, that is the approximated number of",
+		"    seconds elapsed since the last access to the key.",
+		"REFCOUNT <key>", "    Return the number of references of the value associated with the specified",
+		"    <key>.",
+	})
+}
+
+func cmdFunctionList(c *Ctx) {
+	for j := 2; j < len(c.Args); j++ {
+		switch {
+		case is(c.Args[j], "WITHCODE"):
+		case is(c.Args[j], "LIBRARYNAME") && j+1 < len(c.Args):
+			j++
+		default:
+			c.W.Error("ERR Unknown argument " + string(c.Args[j]))
+			return
+		}
+	}
+	c.W.Array(0)
+}
+
+func cmdFunctionFlush(c *Ctx) {
+	if len(c.Args) > 3 || (len(c.Args) == 3 && !is(c.Args[2], "ASYNC") && !is(c.Args[2], "SYNC")) {
+		c.W.Error("ERR FUNCTION FLUSH only supports SYNC|ASYNC option")
+		return
+	}
+	c.W.OK()
+}
+
+func cmdFunctionStats(c *Ctx) {
+	c.W.Map(2)
+	c.W.BulkString("running_script")
+	c.W.Null()
+	c.W.BulkString("engines")
+	c.W.Map(0)
+}
+
+func cmdFunctionHelp(c *Ctx) {
+	help(c, "FUNCTION", []string{
+		"LIST [LIBRARYNAME <pattern>] [WITHCODE]", "    Return general information on all the libraries (limitkv has none).",
+		"FLUSH [ASYNC|SYNC]", "    Delete all the libraries (there are none).",
+		"STATS", "    Return information about the current function running.",
+	})
+}
+
+// totalKeys counts the keys of every database.
+func (s *Server) totalKeys() int {
+	n := 0
+	for db := 0; db < s.Eng.Databases(); db++ {
+		n += s.Eng.DBSize(db, false)
+	}
+	return n
+}
+
+// memInfo gathers memory figures for INFO and MEMORY STATS.
+type memInfo struct {
+	used, rss, peak, startup, dataset, heapGoal, sys int64
+}
+
+var memPeak struct {
+	sync.Mutex
+	v       int64
+	startup int64
+}
+
+func readMemory(s *Server) memInfo {
+	samples := []metrics.Sample{
+		{Name: "/memory/classes/heap/objects:bytes"},
+		{Name: "/memory/classes/total:bytes"},
+		{Name: "/gc/heap/goal:bytes"},
+	}
+	metrics.Read(samples)
+	var m memInfo
+	m.used = int64(samples[0].Value.Uint64())
+	m.sys = int64(samples[1].Value.Uint64())
+	m.heapGoal = int64(samples[2].Value.Uint64())
+	m.rss = readRSS()
+	for i := 0; i < engine.Shards; i++ {
+		sh := s.Eng.Shard(i)
+		sh.Lock()
+		m.dataset += sh.Footprint()
+		sh.Unlock()
+	}
+	memPeak.Lock()
+	if m.used > memPeak.v {
+		memPeak.v = m.used
+	}
+	if memPeak.startup == 0 {
+		memPeak.startup = m.used
+	}
+	m.peak, m.startup = memPeak.v, memPeak.startup
+	memPeak.Unlock()
+	return m
+}
+
+// readRSS returns the resident set size from /proc, or 0 where there is none.
+func readRSS() int64 {
+	b, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 2 {
+		return 0
+	}
+	pages, _ := strconv.ParseInt(f[1], 10, 64)
+	return pages * int64(os.Getpagesize())
+}
+
+func human(n int64) string {
+	f := float64(n)
+	switch {
+	case n < 1024:
+		return strconv.FormatInt(n, 10) + "B"
+	case n < 1<<20:
+		return fmt.Sprintf("%.2fK", f/1024)
+	case n < 1<<30:
+		return fmt.Sprintf("%.2fM", f/(1<<20))
+	case n < 1<<40:
+		return fmt.Sprintf("%.2fG", f/(1<<30))
+	}
+	return fmt.Sprintf("%.2fT", f/(1<<40))
+}
+
+// infoSections lists INFO's sections in order; "default" ones are in the
+// reply to a bare INFO.
+var infoSections = []struct {
+	name  string
+	def   bool
+	write func(s *Server, b *strings.Builder)
+}{
+	{"server", true, infoServer},
+	{"clients", true, infoClients},
+	{"memory", true, infoMemory},
+	{"persistence", true, infoPersistence},
+	{"stats", true, infoStats},
+	{"replication", true, infoReplication},
+	{"cpu", true, infoCPU},
+	{"modules", true, func(*Server, *strings.Builder) {}},
+	{"errorstats", true, func(*Server, *strings.Builder) {}},
+	{"cluster", true, func(_ *Server, b *strings.Builder) { b.WriteString("cluster_enabled:0\r\n") }},
+	{"keyspace", true, infoKeyspace},
+	{"commandstats", false, infoCommandStats},
+}
+
+func cmdInfo(c *Ctx) {
+	want := map[string]bool{}
+	all, def := false, len(c.Args) == 1
+	for _, a := range c.Args[1:] {
+		n := strings.ToLower(string(a))
+		switch n {
+		case "all", "everything":
+			all = true
+		case "default":
+			def = true
+		default:
+			want[n] = true
+		}
+	}
+	var b strings.Builder
+	for _, sec := range infoSections {
+		if !(all || want[sec.name] || (def && sec.def)) {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteString("\r\n")
+		}
+		b.WriteString("# " + strings.ToUpper(sec.name[:1]) + sec.name[1:] + "\r\n")
+		sec.write(c.Srv, &b)
+	}
+	c.W.Verbatim("txt", b.String())
+}
+
+func kv(b *strings.Builder, k string, v any) {
+	b.WriteString(k)
+	b.WriteByte(':')
+	fmt.Fprint(b, v)
+	b.WriteString("\r\n")
+}
+
+func infoServer(s *Server, b *strings.Builder) {
+	up := time.Since(s.startTime)
+	kv(b, "redis_version", RedisVersion)
+	kv(b, "redis_git_sha1", "00000000")
+	kv(b, "redis_git_dirty", 0)
+	kv(b, "redis_mode", "standalone")
+	kv(b, "limitkv_version", Version)
+	kv(b, "os", runtime.GOOS+" "+runtime.GOARCH)
+	kv(b, "arch_bits", strconv.IntSize)
+	kv(b, "multiplexing_api", "go")
+	kv(b, "go_version", runtime.Version())
+	kv(b, "process_id", os.Getpid())
+	kv(b, "run_id", s.runID())
+	kv(b, "tcp_port", s.Cfg.Get("port"))
+	kv(b, "server_time_usec", time.Now().UnixMicro())
+	kv(b, "uptime_in_seconds", int64(up/time.Second))
+	kv(b, "uptime_in_days", int64(up/(24*time.Hour)))
+	kv(b, "hz", s.Cfg.Hz())
+	kv(b, "configured_hz", s.Cfg.Get("hz"))
+	exe, _ := os.Executable()
+	kv(b, "executable", exe)
+	kv(b, "config_file", s.Cfg.file)
+	kv(b, "io_threads_active", 0)
+}
+
+var runIDOnce struct {
+	sync.Once
+	id string
+}
+
+func (s *Server) runID() string {
+	runIDOnce.Do(func() {
+		runIDOnce.id = fmt.Sprintf("%040x", uint64(s.startTime.UnixNano())^uint64(os.Getpid())<<32)
+	})
+	return runIDOnce.id
+}
+
+func infoClients(s *Server, b *strings.Builder) {
+	kv(b, "connected_clients", s.clients.count())
+	kv(b, "cluster_connections", 0)
+	kv(b, "maxclients", s.Cfg.maxClients.Load())
+	kv(b, "blocked_clients", 0)
+	kv(b, "tracking_clients", 0)
+}
+
+func infoMemory(s *Server, b *strings.Builder) {
+	m := readMemory(s)
+	kv(b, "used_memory", m.used)
+	kv(b, "used_memory_human", human(m.used))
+	kv(b, "used_memory_rss", m.rss)
+	kv(b, "used_memory_rss_human", human(m.rss))
+	kv(b, "used_memory_peak", m.peak)
+	kv(b, "used_memory_peak_human", human(m.peak))
+	kv(b, "used_memory_startup", m.startup)
+	kv(b, "used_memory_dataset", m.dataset)
+	kv(b, "used_memory_lua", 0)
+	kv(b, "used_memory_scripts", 0)
+	kv(b, "total_system_memory", totalSystemMemory())
+	kv(b, "go_heap_goal", m.heapGoal)
+	kv(b, "go_memory_sys", m.sys)
+	kv(b, "maxmemory", s.Cfg.maxMemory.Load())
+	kv(b, "maxmemory_human", human(s.Cfg.maxMemory.Load()))
+	kv(b, "maxmemory_policy", s.Cfg.Get("maxmemory-policy"))
+	if m.used > 0 {
+		kv(b, "mem_fragmentation_ratio", fmt.Sprintf("%.2f", float64(m.rss)/float64(m.used)))
+	}
+	kv(b, "mem_allocator", "go-"+runtime.Version())
+	kv(b, "lazyfree_pending_objects", 0)
+}
+
+func totalSystemMemory() int64 {
+	var si syscall.Sysinfo_t
+	if err := syscall.Sysinfo(&si); err != nil {
+		return 0
+	}
+	return int64(si.Totalram) * int64(si.Unit)
+}
+
+func infoPersistence(s *Server, b *strings.Builder) {
+	if s.Hooks.InfoPersistence != nil {
+		s.Hooks.InfoPersistence(b)
+		return
+	}
+	kv(b, "loading", 0)
+	kv(b, "persistence_enabled", 0)
+	kv(b, "rdb_bgsave_in_progress", 0)
+	kv(b, "aof_enabled", 0)
+}
+
+func infoStats(s *Server, b *strings.Builder) {
+	cmds := s.stats.Commands.Load()
+	for _, cl := range s.clients.all() {
+		cmds += cl.commands.Load()
+	}
+	var hits, misses, expired int64
+	for i := 0; i < engine.Shards; i++ {
+		sh := s.Eng.Shard(i)
+		sh.Lock()
+		hits += sh.Hits
+		misses += sh.Misses
+		expired += sh.Expired
+		sh.Unlock()
+	}
+	in, out := s.Net.NetBytes()
+	kv(b, "total_connections_received", s.stats.Connections.Load())
+	kv(b, "total_commands_processed", cmds)
+	kv(b, "instantaneous_ops_per_sec", s.opsPerSec())
+	kv(b, "total_net_input_bytes", in)
+	kv(b, "total_net_output_bytes", out)
+	kv(b, "rejected_connections", s.stats.Rejected.Load())
+	kv(b, "expired_keys", expired)
+	kv(b, "evicted_keys", 0)
+	kv(b, "keyspace_hits", hits)
+	kv(b, "keyspace_misses", misses)
+	kv(b, "pubsub_channels", 0)
+	kv(b, "pubsub_patterns", 0)
+	kv(b, "total_protocol_errors", s.stats.ProtocolErrors.Load())
+	var errs int64
+	for _, spec := range s.Table.Specs() {
+		errs += spec.failed.Load() + spec.reject.Load()
+		for _, sub := range spec.Sub {
+			errs += sub.failed.Load() + sub.reject.Load()
+		}
+	}
+	kv(b, "total_error_replies", errs)
+}
+
+func infoReplication(s *Server, b *strings.Builder) {
+	kv(b, "role", "master")
+	kv(b, "connected_slaves", 0)
+	kv(b, "master_failover_state", "no-failover")
+	kv(b, "master_replid", s.runID())
+	kv(b, "master_replid2", strings.Repeat("0", 40))
+	kv(b, "master_repl_offset", 0)
+	kv(b, "second_repl_offset", -1)
+	kv(b, "repl_backlog_active", 0)
+	kv(b, "repl_backlog_size", 1048576)
+	kv(b, "repl_backlog_first_byte_offset", 0)
+	kv(b, "repl_backlog_histlen", 0)
+}
+
+func infoCPU(s *Server, b *strings.Builder) {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return
+	}
+	tv := func(t syscall.Timeval) string {
+		return fmt.Sprintf("%d.%06d", t.Sec, t.Usec)
+	}
+	kv(b, "used_cpu_sys", tv(ru.Stime))
+	kv(b, "used_cpu_user", tv(ru.Utime))
+	var samples = []metrics.Sample{{Name: "/cpu/classes/gc/total:cpu-seconds"}}
+	metrics.Read(samples)
+	kv(b, "used_cpu_gc", fmt.Sprintf("%.6f", samples[0].Value.Float64()))
+}
+
+func infoKeyspace(s *Server, b *strings.Builder) {
+	for db := 0; db < s.Eng.Databases(); db++ {
+		keys, expires, avg := s.Eng.DBStats(db, s.Eng.Now())
+		if keys == 0 {
+			continue
+		}
+		fmt.Fprintf(b, "db%d:keys=%d,expires=%d,avg_ttl=%d\r\n", db, keys, expires, avg)
+	}
+}
+
+func infoCommandStats(s *Server, b *strings.Builder) {
+	var specs []*Spec
+	for _, spec := range s.Table.Specs() {
+		specs = append(specs, spec)
+		specs = append(specs, spec.Sub...)
+	}
+	sort.Slice(specs, func(i, j int) bool { return specs[i].FullName() < specs[j].FullName() })
+	for _, spec := range specs {
+		calls := spec.calls.Load()
+		if calls == 0 && spec.reject.Load() == 0 {
+			continue
+		}
+		fmt.Fprintf(b, "cmdstat_%s:calls=%d,rejected_calls=%d,failed_calls=%d\r\n",
+			spec.FullName(), calls, spec.reject.Load(), spec.failed.Load())
+	}
+}

@@ -1,0 +1,267 @@
+package commands
+
+import (
+	"errors"
+	"strings"
+)
+
+// A command's Syntax is written as in Redis's documentation, with a few
+// marks so that COMMAND DOCS can be generated from it:
+//
+//		key value [condition=NX|XX] [GET] [EX seconds:integer|PX milliseconds:integer]
+//
+//	  - lower-case words are arguments; ":type" sets the type (integer,
+//	    double, key, pattern, unix-time, string). "key" and names ending in
+//	    "key" are keys, "pattern" a pattern; some common names are integers.
+//	  - UPPER-CASE words are tokens; "TOKEN arg" gives arg that token.
+//	  - [ ... ] is optional, < ... > a required group; | separates choices;
+//	    "name=" right after the bracket names the group.
+//	  - "..." after an item means it repeats.
+type argDoc struct {
+	Name     string
+	Type     string // string integer double key pattern unix-time pure-token oneof block
+	Token    string
+	Optional bool
+	Multiple bool
+	Args     []*argDoc
+}
+
+var integerNames = map[string]bool{
+	"seconds": true, "milliseconds": true, "count": true, "offset": true, "start": true,
+	"end": true, "index": true, "numkeys": true, "increment": true, "decrement": true,
+	"timeout": true, "limit": true, "cost": true, "db": true, "index1": true, "index2": true,
+	"cursor": true, "bit": true, "pivot": true, "rank": true, "len": true, "min-len": true,
+	"maxlen": true, "number": true, "protover": true, "client-id": true, "quantity": true,
+	"max_burst": true, "count_per_period": true, "period": true, "keep": true, "unix-time-seconds": true,
+	"unix-time-milliseconds": true,
+}
+
+func inferType(name string) string {
+	switch {
+	case name == "key" || strings.HasSuffix(name, "key") || name == "source" || name == "destination":
+		return "key"
+	case name == "pattern":
+		return "pattern"
+	case name == "unix-time-seconds" || name == "unix-time-milliseconds":
+		return "unix-time"
+	case integerNames[name]:
+		return "integer"
+	}
+	return "string"
+}
+
+type syntaxParser struct {
+	toks []string
+	pos  int
+}
+
+func tokenizeSyntax(s string) []string {
+	var toks []string
+	i := 0
+	for i < len(s) {
+		c := s[i]
+		switch {
+		case c == ' ':
+			i++
+		case strings.HasPrefix(s[i:], "..."):
+			toks = append(toks, "...")
+			i += 3
+		case c == '[' || c == ']' || c == '<' || c == '>' || c == '|':
+			toks = append(toks, string(c))
+			i++
+		default:
+			j := i
+			for j < len(s) && !strings.ContainsRune(" []<>|", rune(s[j])) && !strings.HasPrefix(s[j:], "...") {
+				j++
+			}
+			toks = append(toks, s[i:j])
+			i = j
+		}
+	}
+	return toks
+}
+
+func parseSyntax(s string) ([]*argDoc, error) {
+	p := &syntaxParser{toks: tokenizeSyntax(s)}
+	args, err := p.seq()
+	if err != nil {
+		return nil, err
+	}
+	if p.pos != len(p.toks) {
+		return nil, errors.New("syntax: unexpected " + p.toks[p.pos])
+	}
+	return args, nil
+}
+
+func (p *syntaxParser) peek() string {
+	if p.pos < len(p.toks) {
+		return p.toks[p.pos]
+	}
+	return ""
+}
+
+// seq parses items up to a closing bracket, a '|' or the end, joining
+// "TOKEN arg" pairs.
+func (p *syntaxParser) seq() ([]*argDoc, error) {
+	var out []*argDoc
+	for {
+		t := p.peek()
+		if t == "" || t == "]" || t == ">" || t == "|" {
+			return out, nil
+		}
+		a, err := p.item()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, a)
+	}
+}
+
+func (p *syntaxParser) item() (*argDoc, error) {
+	t := p.peek()
+	p.pos++
+	var a *argDoc
+	switch {
+	case t == "[" || t == "<":
+		closer := "]"
+		if t == "<" {
+			closer = ">"
+		}
+		g, err := p.group(closer)
+		if err != nil {
+			return nil, err
+		}
+		g.Optional = t == "["
+		a = g
+	case t == "..." || t == "]" || t == ">" || t == "|":
+		return nil, errors.New("syntax: unexpected " + t)
+	case strings.ToUpper(t) == t && strings.ToLower(t) != t:
+		a = &argDoc{Name: strings.ToLower(t), Type: "pure-token", Token: t}
+	default:
+		name, typ, _ := strings.Cut(t, ":")
+		if typ == "" {
+			typ = inferType(name)
+		}
+		a = &argDoc{Name: name, Type: typ}
+	}
+	if p.peek() == "..." {
+		p.pos++
+		a.Multiple = true
+	}
+	return a, nil
+}
+
+// group parses the inside of a bracket: one or more alternatives.
+func (p *syntaxParser) group(closer string) (*argDoc, error) {
+	name := ""
+	if t := p.peek(); strings.Contains(t, "=") {
+		name, p.toks[p.pos], _ = strings.Cut(t, "=")
+		if p.toks[p.pos] == "" {
+			p.pos++
+		}
+	}
+	var alts [][]*argDoc
+	for {
+		s, err := p.seq()
+		if err != nil {
+			return nil, err
+		}
+		if len(s) == 0 {
+			return nil, errors.New("syntax: empty group")
+		}
+		alts = append(alts, s)
+		t := p.peek()
+		p.pos++
+		if t == "|" {
+			continue
+		}
+		if t != closer {
+			return nil, errors.New("syntax: expected " + closer)
+		}
+		break
+	}
+	if len(alts) == 1 {
+		g := collapse(alts[0])
+		if name != "" {
+			g.Name = name
+		}
+		return g, nil
+	}
+	g := &argDoc{Name: name, Type: "oneof"}
+	var names []string
+	for _, s := range alts {
+		a := collapse(s)
+		g.Args = append(g.Args, a)
+		names = append(names, a.Name)
+	}
+	if g.Name == "" {
+		g.Name = strings.Join(names, "-")
+	}
+	return g, nil
+}
+
+// collapse turns a bracketed sequence into one argument: "EX seconds" is
+// the argument seconds with the token EX; "LIMIT offset count" a block with
+// the token LIMIT; anything else longer than one item a plain block.
+func collapse(s []*argDoc) *argDoc {
+	switch {
+	case len(s) == 1:
+		return s[0]
+	case len(s) == 2 && s[0].Type == "pure-token" && !s[0].Multiple &&
+		s[1].Token == "" && s[1].Type != "pure-token" && s[1].Type != "oneof" && s[1].Type != "block":
+		a := s[1]
+		a.Token = s[0].Token
+		return a
+	case s[0].Type == "pure-token":
+		return &argDoc{Name: s[0].Name, Type: "block", Token: s[0].Token, Args: s[1:]}
+	}
+	return &argDoc{Name: s[0].Name, Type: "block", Args: s}
+}
+
+// render writes args back as Redis's documentation shows them, without the
+// type marks: "key value [NX | XX]".
+func renderSyntax(args []*argDoc) string {
+	var parts []string
+	for _, a := range args {
+		parts = append(parts, renderArg(a))
+	}
+	return strings.Join(parts, " ")
+}
+
+func renderArg(a *argDoc) string {
+	var s string
+	switch a.Type {
+	case "pure-token":
+		s = a.Token
+	case "oneof":
+		var alts []string
+		for _, x := range a.Args {
+			alts = append(alts, renderArg(x))
+		}
+		s = strings.Join(alts, " | ")
+		if !a.Optional {
+			s = "<" + s + ">"
+		}
+	case "block":
+		var inner []string
+		if a.Token != "" {
+			inner = append(inner, a.Token)
+		}
+		for _, x := range a.Args {
+			inner = append(inner, renderArg(x))
+		}
+		s = strings.Join(inner, " ")
+	default:
+		s = a.Name
+		if a.Token != "" {
+			s = a.Token + " " + s
+		}
+	}
+	if a.Multiple {
+		s += " [" + strings.TrimSuffix(strings.TrimPrefix(s, "<"), ">") + " ...]"
+	}
+	if a.Optional {
+		s = "[" + s + "]"
+	}
+	return s
+}

@@ -1,0 +1,125 @@
+package commands
+
+import "limitkv/engine"
+
+// Transactions: MULTI EXEC DISCARD WATCH UNWATCH. EXEC runs its queued
+// commands with every shard locked, so no other connection sees any state
+// between them, and checks WATCHed keys under the same locks.
+
+func cmdMulti(c *Ctx) {
+	if c.Client.multi {
+		c.W.Error("ERR MULTI calls can not be nested")
+		return
+	}
+	c.Client.multi = true
+	c.Client.multiLen.Store(0)
+	c.W.OK()
+}
+
+func cmdDiscard(c *Ctx) {
+	if !c.Client.multi {
+		c.W.Error("ERR DISCARD without MULTI")
+		return
+	}
+	c.Client.discardTx()
+	c.Client.unwatchAll()
+	c.W.OK()
+}
+
+func cmdExec(c *Ctx) {
+	cl := c.Client
+	if !cl.multi {
+		c.W.Error("ERR EXEC without MULTI")
+		return
+	}
+	if cl.txFailed {
+		cl.discardTx()
+		cl.unwatchAll()
+		c.W.Error("EXECABORT Transaction discarded because of previous errors.")
+		return
+	}
+	queued := cl.queued
+	eng := c.Srv.Eng
+	eng.Lock(engine.AllShards)
+	if cl.watchFailed(c.Now) {
+		eng.Unlock(engine.AllShards)
+		cl.discardTx()
+		cl.unwatchAll()
+		c.W.NullArray()
+		return
+	}
+	c.W.Array(len(queued))
+	for _, q := range queued {
+		sub := Ctx{Srv: c.Srv, Client: cl, W: c.W, Args: q.args, Now: c.Now, DB: cl.DB(), Spec: q.spec, held: true}
+		c.Srv.runGuarded(&sub)
+	}
+	eng.Unlock(engine.AllShards)
+	cl.discardTx()
+	cl.unwatchAll()
+}
+
+// runGuarded runs a command inside EXEC or a script, where a panic must not
+// leave the shard locks held by the caller behind: it becomes an error
+// reply for that command alone.
+func (s *Server) runGuarded(c *Ctx) {
+	defer func() {
+		if r := recover(); r != nil {
+			if s.Net.OnPanic != nil {
+				s.Net.OnPanic(r)
+			}
+			c.W.Error("ERR internal error")
+		}
+	}()
+	s.run(c)
+}
+
+// watchFailed reports whether a watched key changed or expired since WATCH.
+// All shards must be locked.
+func (cl *Client) watchFailed(now int64) bool {
+	if len(cl.watching) == 0 {
+		return false
+	}
+	if cl.watch.Dirty() {
+		return true
+	}
+	eng := cl.srv.Eng
+	for _, wk := range cl.watching {
+		k := []byte(wk.key)
+		if eng.ShardFor(k).IsExpired(wk.db, k, now) {
+			return true
+		}
+	}
+	return false
+}
+
+func cmdWatch(c *Ctx) {
+	cl := c.Client
+	if cl.multi {
+		c.W.Error("ERR WATCH inside MULTI is not allowed")
+		return
+	}
+	eng := c.Srv.Eng
+	for _, k := range c.Args[1:] {
+		dup := false
+		for _, wk := range cl.watching {
+			if wk.db == c.DB && wk.key == string(k) {
+				dup = true
+				break
+			}
+		}
+		if dup {
+			continue
+		}
+		s := eng.ShardFor(k)
+		s.Lock()
+		s.AddWatch(c.DB, k, c.Now, &cl.watch)
+		s.Unlock()
+		cl.watching = append(cl.watching, watchedKey{db: c.DB, key: string(k)})
+	}
+	c.W.OK()
+}
+
+func cmdUnwatch(c *Ctx) {
+	c.Client.unwatchAll()
+	c.W.OK()
+}

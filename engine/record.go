@@ -1,0 +1,128 @@
+package engine
+
+import "encoding/binary"
+
+// A record is one key with its value, stored contiguously:
+//
+//	[0]     encoding (encRaw, encInt, ...)
+//	[1]     block class (low 6 bits) | flagExpire | flagDirty
+//	[2:]    uvarint key length, key bytes
+//	        int64 expiry in Unix ms, little endian, if flagExpire
+//	        payload, whose layout the encoding defines
+//
+// Records up to maxBlock bytes live in the shard's arena. A larger one lives
+// in a []byte on the Go heap, reached through a stub record of encoding
+// encStub whose payload is the handle of that []byte in the object table.
+const (
+	encStub   byte = 0
+	encRaw    byte = 1 // string: uvarint length, bytes
+	encInt    byte = 2 // string holding an integer: zigzag varint
+	encList   byte = 3 // handle of a *List
+	encHash   byte = 4 // handle of a *Hash
+	encZSet   byte = 5 // handle of a *ZSet
+	encSet    byte = 6 // handle of a *Set
+	encLimit  byte = 7 // rate-limit state: uvarint length, bytes
+	encLimitH byte = 8 // rate-limit state too big to inline: handle of a *[]byte
+	numEncs        = 9
+
+	classMask  byte = 0x3f
+	flagExpire byte = 0x40
+	flagDirty  byte = 0x80
+)
+
+// encKind maps an encoding to the type Redis clients see.
+var encKind = [numEncs]Kind{
+	encRaw: KindString, encInt: KindString, encList: KindList,
+	encHash: KindHash, encZSet: KindZSet, encSet: KindSet,
+	encLimit: KindLimit, encLimitH: KindLimit,
+}
+
+// encHasHandle reports whether the payload is an object handle.
+func encHasHandle(enc byte) bool {
+	return enc == encList || enc == encHash || enc == encZSet || enc == encSet || enc == encLimitH || enc == encStub
+}
+
+// recKeyBounds returns the start and end offsets of the key.
+func recKeyBounds(r []byte) (int, int) {
+	n, w := binary.Uvarint(r[2:])
+	return 2 + w, 2 + w + int(n)
+}
+
+func recKey(r []byte) []byte {
+	a, b := recKeyBounds(r)
+	return r[a:b]
+}
+
+// recExpire returns the expiry time in ms, or 0 when the key has none.
+func recExpire(r []byte) int64 {
+	if r[1]&flagExpire == 0 {
+		return 0
+	}
+	_, e := recKeyBounds(r)
+	return int64(binary.LittleEndian.Uint64(r[e:]))
+}
+
+// recPayload returns the payload: the bytes after the key and expiry, up to
+// the end that the encoding defines (a block may have slack after it).
+func recPayload(r []byte) []byte {
+	_, e := recKeyBounds(r)
+	if r[1]&flagExpire != 0 {
+		e += 8
+	}
+	p := r[e:]
+	switch r[0] {
+	case encRaw, encLimit:
+		n, w := binary.Uvarint(p)
+		return p[:w+int(n)]
+	case encInt:
+		_, w := binary.Varint(p)
+		return p[:w]
+	default:
+		return p[:4]
+	}
+}
+
+// recHandle returns the object handle of a handle-encoded record.
+func recHandle(r []byte) uint32 {
+	return le32(recPayload(r))
+}
+
+// recSize is the length of a record with these parts.
+func recSize(keyLen int, hasExpire bool, payloadLen int) int {
+	n := 2 + uvarintLen(uint64(keyLen)) + keyLen + payloadLen
+	if hasExpire {
+		n += 8
+	}
+	return n
+}
+
+// writeRecord lays out a record into b, which must be large enough. The
+// payload is head followed by body, so callers need not join them first.
+func writeRecord(b []byte, enc, class byte, key []byte, expireAt int64, head, body []byte) {
+	b[0] = enc
+	b[1] = class
+	i := 2 + binary.PutUvarint(b[2:], uint64(len(key)))
+	i += copy(b[i:], key)
+	if expireAt != 0 {
+		b[1] |= flagExpire
+		binary.LittleEndian.PutUint64(b[i:], uint64(expireAt))
+		i += 8
+	}
+	i += copy(b[i:], head)
+	copy(b[i:], body)
+}
+
+func uvarintLen(v uint64) int {
+	n := 1
+	for v >= 0x80 {
+		v >>= 7
+		n++
+	}
+	return n
+}
+
+// rawString decodes an encRaw payload.
+func rawString(p []byte) []byte {
+	n, w := binary.Uvarint(p)
+	return p[w : w+int(n)]
+}

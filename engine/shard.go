@@ -1,0 +1,417 @@
+package engine
+
+import (
+	"encoding/binary"
+	"sync"
+)
+
+// Shard owns the keys whose hash falls in it, in every database, behind one
+// mutex. All methods on a Shard require the caller to hold its lock (Lock,
+// or the engine's LockAll for transactions and scripts). Slices the methods
+// return point into shard memory and are valid only until the next change to
+// the shard.
+type Shard struct {
+	mu    sync.Mutex
+	eng   *Engine
+	dbs   []table
+	arena arena
+
+	objs     []any // object table; index 0 is never used
+	freeObjs []uint32
+
+	scratch []byte // reused to build payloads without allocating
+
+	watched map[string][]*Watch
+	wkey    []byte
+
+	track    bool   // record changed keys for incremental snapshots
+	dirtyLog []byte // [db uvarint][key length uvarint][key] per changed key
+
+	// Counters, guarded by mu.
+	Hits, Misses, Expired int64
+}
+
+func (s *Shard) init(e *Engine) {
+	s.eng = e
+	s.dbs = make([]table, e.numDB)
+	s.arena.init()
+	s.objs = []any{nil}
+}
+
+// Lock and Unlock guard every other method.
+func (s *Shard) Lock()   { s.mu.Lock() }
+func (s *Shard) Unlock() { s.mu.Unlock() }
+
+// record returns the record that ref points at, following stubs.
+func (s *Shard) record(ref uint32) []byte {
+	c := s.arena.chunks[ref>>chunkShift]
+	off := int(ref&(chunkUnits-1)) << unitShift
+	b := c[off:]
+	if b[0] == encStub {
+		return s.objs[le32(b[2:])].([]byte)
+	}
+	return b[:classSizes[b[1]&classMask]]
+}
+
+// find returns the slot holding key, if any, without looking at expiry.
+func (s *Shard) find(t *table, key []byte, h uint32) (uint32, []byte, bool) {
+	if t.count == 0 {
+		return 0, nil, false
+	}
+	for i := h & t.mask; ; i = t.next(i) {
+		sl := t.slots[i]
+		ref := slotRef(sl)
+		if ref == 0 {
+			return 0, nil, false
+		}
+		if slotHash(sl) != h {
+			continue
+		}
+		r := s.record(ref)
+		if string(recKey(r)) == string(key) {
+			return i, r, true
+		}
+	}
+}
+
+// Entry is a key found in a shard.
+type Entry struct {
+	rec  []byte
+	db   int
+	slot uint32
+}
+
+// Kind returns the value's type.
+func (e Entry) Kind() Kind { return encKind[e.rec[0]] }
+
+// ExpireAt returns the key's expiry in Unix ms, or 0 if it has none.
+func (e Entry) ExpireAt() int64 { return recExpire(e.rec) }
+
+// Key returns the key's name.
+func (e Entry) Key() []byte { return recKey(e.rec) }
+
+func expired(r []byte, now int64) bool {
+	if r[1]&flagExpire == 0 {
+		return false
+	}
+	return now > recExpire(r)
+}
+
+// Lookup finds a live key, deleting it first if it has expired. It counts
+// keyspace hits and misses, as Redis does for reads.
+func (s *Shard) Lookup(db int, key []byte, now int64) (Entry, bool) {
+	e, ok := s.Find(db, key, now)
+	if ok {
+		s.Hits++
+	} else {
+		s.Misses++
+	}
+	return e, ok
+}
+
+// Find is Lookup without the hit and miss counters, for writes.
+func (s *Shard) Find(db int, key []byte, now int64) (Entry, bool) {
+	t := &s.dbs[db]
+	h := uint32(s.eng.hash(key))
+	i, r, ok := s.find(t, key, h)
+	if !ok {
+		return Entry{}, false
+	}
+	if expired(r, now) {
+		s.expire(db, t, i)
+		return Entry{}, false
+	}
+	return Entry{rec: r, db: db, slot: i}, true
+}
+
+// Exists reports whether key is live, without side effects on counters.
+func (s *Shard) Exists(db int, key []byte, now int64) bool {
+	_, ok := s.Find(db, key, now)
+	return ok
+}
+
+// expire deletes an expired key found at slot i.
+func (s *Shard) expire(db int, t *table, i uint32) {
+	s.Expired++
+	s.deleteAt(db, t, i)
+}
+
+// deleteAt removes the key at slot i and frees its record.
+func (s *Shard) deleteAt(db int, t *table, i uint32) {
+	s.deleteAtKeep(db, t, i, false)
+}
+
+// deleteAtKeep is deleteAt; with keepObj set it leaves the value's object
+// alone because another record took it over.
+func (s *Shard) deleteAtKeep(db int, t *table, i uint32, keepObj bool) {
+	ref := slotRef(t.slots[i])
+	r := s.record(ref)
+	t.delExp(recExpire(r))
+	s.changed(db, r)
+	s.freeRecord(ref, r, keepObj)
+	t.removeAt(i)
+	t.count--
+	if t.count == 0 || t.count*8 < len(t.slots) {
+		t.shrinkIfSparse()
+	}
+}
+
+// Delete removes key if it exists and reports whether it did.
+func (s *Shard) Delete(db int, key []byte, now int64) bool {
+	e, ok := s.Find(db, key, now)
+	if !ok {
+		return false
+	}
+	s.deleteAt(db, &s.dbs[db], e.slot)
+	return true
+}
+
+// DeleteEntry removes a key found by Lookup or Find.
+func (s *Shard) DeleteEntry(e Entry) {
+	s.deleteAt(e.db, &s.dbs[e.db], e.slot)
+}
+
+// freeRecord releases a record's block, heap copy and objects.
+func (s *Shard) freeRecord(ref uint32, r []byte, keepObj bool) {
+	blk := s.arena.bytes(ref, 6)
+	if blk[0] == encStub {
+		s.freeObj(le32(blk[2:]))
+	}
+	if !keepObj && encHasHandle(r[0]) {
+		s.freeObj(recHandle(r))
+	}
+	s.arena.release(ref, blk[1]&classMask)
+}
+
+func (s *Shard) newObj(o any) uint32 {
+	if n := len(s.freeObjs); n > 0 {
+		h := s.freeObjs[n-1]
+		s.freeObjs = s.freeObjs[:n-1]
+		s.objs[h] = o
+		return h
+	}
+	s.objs = append(s.objs, o)
+	return uint32(len(s.objs) - 1)
+}
+
+func (s *Shard) freeObj(h uint32) {
+	s.objs[h] = nil
+	s.freeObjs = append(s.freeObjs, h)
+}
+
+// Object returns the object behind a list, hash, set or zset entry.
+func (s *Shard) Object(e Entry) any {
+	return s.objs[recHandle(e.rec)]
+}
+
+// put stores a record for key in database db, replacing any value it had
+// (freeing the old value's objects unless keepObj is set, for rewrites that
+// carry the same object handle). With fresh set it never writes over the old
+// record, so head and body may point into it. It returns the new entry.
+func (s *Shard) put(db int, key []byte, enc byte, expireAt int64, head, body []byte, keepObj, fresh bool) Entry {
+	t := &s.dbs[db]
+	h := uint32(s.eng.hash(key))
+	i, old, found := s.find(t, key, h)
+	if !found {
+		if t.needGrow() {
+			t.grow()
+		}
+		i = h & t.mask
+		for slotRef(t.slots[i]) != 0 {
+			i = t.next(i)
+		}
+		t.count++
+		ref, r := s.newRecord(key, enc, expireAt, head, body)
+		t.slots[i] = mkSlot(h, ref)
+		t.addExp(expireAt)
+		s.changed(db, r)
+		return Entry{rec: r, db: db, slot: i}
+	}
+	ref := slotRef(t.slots[i])
+	t.delExp(recExpire(old))
+	t.addExp(expireAt)
+	if !keepObj && old[0] != encStub && encHasHandle(old[0]) {
+		s.freeObj(recHandle(old))
+	}
+	dirty := old[1] & flagDirty
+	size := recSize(len(key), expireAt != 0, len(head)+len(body))
+	blk := s.arena.bytes(ref, 6)
+	var r []byte
+	switch {
+	case !fresh && blk[0] != encStub && size <= maxBlock && classFor(size) == blk[1]&classMask:
+		// Same block size: rewrite in place.
+		r = old
+		writeRecord(r, enc, blk[1]&classMask, key, expireAt, head, body)
+	case !fresh && blk[0] == encStub && size > maxBlock && size <= cap(old) && size > cap(old)/2:
+		// Still too big for the arena and the heap copy still fits.
+		r = old[:size]
+		writeRecord(r, enc, 0, key, expireAt, head, body)
+		s.objs[le32(blk[2:])] = r
+	default:
+		var nref uint32
+		nref, r = s.newRecord(key, enc, expireAt, head, body)
+		t.slots[i] = mkSlot(h, nref)
+		// The old record's objects were either freed above or moved into r.
+		if blk[0] == encStub {
+			s.freeObj(le32(blk[2:]))
+		}
+		s.arena.release(ref, blk[1]&classMask)
+	}
+	r[1] |= dirty
+	s.changed(db, r)
+	return Entry{rec: r, db: db, slot: i}
+}
+
+// newRecord allocates and fills a record, on the heap behind a stub when
+// it is too big for the arena.
+func (s *Shard) newRecord(key []byte, enc byte, expireAt int64, head, body []byte) (uint32, []byte) {
+	size := recSize(len(key), expireAt != 0, len(head)+len(body))
+	if size <= maxBlock {
+		c := classFor(size)
+		ref := s.arena.alloc(c)
+		r := s.arena.bytes(ref, classSizes[c])
+		writeRecord(r, enc, c, key, expireAt, head, body)
+		return ref, r
+	}
+	r := make([]byte, size)
+	writeRecord(r, enc, 0, key, expireAt, head, body)
+	ref := s.arena.alloc(0)
+	stub := s.arena.bytes(ref, 6)
+	stub[0], stub[1] = encStub, 0
+	put32(stub[2:], s.newObj(r))
+	return ref, r
+}
+
+// SetExpire changes the expiry of an existing entry (0 removes it) and
+// returns the updated entry.
+func (s *Shard) SetExpire(e Entry, expireAt int64) Entry {
+	if e.ExpireAt() == expireAt {
+		return e
+	}
+	// The key keeps its place in the record, so it may alias the old one; the
+	// payload moves, so an inline one is copied out first and a heap one is
+	// rewritten into a fresh buffer.
+	payload := recPayload(e.rec)
+	inline := s.arena.bytes(slotRef(s.dbs[e.db].slots[e.slot]), 1)[0] != encStub
+	if inline {
+		s.scratch = append(s.scratch[:0], payload...)
+		payload = s.scratch
+	}
+	return s.put(e.db, recKey(e.rec), e.rec[0], expireAt, payload, nil, true, !inline)
+}
+
+// Touch records that an object stored under e (a list, hash, set or zset
+// changed in place) was modified: snapshots pick it up and WATCH sees it.
+func (s *Shard) Touch(e Entry) {
+	s.changed(e.db, e.rec)
+}
+
+// changed is called for every key that was written, deleted or expired.
+func (s *Shard) changed(db int, r []byte) {
+	if len(s.watched) > 0 {
+		s.touchWatched(db, recKey(r))
+	}
+	if s.track && r[1]&flagDirty == 0 {
+		r[1] |= flagDirty
+		key := recKey(r)
+		s.dirtyLog = binary.AppendUvarint(s.dirtyLog, uint64(db))
+		s.dirtyLog = binary.AppendUvarint(s.dirtyLog, uint64(len(key)))
+		s.dirtyLog = append(s.dirtyLog, key...)
+	}
+}
+
+// Len returns the number of keys in database db, expired ones included
+// until they are swept.
+func (s *Shard) Len(db int) int { return s.dbs[db].count }
+
+// Expires returns the number of keys with a TTL in database db and the sum
+// of their expiry times in seconds.
+func (s *Shard) Expires(db int) (int, int64) { return s.dbs[db].expires, s.dbs[db].expSum }
+
+// Flush deletes every key in database db.
+func (s *Shard) Flush(db int) {
+	t := &s.dbs[db]
+	if t.count == 0 {
+		return
+	}
+	for i, sl := range t.slots {
+		if ref := slotRef(sl); ref != 0 {
+			r := s.record(ref)
+			s.changed(db, r)
+			s.freeRecord(ref, r, false)
+			t.slots[i] = 0
+		}
+	}
+	*t = table{}
+	s.compactIfEmpty()
+}
+
+// compactIfEmpty drops the arena and object table when no database holds a
+// key, so that FLUSHALL gives memory back.
+func (s *Shard) compactIfEmpty() {
+	for i := range s.dbs {
+		if s.dbs[i].count != 0 {
+			return
+		}
+	}
+	s.arena.reset()
+	s.objs = []any{nil}
+	s.freeObjs = nil
+}
+
+// Swap exchanges databases a and b.
+func (s *Shard) Swap(a, b int) {
+	if len(s.watched) > 0 {
+		s.touchAllWatched(a, b)
+		s.touchAllWatched(b, a)
+	}
+	s.dbs[a], s.dbs[b] = s.dbs[b], s.dbs[a]
+}
+
+// MemoryUsage estimates the bytes a key costs: its slot, its record and the
+// objects it owns.
+func (s *Shard) MemoryUsage(e Entry) int64 {
+	n := int64(12) // a slot, at the table's typical load
+	blk := s.arena.bytes(slotRef(s.dbs[e.db].slots[e.slot]), 2)
+	if blk[0] == encStub {
+		n += 16 + int64(cap(e.rec)) + 24
+	} else {
+		n += int64(classSizes[blk[1]&classMask])
+	}
+	if e.rec[0] != encStub && encHasHandle(e.rec[0]) {
+		if m, ok := s.Object(e).(interface{ MemoryUsage() int64 }); ok {
+			n += m.MemoryUsage()
+		}
+	}
+	return n
+}
+
+// Footprint returns the bytes this shard holds: arena chunks, tables and an
+// estimate of the objects.
+func (s *Shard) Footprint() int64 {
+	n := s.arena.footprint() + int64(cap(s.objs))*16
+	for i := range s.dbs {
+		n += int64(len(s.dbs[i].slots)) * 8
+	}
+	return n
+}
+
+// Encoding names a value's representation in Redis's terms, for OBJECT
+// ENCODING.
+func (s *Shard) Encoding(e Entry) string {
+	switch e.rec[0] {
+	case encInt:
+		return "int"
+	case encRaw:
+		if n, _ := e.StrLen(); n <= 44 {
+			return "embstr"
+		}
+		return "raw"
+	case encLimit, encLimitH:
+		return "ratelimit"
+	}
+	if en, ok := s.Object(e).(interface{ Encoding() string }); ok {
+		return en.Encoding()
+	}
+	return "unknown"
+}

@@ -1,0 +1,229 @@
+package engine
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+)
+
+// modelEntry is what the model expects a key to hold.
+type modelEntry struct {
+	val []byte
+	exp int64
+}
+
+// TestShardAgainstModel drives one shard with random sets, deletes, expiry
+// changes and reads over keys and values of every size class (and past the
+// arena's limit), and checks each step against a plain map.
+func TestShardAgainstModel(t *testing.T) {
+	for seed := uint64(1); seed <= 4; seed++ {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(seed, 99))
+			e := New(Config{Databases: 3})
+			s := e.Shard(0)
+			model := make([]map[string]modelEntry, 3)
+			for i := range model {
+				model[i] = map[string]modelEntry{}
+			}
+			now := int64(1_000_000)
+			randKey := func() []byte {
+				n := rng.IntN(400)
+				switch rng.IntN(10) {
+				case 0:
+					n = 900 + rng.IntN(400) // keys that need a heap record
+				case 1:
+					n = 0
+				}
+				k := make([]byte, n)
+				for i := range k {
+					k[i] = byte('a' + rng.IntN(3))
+				}
+				if n > 3 {
+					k[0] = byte(rng.IntN(256)) // binary keys
+				}
+				return k
+			}
+			var keys [][]byte
+			for i := 0; i < 300; i++ {
+				keys = append(keys, randKey())
+			}
+			randVal := func() []byte {
+				switch rng.IntN(6) {
+				case 0:
+					return []byte(fmt.Sprint(rng.Int64N(1<<40) - 1<<39)) // integers
+				case 1:
+					return make([]byte, 1000+rng.IntN(3000))
+				default:
+					v := make([]byte, rng.IntN(120))
+					for i := range v {
+						v[i] = byte(rng.IntN(256))
+					}
+					return v
+				}
+			}
+			for step := 0; step < 30000; step++ {
+				db := rng.IntN(3)
+				k := keys[rng.IntN(len(keys))]
+				m := model[db]
+				switch op := rng.IntN(10); {
+				case op < 4:
+					v := randVal()
+					var exp int64
+					if rng.IntN(3) == 0 {
+						exp = now + int64(rng.IntN(50))
+					}
+					s.SetString(db, k, v, exp)
+					m[string(k)] = modelEntry{append([]byte(nil), v...), exp}
+				case op < 5:
+					got := s.Delete(db, k, now)
+					_, want := m[string(k)]
+					if want && m[string(k)].exp != 0 && now > m[string(k)].exp {
+						want = false
+					}
+					if got != want {
+						t.Fatalf("step %d: Delete = %v, want %v", step, got, want)
+					}
+					delete(m, string(k))
+				case op < 6:
+					ent, ok := s.Find(db, k, now)
+					me, mok := m[string(k)]
+					if mok && me.exp != 0 && now > me.exp {
+						mok = false
+						delete(m, string(k))
+					}
+					if ok != mok {
+						t.Fatalf("step %d: Find = %v, want %v", step, ok, mok)
+					}
+					if ok {
+						exp := int64(0)
+						if rng.IntN(2) == 0 {
+							exp = now + int64(rng.IntN(100))
+						}
+						s.SetExpire(ent, exp)
+						me.exp = exp
+						m[string(k)] = me
+					}
+				case op < 7:
+					now += int64(rng.IntN(5))
+				default:
+					v, ok, err := s.GetString(db, k, now, nil)
+					if err != nil {
+						t.Fatal(err)
+					}
+					me, mok := m[string(k)]
+					if mok && me.exp != 0 && now > me.exp {
+						mok = false
+						delete(m, string(k))
+					}
+					if ok != mok || (ok && !bytes.Equal(v, me.val)) {
+						t.Fatalf("step %d: Get(%q) = %q %v, want %q %v", step, k, v, ok, me.val, mok)
+					}
+				}
+				if step%1000 == 0 {
+					e.ActiveExpire(now, 1e9)
+					for db := range model {
+						for k, me := range model[db] {
+							if me.exp != 0 && now > me.exp {
+								delete(model[db], k)
+							}
+						}
+						if got, want := s.Len(db), len(model[db]); got != want {
+							t.Fatalf("step %d: db %d has %d keys, model %d", step, db, got, want)
+						}
+					}
+				}
+			}
+			// Everything left must be readable and accounted for.
+			for db := range model {
+				for k, me := range model[db] {
+					v, ok, _ := s.GetString(db, []byte(k), now, nil)
+					if me.exp != 0 && now > me.exp {
+						if ok {
+							t.Fatalf("expired key %q still there", k)
+						}
+						continue
+					}
+					if !ok || !bytes.Equal(v, me.val) {
+						t.Fatalf("final: %q = %q %v, want %q", k, v, ok, me.val)
+					}
+				}
+			}
+			for db := range model {
+				s.Flush(db)
+			}
+			if s.arena.used != 0 {
+				t.Fatalf("arena still holds %d bytes after flushing everything", s.arena.used)
+			}
+		})
+	}
+}
+
+func TestTableScanVisitsEveryKeyAcrossResizes(t *testing.T) {
+	e := New(Config{Databases: 1})
+	const n = 5000
+	for i := 0; i < n; i++ {
+		k := []byte(fmt.Sprintf("key:%d", i))
+		e.ShardFor(k).SetString(0, k, []byte("v"), 0)
+	}
+	seen := map[string]int{}
+	cursor := uint64(0)
+	added := 0
+	for {
+		cursor = e.Scan(0, cursor, 50, 0, false, func(k []byte, _ Kind) { seen[string(k)]++ })
+		// Grow the keyspace while scanning: tables double under the cursor.
+		for j := 0; j < 200 && added < 20000; j++ {
+			k := []byte(fmt.Sprintf("extra:%d", added))
+			e.ShardFor(k).SetString(0, k, []byte("v"), 0)
+			added++
+		}
+		if cursor == 0 {
+			break
+		}
+	}
+	for i := 0; i < n; i++ {
+		if seen[fmt.Sprintf("key:%d", i)] == 0 {
+			t.Fatalf("key:%d was never returned", i)
+		}
+	}
+}
+
+// Redis's matcher fails "*" against the empty string; KEYS and SCAN treat a
+// lone "*" as "everything" before matching, and so does limitkv.
+func TestMatch(t *testing.T) {
+	cases := []struct {
+		pat, s string
+		want   bool
+	}{
+		{"*", "", false}, {"*", "abc", true}, {"a*", "abc", true}, {"a*c", "abc", true},
+		{"a*d", "abc", false}, {"a?c", "abc", true}, {"a?c", "ac", false},
+		{"[abc]x", "bx", true}, {"[^abc]x", "bx", false}, {"[^abc]x", "dx", true},
+		{"[a-c]", "b", true}, {"[c-a]", "b", true}, {"[a-c]", "d", false},
+		{"\\*", "*", true}, {"\\*", "a", false}, {"[", "a", false}, {"[^", "a", true},
+		{"[a", "a", true}, {"[a", "ab", false}, {"h*llo", "heeeello", true},
+		{"a*a*a*a*a*a*a*a*b", "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", false},
+		{"user:*", "user:42", true}, {"*:42", "user:42", true}, {"[\\]]", "]", true},
+	}
+	for _, c := range cases {
+		if got := Match([]byte(c.pat), []byte(c.s), false); got != c.want {
+			t.Errorf("Match(%q, %q) = %v, want %v", c.pat, c.s, got, c.want)
+		}
+	}
+	if !Match([]byte("HELLO*"), []byte("hello world"), true) {
+		t.Error("nocase match failed")
+	}
+}
+
+func TestParseInt(t *testing.T) {
+	good := map[string]int64{"0": 0, "1": 1, "-1": -1, "9223372036854775807": 1<<63 - 1, "-9223372036854775808": -1 << 63}
+	for s, want := range good {
+		if got, ok := ParseInt([]byte(s)); !ok || got != want {
+			t.Errorf("ParseInt(%q) = %d %v", s, got, ok)
+		}
+	}
+	for _, s := range []string{"", "-", "+1", "01", "-0", " 1", "1 ", "9223372036854775808", "-9223372036854775809", "1.0", "0x10", "123456789012345678901"} {
+		if _, ok := ParseInt([]byte(s)); ok {
+			t.Errorf("ParseInt(%q) accepted", s)
+		}
+	}
+}
