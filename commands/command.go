@@ -30,7 +30,7 @@ func cmdCommandInfo(c *Ctx) {
 		if s := c.Srv.lookupFull(n); s != nil {
 			writeCommandInfo(c, s)
 		} else {
-			c.W.NullArray()
+			c.W.Null()
 		}
 	}
 }
@@ -68,7 +68,11 @@ func writeCommandInfo(c *Ctx, s *Spec) {
 	for _, cat := range cats {
 		w.Simple(cat)
 	}
-	w.Set(0) // tips
+	tips := strings.Fields(s.Tips)
+	w.Set(len(tips))
+	for _, t := range tips {
+		w.BulkString(t)
+	}
 	writeKeySpecs(c, s)
 	if len(s.Sub) == 0 {
 		w.Set(0)
@@ -80,59 +84,80 @@ func writeCommandInfo(c *Ctx, s *Spec) {
 	}
 }
 
-// writeKeySpecs describes where the keys are, in Redis 7's key-spec form:
-// a range spec for fixed positions, a keynum spec for "numkeys key ...".
+// writeKeySpecs describes where the keys are, in Redis 7's key-spec form.
 func writeKeySpecs(c *Ctx, s *Spec) {
 	w := c.W
-	n := 0
-	if s.First > 0 {
-		n++
-	}
-	if s.NumKeysAt > 0 {
-		n++
-	}
-	w.Set(n)
-	if s.First > 0 {
-		last := s.Last
-		if last >= 0 {
-			last -= s.First
+	specs := s.keySpecs()
+	w.Set(len(specs))
+	for _, ks := range specs {
+		n := 3
+		if ks.Notes != "" {
+			n++
 		}
-		writeKeySpec(c, s, s.First, "range", "lastkey", int64(last), "keystep", int64(max(s.Step, 1)), "limit", 0)
+		w.Map(n)
+		if ks.Notes != "" {
+			w.BulkString("notes")
+			w.BulkString(ks.Notes)
+		}
+		w.BulkString("flags")
+		flags := strings.Fields(ks.Flags)
+		w.Set(len(flags))
+		for _, f := range flags {
+			w.Simple(f)
+		}
+		w.BulkString("begin_search")
+		w.Map(2)
+		w.BulkString("type")
+		switch {
+		case ks.Begin > 0:
+			w.BulkString("index")
+			w.BulkString("spec")
+			w.Map(1)
+			w.BulkString("index")
+			w.Int(int64(ks.Begin))
+		case ks.Keyword != "":
+			w.BulkString("keyword")
+			w.BulkString("spec")
+			w.Map(2)
+			w.BulkString("keyword")
+			w.BulkString(ks.Keyword)
+			w.BulkString("startfrom")
+			w.Int(int64(ks.KeywordFrom))
+		default:
+			w.BulkString("unknown")
+			w.BulkString("spec")
+			w.Map(0)
+		}
+		w.BulkString("find_keys")
+		w.Map(2)
+		w.BulkString("type")
+		switch {
+		case ks.Unknown:
+			w.BulkString("unknown")
+			w.BulkString("spec")
+			w.Map(0)
+		case ks.KeyNum:
+			w.BulkString("keynum")
+			w.BulkString("spec")
+			w.Map(3)
+			w.BulkString("keynumidx")
+			w.Int(int64(ks.KeyNumIdx))
+			w.BulkString("firstkey")
+			w.Int(int64(ks.FirstKey))
+			w.BulkString("keystep")
+			w.Int(int64(ks.KeyStep))
+		default:
+			w.BulkString("range")
+			w.BulkString("spec")
+			w.Map(3)
+			w.BulkString("lastkey")
+			w.Int(int64(ks.LastKey))
+			w.BulkString("keystep")
+			w.Int(int64(ks.KeyStep))
+			w.BulkString("limit")
+			w.Int(int64(ks.Limit))
+		}
 	}
-	if s.NumKeysAt > 0 {
-		writeKeySpec(c, s, s.NumKeysAt, "keynum", "keynumidx", 0, "firstkey", 1, "keystep", 1)
-	}
-}
-
-func writeKeySpec(c *Ctx, s *Spec, begin int, kind string, k1 string, v1 int64, k2 string, v2 int64, k3 string, v3 int64) {
-	w := c.W
-	w.Map(3)
-	w.BulkString("flags")
-	flags := keySpecFlags(s)
-	w.Set(len(flags))
-	for _, f := range flags {
-		w.Simple(f)
-	}
-	w.BulkString("begin_search")
-	w.Map(2)
-	w.BulkString("type")
-	w.BulkString("index")
-	w.BulkString("spec")
-	w.Map(1)
-	w.BulkString("index")
-	w.Int(int64(begin))
-	w.BulkString("find_keys")
-	w.Map(2)
-	w.BulkString("type")
-	w.BulkString(kind)
-	w.BulkString("spec")
-	w.Map(3)
-	w.BulkString(k1)
-	w.Int(v1)
-	w.BulkString(k2)
-	w.Int(v2)
-	w.BulkString(k3)
-	w.Int(v3)
 }
 
 func cmdCommandDocs(c *Ctx) {
@@ -153,14 +178,17 @@ func cmdCommandDocs(c *Ctx) {
 	}
 }
 
+// writeDocs writes one command's COMMAND DOCS entry, fields in Redis's
+// order.
 func writeDocs(c *Ctx, s *Spec) {
 	w := c.W
+	docFlags := strings.Fields(s.DocFlags)
 	n := 4
-	if len(s.args) > 0 {
-		n++
-	}
-	if len(s.Sub) > 0 {
-		n++
+	for _, present := range []bool{len(docFlags) > 0, s.DeprecatedSince != "", s.ReplacedBy != "",
+		len(s.History) > 0, len(s.args) > 0, len(s.Sub) > 0} {
+		if present {
+			n++
+		}
 	}
 	w.Map(n)
 	w.BulkString("summary")
@@ -171,6 +199,30 @@ func writeDocs(c *Ctx, s *Spec) {
 	w.BulkString(s.group())
 	w.BulkString("complexity")
 	w.BulkString(s.Complexity)
+	if len(docFlags) > 0 {
+		w.BulkString("doc_flags")
+		w.Set(len(docFlags))
+		for _, f := range docFlags {
+			w.Simple(f)
+		}
+	}
+	if s.DeprecatedSince != "" {
+		w.BulkString("deprecated_since")
+		w.BulkString(s.DeprecatedSince)
+	}
+	if s.ReplacedBy != "" {
+		w.BulkString("replaced_by")
+		w.BulkString(s.ReplacedBy)
+	}
+	if len(s.History) > 0 {
+		w.BulkString("history")
+		w.Array(len(s.History))
+		for _, h := range s.History {
+			w.Array(2)
+			w.BulkString(h[0])
+			w.BulkString(h[1])
+		}
+	}
 	if len(s.args) > 0 {
 		w.BulkString("arguments")
 		writeArgDocs(c, s.args)
@@ -189,13 +241,6 @@ func writeArgDocs(c *Ctx, args []*argDoc) {
 	w := c.W
 	w.Array(len(args))
 	for _, a := range args {
-		n := 2
-		if a.Type == "key" {
-			n++
-		}
-		if a.Token != "" {
-			n++
-		}
 		var flags []string
 		if a.Optional {
 			flags = append(flags, "optional")
@@ -203,11 +248,11 @@ func writeArgDocs(c *Ctx, args []*argDoc) {
 		if a.Multiple {
 			flags = append(flags, "multiple")
 		}
-		if len(flags) > 0 {
-			n++
-		}
-		if len(a.Args) > 0 {
-			n++
+		n := 2
+		for _, present := range []bool{a.Type == "key", a.Token != "", a.Since != "", len(flags) > 0, len(a.Args) > 0} {
+			if present {
+				n++
+			}
 		}
 		w.Map(n)
 		w.BulkString("name")
@@ -216,11 +261,15 @@ func writeArgDocs(c *Ctx, args []*argDoc) {
 		w.BulkString(a.Type)
 		if a.Type == "key" {
 			w.BulkString("key_spec_index")
-			w.Int(0)
+			w.Int(int64(a.KeySpec))
 		}
 		if a.Token != "" {
 			w.BulkString("token")
 			w.BulkString(a.Token)
+		}
+		if a.Since != "" {
+			w.BulkString("since")
+			w.BulkString(a.Since)
 		}
 		if len(flags) > 0 {
 			w.BulkString("flags")
@@ -295,7 +344,7 @@ func cmdCommandGetKeys(c *Ctx) {
 	}
 	pos := spec.keyPositions(args, nil)
 	if len(pos) == 0 {
-		if spec.First <= 0 && spec.NumKeysAt <= 0 {
+		if len(spec.keySpecs()) == 0 {
 			c.W.Error("ERR The command has no key arguments")
 		} else {
 			c.W.Error("ERR Invalid arguments specified for command")
@@ -338,11 +387,11 @@ func cmdCommandGetKeysAndFlags(c *Ctx) {
 		c.W.Error("ERR The command has no key arguments")
 		return
 	}
-	flags := keySpecFlags(spec)
 	c.W.Array(len(pos))
 	for _, i := range pos {
 		c.W.Array(2)
 		c.W.Bulk(args[i])
+		flags := strings.Fields(keyFlagsAt(spec, args, i))
 		c.W.Set(len(flags))
 		for _, f := range flags {
 			c.W.Simple(f)
@@ -350,10 +399,14 @@ func cmdCommandGetKeysAndFlags(c *Ctx) {
 	}
 }
 
-// keySpecFlags is the access description of a command's keys.
-func keySpecFlags(s *Spec) []string {
-	if s.Flags&Write == 0 {
-		return []string{"RO", "access"}
+// keyFlagsAt returns the flags of the key spec that covers argument i.
+func keyFlagsAt(s *Spec, args [][]byte, i int) string {
+	for _, ks := range s.keySpecs() {
+		for _, p := range keysOf([]KeySpec{ks}, args, nil) {
+			if p == i {
+				return ks.Flags
+			}
+		}
 	}
-	return []string{"RW", "access", "update"}
+	return ""
 }

@@ -263,7 +263,7 @@ type configError struct {
 }
 
 func (e *configError) Error() string {
-	return "CONFIG SET failed (possibly related to argument '" + e.name + "') - " + e.reason
+	return "ERR CONFIG SET failed (possibly related to argument '" + e.name + "') - " + e.reason
 }
 
 // parse validates v for p and returns its canonical text and number.
@@ -395,12 +395,27 @@ func (c *Config) Set(pairs [][2]string, startup bool) error {
 }
 
 // Matching returns name/value pairs of the parameters matching any of the
-// patterns, each once, aliases included where they match.
+// patterns, each once, aliases included where they match. A name without
+// glob characters is answered under the spelling it was asked with, as
+// Redis does.
 func (c *Config) Matching(patterns []string) [][2]string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var out [][2]string
 	seen := map[string]bool{}
+	var globs []string
+	for _, pat := range patterns {
+		if strings.ContainsAny(pat, "[*?") {
+			globs = append(globs, pat)
+			continue
+		}
+		p, ok := c.byName[strings.ToLower(pat)]
+		if ok && !seen[pat] {
+			seen[pat] = true
+			out = append(out, [2]string{pat, c.values[p]})
+		}
+	}
+	patterns = globs
 	for _, p := range c.params {
 		for _, name := range []string{p.name, p.alias} {
 			if name == "" || seen[name] {

@@ -230,7 +230,7 @@ func cmdClientList(c *Ctx) {
 			want := map[int64]bool{}
 			for _, a := range args[1:] {
 				id, ok := engine.ParseInt(a)
-				if !ok || id <= 0 {
+				if !ok {
 					c.W.Error("ERR Invalid client ID")
 					return
 				}

@@ -359,7 +359,7 @@ func (c *Ctx) dbIndex(i int, notInt string) (int, bool) {
 	if n < math.MinInt32 || n > math.MaxInt32 {
 		// Redis reads the index as a C int.
 		if notInt == msgNotInteger {
-			notInt = "ERR value is out of range"
+			notInt = "ERR value is out of range, value must between -2147483648 and 2147483647"
 		}
 		c.W.Error(notInt)
 		return 0, false

@@ -46,7 +46,7 @@ func cmdConfigGet(c *Ctx) {
 
 func cmdConfigSet(c *Ctx) {
 	if len(c.Args)%2 != 0 {
-		c.W.Error("ERR wrong number of arguments for 'config|set' command")
+		c.W.Error(msgSyntax)
 		return
 	}
 	var pairs [][2]string
@@ -317,7 +317,11 @@ func cmdFunctionList(c *Ctx) {
 }
 
 func cmdFunctionFlush(c *Ctx) {
-	if len(c.Args) > 3 || (len(c.Args) == 3 && !is(c.Args[2], "ASYNC") && !is(c.Args[2], "SYNC")) {
+	if len(c.Args) > 3 {
+		c.W.Error("ERR unknown subcommand or wrong number of arguments for 'FLUSH'. Try FUNCTION HELP.")
+		return
+	}
+	if len(c.Args) == 3 && !is(c.Args[2], "ASYNC") && !is(c.Args[2], "SYNC") {
 		c.W.Error("ERR FUNCTION FLUSH only supports SYNC|ASYNC option")
 		return
 	}

@@ -67,10 +67,19 @@ type Spec struct {
 	// style; COMMAND DOCS and redis-cli's hints are generated from it.
 	Syntax string
 	Run    func(*Ctx)
-	// NumKeysAt is the index of a "numkeys" argument followed by that many
-	// keys (EVAL, ZUNIONSTORE), for commands flagged Movable.
-	NumKeysAt int
-	Sub       []*Spec
+	Sub    []*Spec
+
+	// Metadata COMMAND reports, as Redis 7.0 has it for its commands: ACL
+	// categories and tips (space separated), key specs (which, when given,
+	// also locate the keys of movable-key commands), and documentation
+	// history and flags.
+	ACL             string
+	Tips            string
+	KeySpecs        []KeySpec
+	History         [][2]string
+	DocFlags        string
+	DeprecatedSince string
+	ReplacedBy      string
 
 	parent *Spec
 	args   []*argDoc
@@ -152,6 +161,38 @@ func (s *Spec) lookupSub(name []byte) *Spec {
 	return nil
 }
 
+// KeySpec tells where a command's keys are, as Redis 7 key specs do: a
+// begin index (-1: unknown), then either a range (LastKey relative to
+// Begin, negative from the end) or a count argument (KeyNum).
+type KeySpec struct {
+	Flags, Notes        string
+	Begin               int
+	Keyword             string
+	KeywordFrom         int
+	LastKey, Limit      int
+	KeyNum              bool
+	KeyNumIdx, FirstKey int
+	KeyStep             int
+	Unknown             bool
+}
+
+// keySpecs returns the spec's key specs, deriving one from First, Last and
+// Step for commands that give none.
+func (s *Spec) keySpecs() []KeySpec {
+	if len(s.KeySpecs) > 0 || s.First <= 0 {
+		return s.KeySpecs
+	}
+	last := s.Last
+	if last >= 0 {
+		last -= s.First
+	}
+	flags := "RO access"
+	if s.Flags&Write != 0 {
+		flags = "RW access update"
+	}
+	return []KeySpec{{Flags: flags, Begin: s.First, LastKey: last, KeyStep: max(s.Step, 1)}}
+}
+
 // arityOK checks the number of arguments, name included.
 func (s *Spec) arityOK(n int) bool {
 	if s.Arity >= 0 {
@@ -162,29 +203,50 @@ func (s *Spec) arityOK(n int) bool {
 
 // keyPositions returns the argument indexes of the keys in args.
 func (s *Spec) keyPositions(args [][]byte, out []int) []int {
-	if s.First > 0 {
-		last := s.Last
-		if last < 0 {
-			last = len(args) + last
+	return keysOf(s.keySpecs(), args, out)
+}
+
+// keysOf appends the argument indexes that specs find in args.
+func keysOf(specs []KeySpec, args [][]byte, out []int) []int {
+	for _, ks := range specs {
+		if ks.Unknown || ks.Begin <= 0 || ks.Begin >= len(args) {
+			continue
 		}
-		step := max(s.Step, 1)
-		for i := s.First; i <= last && i < len(args); i += step {
-			out = append(out, i)
-		}
-	}
-	if at := s.NumKeysAt; at > 0 && at < len(args) {
-		n, ok := engine.ParseInt(args[at])
-		if ok && n > 0 && n < int64(len(args)-at) {
-			for i := 1; i <= int(n); i++ {
-				out = append(out, at+i)
+		step := max(ks.KeyStep, 1)
+		if ks.KeyNum {
+			at := ks.Begin + ks.KeyNumIdx
+			if at >= len(args) {
+				continue
 			}
+			n, ok := engine.ParseInt(args[at])
+			first := ks.Begin + ks.FirstKey
+			if !ok || n <= 0 || n > int64(len(args)-first) {
+				continue
+			}
+			for i := 0; i < int(n); i++ {
+				if p := first + i*step; p < len(args) {
+					out = append(out, p)
+				}
+			}
+			continue
+		}
+		last := ks.Begin + ks.LastKey
+		if ks.LastKey < 0 {
+			last = len(args) + ks.LastKey
+		}
+		for i := ks.Begin; i <= last && i < len(args); i += step {
+			out = append(out, i)
 		}
 	}
 	return out
 }
 
-// aclCategories derives the ACL categories COMMAND reports.
+// aclCategories returns the ACL categories COMMAND reports: Redis's own for
+// its commands, derived from flags and group for limitkv's.
 func (s *Spec) aclCategories() []string {
+	if s.ACL != "" {
+		return strings.Fields(s.ACL)
+	}
 	var cats []string
 	if s.Flags&Write != 0 {
 		cats = append(cats, "@write")

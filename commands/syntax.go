@@ -2,6 +2,7 @@ package commands
 
 import (
 	"errors"
+	"strconv"
 	"strings"
 )
 
@@ -21,6 +22,8 @@ type argDoc struct {
 	Name     string
 	Type     string // string integer double key pattern unix-time pure-token oneof block
 	Token    string
+	Since    string
+	KeySpec  int // for keys: the index of the key spec that finds it
 	Optional bool
 	Multiple bool
 	Args     []*argDoc
@@ -135,14 +138,30 @@ func (p *syntaxParser) item() (*argDoc, error) {
 		a = g
 	case t == "..." || t == "]" || t == ">" || t == "|":
 		return nil, errors.New("syntax: unexpected " + t)
-	case strings.ToUpper(t) == t && strings.ToLower(t) != t:
-		a = &argDoc{Name: strings.ToLower(t), Type: "pure-token", Token: t}
 	default:
-		name, typ, _ := strings.Cut(t, ":")
-		if typ == "" {
-			typ = inferType(name)
+		word, since, _ := strings.Cut(t, "@")
+		word, spec, _ := strings.Cut(word, "#")
+		if strings.ToUpper(word) == word && strings.ToLower(word) != word {
+			a = &argDoc{Name: strings.ToLower(word), Type: "pure-token", Token: word}
+		} else {
+			name, typ, _ := strings.Cut(word, ":")
+			if typ == "" {
+				typ = inferType(name)
+			}
+			a = &argDoc{Name: name, Type: typ}
 		}
-		a = &argDoc{Name: name, Type: typ}
+		a.Since = since
+		if spec != "" {
+			n, err := strconv.Atoi(spec)
+			if err != nil {
+				return nil, errors.New("syntax: bad key spec index in " + t)
+			}
+			a.KeySpec = n
+		}
+	}
+	if t := p.peek(); strings.HasPrefix(t, "@") {
+		p.pos++
+		a.Since = t[1:]
 	}
 	if p.peek() == "..." {
 		p.pos++

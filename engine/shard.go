@@ -415,3 +415,20 @@ func (s *Shard) Encoding(e Entry) string {
 	}
 	return "unknown"
 }
+
+// kindEnc maps the kinds stored as objects to their record encodings.
+var kindEnc = map[Kind]byte{KindList: encList, KindHash: encHash, KindZSet: encZSet, KindSet: encSet}
+
+// SetObject stores obj (a list, hash, set or zset) under key with the
+// encoding for kind, replacing any value the key had, and returns the new
+// entry. Objects should implement MemoryUsage() int64 and Encoding() string
+// so that MEMORY USAGE and OBJECT ENCODING can describe them.
+func (s *Shard) SetObject(db int, key []byte, kind Kind, obj any, expireAt int64) Entry {
+	enc, ok := kindEnc[kind]
+	if !ok {
+		panic("engine: SetObject of kind " + kind.String())
+	}
+	var hb [4]byte
+	put32(hb[:], s.newObj(obj))
+	return s.put(db, key, enc, expireAt, hb[:], nil, false, false)
+}
