@@ -73,7 +73,7 @@ func commandTable() []*Spec {
 		}},
 
 		// Server, introspection and transactions (server.go, command.go, tx.go)
-		{Name: "command", Arity: -1, Flags: Loading | Stale, Group: "server", Since: "2.8.13", Summary: "Get array of Redis command details", Complexity: "O(N) where N is the total number of Redis commands", ACL: "@slow @connection", Tips: "nondeterministic_output_order", Sub: []*Spec{
+		{Name: "command", Arity: -1, Flags: Loading | Stale, Group: "server", Since: "2.8.13", Summary: "Get array of Redis command details", Complexity: "O(N) where N is the total number of Redis commands", ACL: "@slow @connection", Tips: "nondeterministic_output_order", Run: cmdCommand, Sub: []*Spec{
 			{Name: "count", Arity: 2, Flags: Loading | Stale, Since: "2.8.13", Summary: "Get total number of Redis commands", Complexity: "O(1)", ACL: "@slow @connection", Run: cmdCommandCount},
 			{Name: "docs", Arity: -2, Flags: Loading | Stale, Since: "7.0.0", Summary: "Get array of specific Redis command documentation", Complexity: "O(N) where N is the number of commands to look up", ACL: "@slow @connection", Tips: "nondeterministic_output_order", Syntax: "[command-name...]", Run: cmdCommandDocs},
 			{Name: "getkeys", Arity: -4, Flags: Loading | Stale, Since: "2.8.13", Summary: "Extract keys given a full Redis command", Complexity: "O(N) where N is the number of arguments to the command", ACL: "@slow @connection", Run: cmdCommandGetKeys},

@@ -227,3 +227,41 @@ func TestParseInt(t *testing.T) {
 		}
 	}
 }
+
+// TestActiveExpiryFreesIdleKeys: keys nobody reads again are removed by the
+// sweeper, their memory goes back to the arena and the tables shrink.
+func TestActiveExpiryFreesIdleKeys(t *testing.T) {
+	e := New(Config{Databases: 1})
+	for i := 0; i < 50000; i++ {
+		k := []byte(fmt.Sprintf("idle:%d", i))
+		e.ShardFor(k).SetString(0, k, []byte("value"), 1000)
+	}
+	keep := []byte("keeper")
+	e.ShardFor(keep).SetString(0, keep, []byte("v"), 0)
+	var usedBefore int64
+	for i := range e.shards {
+		usedBefore += e.shards[i].arena.used
+	}
+	ticks := 0
+	for e.DBSize(0, false) > 1 {
+		e.ActiveExpire(2000, 1e9)
+		if ticks++; ticks > 10000 {
+			t.Fatalf("sweeper left %d keys after %d ticks", e.DBSize(0, false), ticks)
+		}
+	}
+	var used, slots int64
+	for i := range e.shards {
+		used += e.shards[i].arena.used
+		slots += int64(len(e.shards[i].dbs[0].slots))
+	}
+	if used*100 > usedBefore {
+		t.Fatalf("arena still holds %d of %d bytes", used, usedBefore)
+	}
+	if slots > Shards*minTableSize {
+		t.Fatalf("tables hold %d slots for one key", slots)
+	}
+	if v, ok, _ := e.ShardFor(keep).GetString(0, keep, 2000, nil); !ok || string(v) != "v" {
+		t.Fatal("a key without TTL was swept")
+	}
+	t.Logf("%d sweeper ticks", ticks)
+}

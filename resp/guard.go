@@ -47,6 +47,7 @@ const (
 	maxMultibulk     = 1<<31 - 1 // INT_MAX
 	unauthMultibulk  = 10
 	unauthBulk       = 16384
+	holdMultibulk    = 1024
 	initialInBuf     = 16 * 1024
 	errorWriteWindow = time.Second
 )
@@ -91,6 +92,7 @@ type guard struct {
 	reqBytes int64 // bytes of the current request so far
 
 	err    *ProtocolError
+	hold   bool        // the current request is delivered only when complete
 	noAuth atomic.Bool // unauthenticated limits apply
 	// inRead is set while the connection waits on its socket; Shutdown wakes
 	// only those, so that commands being executed finish and flush first.
@@ -101,8 +103,24 @@ func newGuard(c net.Conn, srv *Server) *guard {
 	return &guard{Conn: c, srv: srv, in: make([]byte, initialInBuf)}
 }
 
-// Read hands redcon validated bytes only.
-func (g *guard) Read(p []byte) (int, error) {
+// Read hands redcon validated bytes only. It runs on redcon's connection
+// goroutine, where nothing recovers a panic: a bug here must cost this
+// connection, not the process.
+func (g *guard) Read(p []byte) (n int, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			if g.srv.OnPanic != nil {
+				g.srv.OnPanic(r)
+			}
+			n, err = 0, errGuardPanic
+		}
+	}()
+	return g.read(p)
+}
+
+var errGuardPanic = errors.New("internal error in the protocol guard")
+
+func (g *guard) read(p []byte) (int, error) {
 	for {
 		if g.cpos < len(g.conv) {
 			n := copy(p, g.conv[g.cpos:])
@@ -112,7 +130,7 @@ func (g *guard) Read(p []byte) (int, error) {
 			}
 			return n, nil
 		}
-		if g.ipos < g.vpos {
+		if g.ipos < g.vpos && !g.hold {
 			n := copy(p, g.in[g.ipos:g.vpos])
 			g.ipos += n
 			return n, nil
@@ -126,14 +144,14 @@ func (g *guard) Read(p []byte) (int, error) {
 		if g.err != nil {
 			continue
 		}
-		if g.state == inBody && g.vpos == g.iend && g.body > 2 && len(p) > 0 {
+		if g.state == inBody && g.vpos == g.iend && g.body > 2 && len(p) > 0 && !g.hold {
 			// A large payload goes straight from the socket to redcon; only
 			// the CRLF after it passes through the buffer.
 			want := min(int64(len(p)), g.body-2)
 			n, err := g.readSocket(p[:want])
 			g.body -= int64(n)
 			g.reqBytes += int64(n)
-			if err == nil && g.overLimit() {
+			if err == nil && g.overLimitFail() {
 				return 0, g.fail()
 			}
 			return n, err
@@ -206,6 +224,16 @@ func (g *guard) parseRequestStart() bool {
 	case n > unauthMultibulk && g.noAuth.Load():
 		g.err = &ProtocolError{Msg: "Protocol error: unauthenticated multibulk length"}
 		return false
+	case n > holdMultibulk:
+		// redcon re-parses an incomplete request from its start on every
+		// read and walks its announced argument count each time, so a
+		// request announcing millions of arguments and trickling in would
+		// cost millions of steps per byte. Such requests are handed over
+		// only once complete.
+		if g.ipos != g.vpos {
+			return false
+		}
+		g.hold = true
 	}
 	g.in[cr+1] = '\n'
 	g.reqBytes = int64(next - g.vpos)
@@ -252,6 +280,7 @@ func (g *guard) parseBody() bool {
 		if g.args == 0 {
 			g.state = atBoundary
 			g.reqBytes = 0
+			g.hold = false
 		} else {
 			g.state = atArgHeader
 		}
@@ -327,8 +356,9 @@ func (g *guard) fill() error {
 			g.iend -= g.ipos
 			g.ipos = 0
 		} else {
-			// Only a line still being looked for needs room: at most a bit
-			// over 64 KiB, as the limits above cut it off there.
+			// Room is needed for a line still being looked for (a bit over
+			// 64 KiB at most, the limits above cut it off there) or for a
+			// held request (up to client-query-buffer-limit).
 			nb := make([]byte, 2*len(g.in))
 			copy(nb, g.in[:g.iend])
 			g.in = nb

@@ -1,0 +1,25 @@
+package commands
+
+import "testing"
+
+// TestTableIsComplete checks that every command that can be called has a
+// handler: subcommands always, containers when their arity lets them run
+// without a subcommand (COMMAND).
+func TestTableIsComplete(t *testing.T) {
+	tab := NewTable(commandTable())
+	for _, s := range tab.Specs() {
+		if len(s.Sub) == 0 || s.arityOK(1) {
+			if s.Run == nil {
+				t.Errorf("%s has no handler", s.FullName())
+			}
+		}
+		for _, sub := range s.Sub {
+			if sub.Run == nil {
+				t.Errorf("%s has no handler", sub.FullName())
+			}
+			if sub.Arity > 0 && sub.Arity < 2 || sub.Arity < 0 && sub.Arity > -2 {
+				t.Errorf("%s: a subcommand's arity counts the container and itself", sub.FullName())
+			}
+		}
+	}
+}

@@ -1,0 +1,501 @@
+package tests
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+func goRedis(t testing.TB, addr string, proto int, opts ...func(*redis.Options)) *redis.Client {
+	t.Helper()
+	o := &redis.Options{Addr: addr, Protocol: proto, DialTimeout: 5 * time.Second, ReadTimeout: 30 * time.Second}
+	for _, f := range opts {
+		f(o)
+	}
+	c := redis.NewClient(o)
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// TestGoRedis drives limitkv with go-redis v9 over RESP2 and RESP3.
+func TestGoRedis(t *testing.T) {
+	s := startLimitkv(t)
+	ctx := context.Background()
+	for _, proto := range []int{2, 3} {
+		t.Run(fmt.Sprintf("RESP%d", proto), func(t *testing.T) {
+			c := goRedis(t, s.addr, proto)
+			if err := c.FlushAll(ctx).Err(); err != nil {
+				t.Fatal(err)
+			}
+			if v, err := c.Ping(ctx).Result(); err != nil || v != "PONG" {
+				t.Fatalf("PING = %q %v", v, err)
+			}
+			if err := c.Set(ctx, "k", "v", time.Minute).Err(); err != nil {
+				t.Fatal(err)
+			}
+			if v, err := c.Get(ctx, "k").Result(); err != nil || v != "v" {
+				t.Fatalf("GET = %q %v", v, err)
+			}
+			if ttl, err := c.TTL(ctx, "k").Result(); err != nil || ttl < 59*time.Second || ttl > time.Minute {
+				t.Fatalf("TTL = %v %v", ttl, err)
+			}
+			if _, err := c.Get(ctx, "missing").Result(); err != redis.Nil {
+				t.Fatalf("GET missing: %v, want redis.Nil", err)
+			}
+			if n, err := c.IncrBy(ctx, "n", 41).Result(); err != nil || n != 41 {
+				t.Fatalf("INCRBY = %d %v", n, err)
+			}
+			if f, err := c.IncrByFloat(ctx, "f", 10.5).Result(); err != nil || f != 10.5 {
+				t.Fatalf("INCRBYFLOAT = %v %v", f, err)
+			}
+			if err := c.Incr(ctx, "k").Err(); err == nil || err.Error() != "ERR value is not an integer or out of range" {
+				t.Fatalf("INCR on text: %v", err)
+			}
+			vals, err := c.MGet(ctx, "k", "missing", "n").Result()
+			if err != nil || len(vals) != 3 || vals[0] != "v" || vals[1] != nil || vals[2] != "41" {
+				t.Fatalf("MGET = %#v %v", vals, err)
+			}
+			info, err := c.Info(ctx, "server", "keyspace").Result()
+			if err != nil || !strings.Contains(info, "redis_version:7.0.15") || !strings.Contains(info, "db0:keys=3") {
+				t.Fatalf("INFO = %q %v", info, err)
+			}
+			cfg, err := c.ConfigGet(ctx, "maxclients").Result()
+			if err != nil || cfg["maxclients"] != "10000" {
+				t.Fatalf("CONFIG GET = %v %v", cfg, err)
+			}
+			keys, cursor, err := c.Scan(ctx, 0, "*", 100).Result()
+			if err != nil || cursor != 0 || len(keys) != 3 {
+				t.Fatalf("SCAN = %v %d %v", keys, cursor, err)
+			}
+			// A pipeline and a transaction.
+			pipe := c.Pipeline()
+			for i := 0; i < 100; i++ {
+				pipe.Incr(ctx, "p")
+			}
+			cmds, err := pipe.Exec(ctx)
+			if err != nil || cmds[99].(*redis.IntCmd).Val() != 100 {
+				t.Fatalf("pipeline: %v", err)
+			}
+			tx, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+				p.Set(ctx, "a", "1", 0)
+				p.Incr(ctx, "a")
+				return nil
+			})
+			if err != nil || tx[1].(*redis.IntCmd).Val() != 2 {
+				t.Fatalf("MULTI/EXEC: %v", err)
+			}
+			if id, err := c.ClientID(ctx).Result(); err != nil || id <= 0 {
+				t.Fatalf("CLIENT ID = %d %v", id, err)
+			}
+			// Binary and empty keys and values.
+			bin := "\x00\xff\r\n*1\r\n$-1"
+			if err := c.Set(ctx, bin, bin, 0).Err(); err != nil {
+				t.Fatal(err)
+			}
+			if v, err := c.Get(ctx, bin).Result(); err != nil || v != bin {
+				t.Fatalf("binary GET = %q %v", v, err)
+			}
+			if err := c.Set(ctx, "", "", 0).Err(); err != nil {
+				t.Fatal(err)
+			}
+			if v, err := c.Get(ctx, "").Result(); err != nil || v != "" {
+				t.Fatalf("empty GET = %q %v", v, err)
+			}
+			big := strings.Repeat("x", 3<<20)
+			if err := c.Set(ctx, "big", big, 0).Err(); err != nil {
+				t.Fatal(err)
+			}
+			if n, err := c.Append(ctx, "big", "yz").Result(); err != nil || n != int64(len(big)+2) {
+				t.Fatalf("APPEND big = %d %v", n, err)
+			}
+			if v, err := c.GetRange(ctx, "big", -3, -1).Result(); err != nil || v != "xyz" {
+				t.Fatalf("GETRANGE big = %q %v", v, err)
+			}
+		})
+	}
+}
+
+// TestOverflowFrame is the regression test for the frame that made redcon
+// panic and take the process down: a bulk length of 2^63-1.
+func TestOverflowFrame(t *testing.T) {
+	s := startLimitkv(t)
+	neighbour := dialRaw(t, s.addr)
+	if v := neighbour.do("SET", "k", "v"); v.String() != "+OK" {
+		t.Fatal(v)
+	}
+	for _, frame := range []string{
+		"*1\r\n$9223372036854775807\r\nabc\r\n",
+		"*1\r\n$9223372036854775806\r\nabc\r\n",
+		"*9223372036854775807\r\n$3\r\nabc\r\n",
+		"*1\r\n$-9223372036854775808\r\nabc\r\n",
+		"*1\r\n$99999999999999999999999\r\nabc\r\n",
+	} {
+		c := dialRaw(t, s.addr)
+		c.send([]byte(frame))
+		got := c.readAll()
+		if !strings.HasPrefix(got, "-ERR Protocol error: invalid") {
+			t.Errorf("frame %q: reply %q", frame, got)
+		}
+	}
+	if s.exited() {
+		t.Fatalf("server died:\n%s", s.log.String())
+	}
+	if v := neighbour.do("GET", "k"); v.String() != `"v"` {
+		t.Fatalf("neighbour connection disturbed: %s", v)
+	}
+}
+
+// TestProtocolLimits checks Redis's limits and texts, and that only the
+// offending connection is closed.
+func TestProtocolLimits(t *testing.T) {
+	s := startLimitkv(t, "--proto-max-bulk-len", "1mb")
+	cases := []struct{ send, want string }{
+		{"*1\r\n$1048577\r\n", "-ERR Protocol error: invalid bulk length\r\n"},
+		{"*2147483648\r\n", "-ERR Protocol error: invalid multibulk length\r\n"},
+		{"*1\r\n:1\r\n", "-ERR Protocol error: expected '$', got ':'\r\n"},
+		{"*abc\r\n", "-ERR Protocol error: invalid multibulk length\r\n"},
+		{"*1\r\n$abc\r\n", "-ERR Protocol error: invalid bulk length\r\n"},
+		{"*" + strings.Repeat("1", 70000), "-ERR Protocol error: too big mbulk count string\r\n"},
+		{"*1\r\n$" + strings.Repeat("1", 70000), "-ERR Protocol error: too big bulk count string\r\n"},
+		{strings.Repeat("a", 70000), "-ERR Protocol error: too big inline request\r\n"},
+		{"SET a \"b\r\n", "-ERR Protocol error: unbalanced quotes in request\r\n"},
+		{"PING\r\n*1\r\n$x\r\n", "+PONG\r\n-ERR Protocol error: invalid bulk length\r\n"},
+	}
+	for _, tc := range cases {
+		c := dialRaw(t, s.addr)
+		c.send([]byte(tc.send))
+		if got := c.readAll(); got != tc.want {
+			t.Errorf("send %.40q: got %q, want %q", tc.send, got, tc.want)
+		}
+	}
+	// Inline commands, empty requests and pipelines still work.
+	c := dialRaw(t, s.addr)
+	c.send([]byte("\r\n*0\r\n*-1\r\nset \"a b\" 'c d'\r\nGET \"a b\"\r\nECHO \"\\x41\\n\"\r\n"))
+	for _, want := range []string{`+OK`, `"c d"`, `"A\n"`} {
+		if got := c.read().String(); got != want {
+			t.Fatalf("inline: got %s, want %s", got, want)
+		}
+	}
+}
+
+// TestHugeArgumentsBounded sends a request that announces 1M arguments and
+// then stops: the server must not allocate for what was announced.
+func TestHugeArgumentsBounded(t *testing.T) {
+	s := startLimitkv(t)
+	c := dialRaw(t, s.addr)
+	c.send([]byte("*1000000\r\n$3\r\nSET\r\n"))
+	time.Sleep(100 * time.Millisecond)
+	other := dialRaw(t, s.addr)
+	if v := other.do("PING"); v.String() != "+PONG" {
+		t.Fatal(v)
+	}
+	rss := serverRSS(t, s)
+	if rss > 200<<20 {
+		t.Fatalf("server RSS %d MB after an announced 1M-argument request", rss>>20)
+	}
+}
+
+func serverRSS(t testing.TB, s *server) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/statm", s.cmd.Process.Pid))
+	if err != nil {
+		t.Skip("no /proc")
+	}
+	var size, rss int64
+	fmt.Sscan(string(b), &size, &rss)
+	return rss * int64(os.Getpagesize())
+}
+
+func TestAuth(t *testing.T) {
+	s := startLimitkv(t, "--requirepass", "s3cret")
+	c := dialRaw(t, s.addr)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"GET", "k"}, "-NOAUTH Authentication required."},
+		{[]string{"PING"}, "-NOAUTH Authentication required."},
+		{[]string{"AUTH", "wrong"}, "-WRONGPASS invalid username-password pair or user is disabled."},
+		{[]string{"AUTH", "nobody", "s3cret"}, "-WRONGPASS invalid username-password pair or user is disabled."},
+		{[]string{"AUTH", "s3cret"}, "+OK"},
+		{[]string{"GET", "k"}, "nil"},
+		{[]string{"RESET"}, "+RESET"},
+		{[]string{"GET", "k"}, "-NOAUTH Authentication required."},
+		{[]string{"AUTH", "default", "s3cret"}, "+OK"},
+		{[]string{"SET", "k", "v"}, "+OK"},
+	} {
+		if got := c.do(tc.args...).String(); got != tc.want {
+			t.Errorf("%v: got %s, want %s", tc.args, got, tc.want)
+		}
+	}
+	// Before AUTH, large requests are refused as in Redis.
+	c2 := dialRaw(t, s.addr)
+	c2.send([]byte("*11\r\n"))
+	if got := c2.readAll(); got != "-ERR Protocol error: unauthenticated multibulk length\r\n" {
+		t.Errorf("unauthenticated multibulk: %q", got)
+	}
+	// HELLO with AUTH, and go-redis with a password.
+	ctx := context.Background()
+	rc := goRedis(t, s.addr, 3, func(o *redis.Options) { o.Password = "s3cret" })
+	if v, err := rc.Get(ctx, "k").Result(); err != nil || v != "v" {
+		t.Fatalf("go-redis with password: %q %v", v, err)
+	}
+	bad := goRedis(t, s.addr, 3, func(o *redis.Options) { o.Password = "nope" })
+	if err := bad.Ping(ctx).Err(); err == nil || !strings.Contains(err.Error(), "WRONGPASS") {
+		t.Fatalf("wrong password: %v", err)
+	}
+}
+
+func TestMaxClients(t *testing.T) {
+	s := startLimitkv(t, "--maxclients", "2")
+	a, b := dialRaw(t, s.addr), dialRaw(t, s.addr)
+	a.do("PING")
+	b.do("PING")
+	c := dialRaw(t, s.addr)
+	if got := c.readAll(); got != "-ERR max number of clients reached\r\n" {
+		t.Fatalf("third client: %q", got)
+	}
+	a.c.Close()
+	time.Sleep(100 * time.Millisecond)
+	d := dialRaw(t, s.addr)
+	if v := d.do("PING"); v.String() != "+PONG" {
+		t.Fatalf("after a client left: %s", v)
+	}
+}
+
+func TestIdleTimeout(t *testing.T) {
+	s := startLimitkv(t, "--timeout", "1")
+	c := dialRaw(t, s.addr)
+	c.do("PING")
+	start := time.Now()
+	c.readAll()
+	if d := time.Since(start); d < 800*time.Millisecond || d > 4*time.Second {
+		t.Fatalf("idle connection closed after %v, want about 1s", d)
+	}
+}
+
+func TestClientKill(t *testing.T) {
+	s := startLimitkv(t)
+	victim, killer := dialRaw(t, s.addr), dialRaw(t, s.addr)
+	id := victim.do("CLIENT", "ID").Int
+	victim.do("CLIENT", "SETNAME", "victim")
+	list := killer.do("CLIENT", "LIST").String()
+	if !strings.Contains(list, "name=victim") {
+		t.Fatalf("CLIENT LIST: %s", list)
+	}
+	if v := killer.do("CLIENT", "KILL", "ID", fmt.Sprint(id)); v.Int != 1 {
+		t.Fatalf("CLIENT KILL = %s", v)
+	}
+	if got := victim.readAll(); got != "" {
+		t.Fatalf("victim read %q after kill", got)
+	}
+	if v := killer.do("PING"); v.String() != "+PONG" {
+		t.Fatal(v)
+	}
+}
+
+// TestConcurrentIncr hammers one counter from 100 connections and checks
+// that no increment is lost.
+func TestConcurrentIncr(t *testing.T) {
+	s := startLimitkv(t)
+	ctx := context.Background()
+	c := goRedis(t, s.addr, 2, func(o *redis.Options) { o.PoolSize = 100 })
+	const conns, each = 100, 200
+	var wg sync.WaitGroup
+	var errs atomic.Int64
+	for i := 0; i < conns; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := 0; j < each; j++ {
+				if c.Incr(ctx, "ctr").Err() != nil {
+					errs.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if errs.Load() != 0 {
+		t.Fatalf("%d errors", errs.Load())
+	}
+	if n, _ := c.Get(ctx, "ctr").Int(); n != conns*each {
+		t.Fatalf("counter = %d, want %d", n, conns*each)
+	}
+}
+
+// TestGracefulShutdown: SHUTDOWN and SIGTERM stop the server cleanly; a
+// pipeline in flight gets every reply before the connection closes.
+func TestGracefulShutdown(t *testing.T) {
+	s := startLimitkv(t)
+	c := dialRaw(t, s.addr)
+	var req []byte
+	for i := 0; i < 1000; i++ {
+		req = append(req, "*2\r\n$4\r\nINCR\r\n$1\r\nn\r\n"...)
+	}
+	c.send(req)
+	for i := 1; i <= 1000; i++ {
+		if v := c.read(); v.Int != int64(i) {
+			t.Fatalf("reply %d = %s", i, v)
+		}
+	}
+	other := dialRaw(t, s.addr)
+	other.send([]byte("*1\r\n$8\r\nSHUTDOWN\r\n"))
+	if got := other.readAll(); got != "" {
+		t.Fatalf("SHUTDOWN replied %q", got)
+	}
+	select {
+	case <-s.done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("server did not exit after SHUTDOWN")
+	}
+	if code := s.cmd.ProcessState.ExitCode(); code != 0 {
+		t.Fatalf("exit code %d:\n%s", code, s.log.String())
+	}
+
+	s2 := startLimitkv(t)
+	idle := dialRaw(t, s2.addr)
+	idle.do("PING")
+	s2.cmd.Process.Signal(syscall.SIGTERM)
+	if got := idle.readAll(); got != "" {
+		t.Fatalf("idle client read %q", got)
+	}
+	select {
+	case <-s2.done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("server did not exit after SIGTERM")
+	}
+	if !strings.Contains(s2.log.String(), "limitkv stopped") {
+		t.Fatalf("log:\n%s", s2.log.String())
+	}
+}
+
+func TestFlagsAndConfigFile(t *testing.T) {
+	out, err := exec.Command(limitkvBin, "--help").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "-requirepass") || !strings.Contains(string(out), "-maxclients") {
+		t.Fatalf("--help: %v\n%s", err, out)
+	}
+	out, err = exec.Command(limitkvBin, "--version").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "limitkv") {
+		t.Fatalf("--version: %v\n%s", err, out)
+	}
+	out, err = exec.Command(limitkvBin, "--port", "abc").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "port") {
+		t.Fatalf("--port abc: %v\n%s", err, out)
+	}
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "limitkv.conf")
+	os.WriteFile(conf, []byte("# test config\nmaxclients 77\nrequirepass \"pa ss\"\nhash-max-ziplist-entries 64\n"), 0o644)
+	s := startLimitkv(t, "--config", conf, "--maxclients", "88")
+	c := dialRaw(t, s.addr)
+	if v := c.do("AUTH", "pa ss"); v.String() != "+OK" {
+		t.Fatal(v)
+	}
+	if v := c.do("CONFIG", "GET", "maxclients"); v.String() != `["maxclients", "88"]` {
+		t.Fatalf("flag should win over the file: %s", v)
+	}
+	if v := c.do("CONFIG", "GET", "hash-max-listpack-entries"); v.String() != `["hash-max-listpack-entries", "64"]` {
+		t.Fatalf("alias from file: %s", v)
+	}
+	c.do("CONFIG", "SET", "timeout", "123")
+	if v := c.do("CONFIG", "REWRITE"); v.String() != "+OK" {
+		t.Fatal(v)
+	}
+	data, _ := os.ReadFile(conf)
+	if !strings.Contains(string(data), "timeout 123") || !strings.Contains(string(data), "# test config") {
+		t.Fatalf("rewritten config:\n%s", data)
+	}
+}
+
+// TestRedisCLIHints runs redis-cli interactively under a pseudo-terminal
+// (script(1)) and checks the argument hints it draws from COMMAND DOCS.
+func TestRedisCLIHints(t *testing.T) {
+	cli, err := exec.LookPath("redis-cli")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("redis-cli is required in CI")
+		}
+		t.Skip("redis-cli not installed")
+	}
+	scriptBin, err := exec.LookPath("script")
+	if err != nil {
+		t.Skip("script(1) not available")
+	}
+	s := startLimitkv(t)
+	host, port, _ := net.SplitHostPort(s.addr)
+	cmd := exec.Command(scriptBin, "-qfec", "stty cols 200 rows 50; exec "+cli+" -h "+host+" -p "+port, "/dev/null")
+	cmd.Env = append(os.Environ(), "TERM=xterm", "HOME="+t.TempDir())
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Skipf("script: %v", err)
+	}
+	defer cmd.Process.Kill()
+	var mu sync.Mutex
+	var out strings.Builder
+	go func() {
+		r := bufio.NewReader(stdout)
+		buf := make([]byte, 4096)
+		for {
+			n, err := r.Read(buf)
+			mu.Lock()
+			out.Write(buf[:n])
+			mu.Unlock()
+			if err != nil {
+				return
+			}
+		}
+	}()
+	waitFor := func(s string) bool {
+		deadline := time.Now().Add(10 * time.Second)
+		for time.Now().Before(deadline) {
+			mu.Lock()
+			ok := strings.Contains(out.String(), s)
+			mu.Unlock()
+			if ok {
+				return true
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		return false
+	}
+	if !waitFor(port + ">") {
+		t.Fatalf("no prompt:\n%q", out.String())
+	}
+	io.WriteString(stdin, "SET mykey ")
+	if !waitFor("value [NX|XX] [GET]") {
+		t.Fatalf("no hint for SET:\n%q", out.String())
+	}
+	io.WriteString(stdin, "\x15SET hello world\r")
+	if !waitFor("OK") {
+		t.Fatalf("no reply:\n%q", out.String())
+	}
+	io.WriteString(stdin, "GET hello\r")
+	if !waitFor("\"world\"") {
+		t.Fatalf("no GET reply:\n%q", out.String())
+	}
+	io.WriteString(stdin, "quit\r")
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		var ee *exec.ExitError
+		if err != nil && !errors.As(err, &ee) {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("redis-cli did not quit")
+	}
+}
