@@ -236,4 +236,3 @@ func (rc *rawConn) readAll() string {
 	b.ReadFrom(rc.r)
 	return b.String()
 }
-
