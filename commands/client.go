@@ -38,7 +38,8 @@ type Client struct {
 	watch    engine.Watch
 	watching []watchedKey
 
-	ctx Ctx // reused for every request
+	ctx Ctx       // reused for every request
+	rl  rlScratch // rate-limit decisions' buffers
 }
 
 type queuedCmd struct {

@@ -441,6 +441,7 @@ var infoSections = []struct {
 	{"errorstats", true, func(*Server, *strings.Builder) {}},
 	{"cluster", true, func(_ *Server, b *strings.Builder) { b.WriteString("cluster_enabled:0\r\n") }},
 	{"keyspace", true, infoKeyspace},
+	{"ratelimit", true, infoRateLimit},
 	{"commandstats", false, infoCommandStats},
 }
 

@@ -6,6 +6,24 @@ package commands
 // COMMAND, COMMAND DOCS and docs/commands.md are all generated from it.
 func commandTable() []*Spec {
 	return []*Spec{
+		// Rate limiting (ratelimit.go), limitkv's own; CL.THROTTLE follows
+		// the redis-cell module, which registers it like this.
+		{Name: "rl.fixed", Arity: -4, Flags: Write | DenyOOM | Fast, First: 1, Last: 1, Step: 1, Group: "ratelimit", Since: "0.1.0",
+			Summary:    "Count a request against fixed-window limits and say whether it is allowed",
+			Complexity: "O(R) where R is the number of rules",
+			Syntax:     "key <rule=limit:integer window:string>... [COST cost:integer] [PEEK] [ALIGN <align=EPOCH|FIRST>] [TZ zone:string]",
+			Run:        cmdRLFixed},
+		{Name: "rl.slide", Arity: -4, Flags: Write | DenyOOM | Fast, First: 1, Last: 1, Step: 1, Group: "ratelimit", Since: "0.1.0",
+			Summary:    "Count a request against exact sliding-window limits and say whether it is allowed",
+			Complexity: "O(R + N) where R is the number of rules and N the entries kept, at most the largest limit",
+			Syntax:     "key <rule=limit:integer window:string>... [COST cost:integer] [PEEK] [PENALIZE]",
+			Run:        cmdRLSlide},
+		{Name: "cl.throttle", Arity: -1, Flags: Write | DenyOOM | Fast, First: 1, Last: 1, Step: 1, Group: "ratelimit", Since: "0.1.0",
+			Summary:    "Rate limit with GCRA, as the redis-cell module's CL.THROTTLE does",
+			Complexity: "O(1)",
+			Syntax:     "key max_burst:integer count_per_period:integer period:integer [quantity:integer]",
+			Run:        cmdCLThrottle},
+
 		// Strings (strings.go)
 		{Name: "get", Arity: 2, Flags: ReadOnly | Fast, First: 1, Last: 1, Step: 1, Group: "string", Since: "1.0.0", Summary: "Get the value of a key", Complexity: "O(1)", ACL: "@read @string @fast", KeySpecs: []KeySpec{{Flags: "RO access", Begin: 1, LastKey: 0, KeyStep: 1, Limit: 0}}, Syntax: "key", Run: cmdGet},
 		{Name: "set", Arity: -3, Flags: Write | DenyOOM, First: 1, Last: 1, Step: 1, Group: "string", Since: "1.0.0", Summary: "Set the string value of a key", Complexity: "O(1)", History: [][2]string{{"2.6.12", "Added the `EX`, `PX`, `NX` and `XX` options."}, {"6.0.0", "Added the `KEEPTTL` option."}, {"6.2.0", "Added the `GET`, `EXAT` and `PXAT` option."}, {"7.0.0", "Allowed the `NX` and `GET` options to be used together."}}, ACL: "@write @string @slow", KeySpecs: []KeySpec{{Flags: "RW access update variable_flags", Notes: "RW and ACCESS due to the optional `GET` argument", Begin: 1, LastKey: 0, KeyStep: 1, Limit: 0}}, Syntax: "key value [condition=NX|XX]@2.6.12 [GET@6.2.0] [expiration=EX seconds@2.6.12|PX milliseconds@2.6.12|EXAT unix-time-seconds@6.2.0|PXAT unix-time-milliseconds@6.2.0|KEEPTTL@6.0.0]", Run: cmdSet},

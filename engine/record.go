@@ -22,8 +22,7 @@ const (
 	encZSet   byte = 5 // handle of a *ZSet
 	encSet    byte = 6 // handle of a *Set
 	encLimit  byte = 7 // rate-limit state: uvarint length, bytes
-	encLimitH byte = 8 // rate-limit state too big to inline: handle of a *[]byte
-	numEncs        = 9
+	numEncs        = 8
 
 	classMask  byte = 0x3f
 	flagExpire byte = 0x40
@@ -34,12 +33,12 @@ const (
 var encKind = [numEncs]Kind{
 	encRaw: KindString, encInt: KindString, encList: KindList,
 	encHash: KindHash, encZSet: KindZSet, encSet: KindSet,
-	encLimit: KindLimit, encLimitH: KindLimit,
+	encLimit: KindLimit,
 }
 
 // encHasHandle reports whether the payload is an object handle.
 func encHasHandle(enc byte) bool {
-	return enc == encList || enc == encHash || enc == encZSet || enc == encSet || enc == encLimitH || enc == encStub
+	return enc == encList || enc == encHash || enc == encZSet || enc == encSet || enc == encStub
 }
 
 // recKeyBounds returns the start and end offsets of the key.

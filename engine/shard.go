@@ -407,7 +407,10 @@ func (s *Shard) Encoding(e Entry) string {
 			return "embstr"
 		}
 		return "raw"
-	case encLimit, encLimitH:
+	case encLimit:
+		if st := limitBytes(s, e); len(st) > 0 {
+			return LimitKindName(st[0])
+		}
 		return "ratelimit"
 	}
 	if en, ok := s.Object(e).(interface{ Encoding() string }); ok {

@@ -68,6 +68,11 @@ func (w *Writer) Error(msg string) {
 	if !hasCode(msg) {
 		w.b = append(w.b, "ERR "...)
 	}
+	w.appendLine(msg)
+}
+
+// appendLine appends msg and CRLF, with any line break in msg made a space.
+func (w *Writer) appendLine(msg string) {
 	for i := 0; i < len(msg); i++ {
 		c := msg[i]
 		if c == '\r' || c == '\n' {
@@ -76,6 +81,13 @@ func (w *Writer) Error(msg string) {
 		w.b = append(w.b, c)
 	}
 	w.b = append(w.b, '\r', '\n')
+}
+
+// ErrorVerbatim writes msg as the whole error reply, without a code, for
+// replies that must match a module's exactly (CL.THROTTLE's "Cell error").
+func (w *Writer) ErrorVerbatim(msg string) {
+	w.b = append(w.b, '-')
+	w.appendLine(msg)
 }
 
 func hasCode(msg string) bool {

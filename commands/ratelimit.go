@@ -1,0 +1,327 @@
+package commands
+
+import (
+	"strconv"
+	"strings"
+	"sync/atomic"
+
+	"limitkv/engine"
+)
+
+// Rate-limit commands: RL.FIXED RL.SLIDE RL.LOGIN CL.THROTTLE. Each decision
+// runs under the key's shard lock, on the server's clock, in one round
+// trip; see docs/commands.md for the contract.
+
+// maxRules bounds the "limit window" pairs of one call, so that parsing
+// needs no allocation.
+const maxRules = 16
+
+// rlScratch is a client's reusable memory for decisions: with it a
+// decision on an existing key allocates nothing.
+type rlScratch struct {
+	rules [maxRules]engine.Rule
+	fixed engine.FixedScratch
+	slide engine.SlideScratch
+	out   []byte
+}
+
+// rlStats counts decisions per command for INFO's ratelimit section.
+type rlStats struct {
+	allowed, denied atomic.Int64
+}
+
+var rlCounters = map[string]*rlStats{
+	"rl.fixed": {}, "rl.slide": {}, "rl.login": {}, "cl.throttle": {},
+}
+
+func countDecision(name string, allowed bool) {
+	st := rlCounters[name]
+	if allowed {
+		st.allowed.Add(1)
+	} else {
+		st.denied.Add(1)
+	}
+}
+
+// ParseDuration reads a window: a positive whole number with an optional
+// unit ms, s, m, h or d; a bare number is seconds, as in EXPIRE.
+func ParseDuration(b []byte) (int64, bool) {
+	i := 0
+	for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+		i++
+	}
+	if i == 0 || i > 15 {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(string(b[:i]), 10, 64)
+	if err != nil {
+		return 0, false
+	}
+	var unit int64
+	switch strings.ToLower(string(b[i:])) {
+	case "", "s":
+		unit = 1000
+	case "ms":
+		unit = 1
+	case "m":
+		unit = 60 * 1000
+	case "h":
+		unit = 3600 * 1000
+	case "d":
+		unit = 24 * 3600 * 1000
+	default:
+		return 0, false
+	}
+	if n <= 0 || n > engine.MaxWindow/unit {
+		return 0, false
+	}
+	return n * unit, true
+}
+
+// limitValue parses a limit or a COST: an integer from 1 to 2^53.
+func limitValue(b []byte) (int64, bool) {
+	n, ok := engine.ParseInt(b)
+	return n, ok && n >= 1 && n <= engine.MaxLimit
+}
+
+const limitRange = "an integer from 1 to 9007199254740992"
+
+// rlArgs are the parsed arguments of RL.FIXED and RL.SLIDE.
+type rlArgs struct {
+	rules    []engine.Rule
+	cost     int64
+	peek     bool
+	penalize bool
+	first    bool
+	zone     *engine.Zone
+}
+
+// parseRules reads "limit window [limit window ...]" from args[2:] and the
+// options after them; fixed says whether ALIGN and TZ are accepted (RL.FIXED)
+// or PENALIZE (RL.SLIDE). It writes the error reply and returns false on
+// bad input.
+func (c *Ctx) parseRules(fixed bool) (rlArgs, bool) {
+	a := rlArgs{cost: 1}
+	scratch := &c.Client.rl
+	args := c.Args
+	j := 2
+	for j < len(args) {
+		if _, isInt := engine.ParseInt(args[j]); !isInt && len(a.rules) > 0 {
+			break
+		}
+		limit, ok := limitValue(args[j])
+		if !ok {
+			c.W.Error("ERR invalid limit '" + string(args[j]) + "': expected " + limitRange)
+			return a, false
+		}
+		if j+1 >= len(args) {
+			c.W.Error("ERR limit " + string(args[j]) + " has no window")
+			return a, false
+		}
+		window, ok := ParseDuration(args[j+1])
+		if !ok {
+			c.W.Error("ERR invalid window '" + string(args[j+1]) + "' for limit " + string(args[j]) +
+				": expected a whole number with unit ms, s, m, h or d (a bare number is seconds), from 1ms to 3650d")
+			return a, false
+		}
+		if len(a.rules) == maxRules {
+			c.W.Error("ERR too many rules: at most 16 limit/window pairs")
+			return a, false
+		}
+		scratch.rules[len(a.rules)] = engine.Rule{Limit: limit, Window: window}
+		a.rules = scratch.rules[:len(a.rules)+1]
+		j += 2
+	}
+	var seenCost, seenAlign, seenTZ bool
+	for ; j < len(args); j++ {
+		opt := args[j]
+		hasValue := j+1 < len(args)
+		switch {
+		case is(opt, "COST") && hasValue && !seenCost:
+			n, ok := limitValue(args[j+1])
+			if !ok {
+				c.W.Error("ERR invalid COST '" + string(args[j+1]) + "': expected " + limitRange)
+				return a, false
+			}
+			a.cost, seenCost = n, true
+			j++
+		case is(opt, "PEEK") && !a.peek:
+			a.peek = true
+		case is(opt, "PENALIZE") && !fixed && !a.penalize:
+			a.penalize = true
+		case is(opt, "ALIGN") && fixed && hasValue && !seenAlign:
+			switch v := args[j+1]; {
+			case is(v, "EPOCH"):
+			case is(v, "FIRST"):
+				a.first = true
+			default:
+				c.W.Error("ERR invalid ALIGN '" + string(v) + "': expected EPOCH or FIRST")
+				return a, false
+			}
+			seenAlign = true
+			j++
+		case is(opt, "TZ") && fixed && hasValue && !seenTZ:
+			z, err := engine.ParseZone(args[j+1])
+			if err != nil {
+				c.W.Error("ERR invalid TZ '" + string(args[j+1]) + "': expected an IANA time zone such as Asia/Shanghai or an offset such as +08:00")
+				return a, false
+			}
+			a.zone, seenTZ = z, true
+			j++
+		case (is(opt, "COST") || is(opt, "ALIGN") || is(opt, "TZ")) && !hasValue:
+			c.W.Error("ERR " + strings.ToUpper(string(opt)) + " needs a value")
+			return a, false
+		default:
+			if isRLOption(opt) {
+				c.W.Error("ERR " + strings.ToUpper(string(opt)) + " given twice or not valid for " + strings.ToUpper(c.Spec.Name))
+			} else {
+				c.W.Error("ERR syntax error: unexpected argument '" + string(opt) + "'")
+			}
+			return a, false
+		}
+	}
+	if a.zone != nil && a.first {
+		c.W.Error("ERR TZ applies to ALIGN EPOCH only")
+		return a, false
+	}
+	for i, r := range a.rules {
+		if a.cost > r.Limit {
+			c.W.Error("ERR COST " + strconv.FormatInt(a.cost, 10) + " exceeds the limit " + string(args[2+2*i]) +
+				" of rule '" + string(args[2+2*i]) + " " + string(args[3+2*i]) + "': the request could never be allowed")
+			return a, false
+		}
+		if a.zone != nil && a.zone.CheckWindow(r.Window) != nil {
+			c.W.Error("ERR window '" + string(args[3+2*i]) + "' cannot be aligned to local time in " + a.zone.Name +
+				": with TZ use a window that divides a day or a whole number of days")
+			return a, false
+		}
+	}
+	return a, true
+}
+
+func isRLOption(b []byte) bool {
+	for _, o := range []string{"COST", "PEEK", "PENALIZE", "ALIGN", "TZ", "KEEP"} {
+		if is(b, o) {
+			return true
+		}
+	}
+	return false
+}
+
+// replyDecision writes the five-integer reply.
+func (c *Ctx) replyDecision(d engine.Decision) {
+	c.W.Array(5)
+	c.W.Int(b2i(d.Allowed))
+	c.W.Int(d.Limit)
+	c.W.Int(d.Remaining)
+	c.W.Int(d.RetryAfter)
+	c.W.Int(d.ResetAfter)
+}
+
+func cmdRLFixed(c *Ctx) {
+	a, ok := c.parseRules(true)
+	if !ok {
+		return
+	}
+	key := c.Args[1]
+	s := c.Shard(key)
+	old, _, err := s.LimitState(c.DB, key, c.Now, engine.LimitFixed)
+	if err != nil {
+		c.Err(err)
+		return
+	}
+	rl := &c.Client.rl
+	o := engine.FixedOptions{Cost: a.cost, Peek: a.peek, First: a.first, Zone: a.zone}
+	d, st, exp, write := engine.DecideFixed(old, a.rules, c.Now, o, &rl.fixed, rl.out[:0])
+	if write {
+		s.SetLimitState(c.DB, key, c.Now, st, exp)
+		rl.out = st[:0]
+	}
+	if !a.peek {
+		countDecision("rl.fixed", d.Allowed)
+	}
+	c.replyDecision(d)
+}
+
+func cmdRLSlide(c *Ctx) {
+	a, ok := c.parseRules(false)
+	if !ok {
+		return
+	}
+	key := c.Args[1]
+	s := c.Shard(key)
+	old, _, err := s.LimitState(c.DB, key, c.Now, engine.LimitSlide)
+	if err != nil {
+		c.Err(err)
+		return
+	}
+	rl := &c.Client.rl
+	o := engine.SlideOptions{Cost: a.cost, Peek: a.peek, Penalize: a.penalize}
+	d, st, exp, write := engine.DecideSlide(old, a.rules, c.Now, o, &rl.slide, rl.out[:0])
+	if write {
+		s.SetLimitState(c.DB, key, c.Now, st, exp)
+		if st != nil {
+			rl.out = st[:0]
+		}
+	}
+	if !a.peek {
+		countDecision("rl.slide", d.Allowed)
+	}
+	c.replyDecision(d)
+}
+
+// cmdCLThrottle is redis-cell's CL.THROTTLE, with its argument parsing and
+// its error texts ("Cell error: ..."), which clients written against the
+// module may match on.
+func cmdCLThrottle(c *Ctx) {
+	if len(c.Args) != 5 && len(c.Args) != 6 {
+		c.W.ErrorVerbatim("Cell error: Store error: Usage: cl.throttle <key> <max_burst> <count per period> <period> [<quantity>]")
+		return
+	}
+	var vals [4]int64
+	vals[3] = 1
+	for i := 2; i < len(c.Args); i++ {
+		n, err := strconv.ParseInt(string(c.Args[i]), 10, 64)
+		if err != nil {
+			c.W.ErrorVerbatim("Cell error: Store error: Couldn't parse as integer: " + string(c.Args[i]))
+			return
+		}
+		vals[i-2] = n
+	}
+	g := engine.GCRA{MaxBurst: vals[0], Count: vals[1], Period: vals[2], Quantity: vals[3]}
+	key := c.Args[1]
+	s := c.Shard(key)
+	old, _, err := s.LimitState(c.DB, key, c.Now, engine.LimitGCRA)
+	if err != nil {
+		c.Err(err)
+		return
+	}
+	rl := &c.Client.rl
+	res, st, exp, write, err := engine.DecideGCRA(old, g, c.Now, rl.out[:0])
+	if err != nil {
+		c.W.ErrorVerbatim("Cell error: Store error: " + err.Error())
+		return
+	}
+	if write {
+		s.SetLimitState(c.DB, key, c.Now, st, exp)
+		rl.out = st[:0]
+	}
+	if g.Quantity != 0 {
+		countDecision("cl.throttle", !res.Limited)
+	}
+	c.W.Array(5)
+	c.W.Int(b2i(res.Limited))
+	c.W.Int(res.Limit)
+	c.W.Int(res.Remaining)
+	c.W.Int(res.RetryAfter)
+	c.W.Int(res.ResetAfter)
+}
+
+func infoRateLimit(s *Server, b *strings.Builder) {
+	for _, name := range []string{"rl.fixed", "rl.slide", "rl.login", "cl.throttle"} {
+		st := rlCounters[name]
+		n := strings.ReplaceAll(name, ".", "_")
+		kv(b, n+"_allowed", st.allowed.Load())
+		kv(b, n+"_denied", st.denied.Load())
+	}
+}

@@ -1,0 +1,127 @@
+package engine
+
+import (
+	"encoding/binary"
+	"errors"
+)
+
+// Rate-limit states are values of their own type (TYPE says "ratelimit").
+// Each is a small byte string in the key's record: a kind byte, then the
+// kind's varint-encoded body. Decisions are pure functions from (old state,
+// request, now) to (reply, new state), so that they can be tested against
+// naive models on a manual clock; the Shard methods below only load and
+// store the bytes.
+
+// Limit kinds, the first byte of a state.
+const (
+	LimitFixed byte = 1 // RL.FIXED: one counter per rule and window
+	LimitSlide byte = 2 // RL.SLIDE: log of (time, cost) entries
+	LimitGCRA  byte = 3 // CL.THROTTLE: theoretical arrival time
+)
+
+// MaxLimit bounds limits and costs (2^53, the largest integer a double, and
+// so every client language, represents exactly).
+const MaxLimit = 1 << 53
+
+// MaxWindow bounds windows: ten years in ms.
+const MaxWindow = 3650 * 24 * 3600 * 1000
+
+// Decision is the reply every RL command gives.
+type Decision struct {
+	Allowed    bool
+	Limit      int64 // the limit of the rule that decided
+	Remaining  int64 // units left in that rule after this request
+	RetryAfter int64 // ms until the same request would be allowed; -1 when allowed
+	ResetAfter int64 // ms until that rule is back to its full limit
+}
+
+// ErrLimitState reports a key of the rate-limit type holding another kind
+// of rate-limit state (RL.SLIDE on an RL.FIXED key): a type error for the
+// client, as WRONGTYPE.
+var ErrLimitState = errors.New("rate-limit state of another kind")
+
+// LimitState returns the rate-limit state bytes at key, valid until the next
+// change to the shard. It fails with ErrWrongType for other types and when
+// the state is of another kind.
+func (s *Shard) LimitState(db int, key []byte, now int64, kind byte) ([]byte, bool, error) {
+	e, ok := s.Find(db, key, now)
+	if !ok {
+		return nil, false, nil
+	}
+	if e.Kind() != KindLimit {
+		return nil, false, ErrWrongType
+	}
+	st := limitBytes(s, e)
+	if len(st) == 0 || st[0] != kind {
+		return nil, false, ErrWrongType
+	}
+	return st, true, nil
+}
+
+// limitBytes returns the state bytes of a rate-limit entry.
+func limitBytes(_ *Shard, e Entry) []byte {
+	return rawString(recPayload(e.rec))
+}
+
+// SetLimitState stores a rate-limit state at key with its expiry, or
+// deletes the key when state is empty.
+func (s *Shard) SetLimitState(db int, key []byte, now int64, state []byte, expireAt int64) {
+	if len(state) == 0 {
+		s.Delete(db, key, now)
+		return
+	}
+	var hb [binary.MaxVarintLen64]byte
+	n := binary.PutUvarint(hb[:], uint64(len(state)))
+	s.put(db, key, encLimit, expireAt, hb[:n], state, false, false)
+}
+
+// LimitKindName names a state's kind for OBJECT ENCODING.
+func LimitKindName(kind byte) string {
+	switch kind {
+	case LimitFixed:
+		return "fixed-window"
+	case LimitSlide:
+		return "sliding-window"
+	case LimitGCRA:
+		return "gcra"
+	}
+	return "ratelimit"
+}
+
+// stateReader walks a varint-encoded body and remembers the first error.
+type stateReader struct {
+	b   []byte
+	bad bool
+}
+
+func (r *stateReader) uvarint() uint64 {
+	v, n := binary.Uvarint(r.b)
+	if n <= 0 {
+		r.bad = true
+		r.b = nil
+		return 0
+	}
+	r.b = r.b[n:]
+	return v
+}
+
+func (r *stateReader) varint() int64 {
+	v, n := binary.Varint(r.b)
+	if n <= 0 {
+		r.bad = true
+		r.b = nil
+		return 0
+	}
+	r.b = r.b[n:]
+	return v
+}
+
+func (r *stateReader) byte() byte {
+	if len(r.b) == 0 {
+		r.bad = true
+		return 0
+	}
+	c := r.b[0]
+	r.b = r.b[1:]
+	return c
+}

@@ -1,0 +1,153 @@
+package engine
+
+import "encoding/binary"
+
+// RL.FIXED: one counter per rule, for the window that holds now.
+//
+// State body: a count of entries, then per entry its window (ms), its
+// alignment (0 epoch, 1 first), the start of the window it counts (ms) and
+// the count. An entry serves the rule with the same window and alignment;
+// with ALIGN EPOCH it counts only if its start is the current window's
+// start, so a window that rolled over (or a changed TZ) starts from zero.
+// The size is constant per rule, whatever the limit or the traffic.
+
+// Rule is one "limit window" pair.
+type Rule struct {
+	Limit  int64
+	Window int64 // ms
+}
+
+// FixedOptions are RL.FIXED's options.
+type FixedOptions struct {
+	Cost  int64
+	Peek  bool
+	First bool  // ALIGN FIRST: a window opens with the first request finding none
+	Zone  *Zone // ALIGN EPOCH in this zone; nil for UTC
+}
+
+const (
+	alignEpoch byte = 0
+	alignFirst byte = 1
+)
+
+type fixedEntry struct {
+	window int64
+	align  byte
+	start  int64
+	count  int64
+}
+
+// parseFixed decodes a state into entries; a damaged state reads as empty.
+func parseFixed(st []byte, out []fixedEntry) []fixedEntry {
+	out = out[:0]
+	if len(st) == 0 || st[0] != LimitFixed {
+		return out
+	}
+	r := stateReader{b: st[1:]}
+	n := r.uvarint()
+	for i := uint64(0); i < n && !r.bad; i++ {
+		e := fixedEntry{window: int64(r.uvarint()), align: r.byte(), start: r.varint(), count: int64(r.uvarint())}
+		out = append(out, e)
+	}
+	if r.bad {
+		return out[:0]
+	}
+	return out
+}
+
+// FixedScratch holds the reusable buffers of DecideFixed, so that a
+// decision on an existing key allocates nothing.
+type FixedScratch struct {
+	entries []fixedEntry
+	windows []fixedWindow
+}
+
+type fixedWindow struct {
+	start, end, count int64
+}
+
+// DecideFixed runs RL.FIXED. It returns the decision and, when the state
+// changes, the new state (appended to out) with the key's new expiry: the
+// end of the last window that still counts something, after which the key
+// no longer affects any decision.
+func DecideFixed(old []byte, rules []Rule, now int64, o FixedOptions, sc *FixedScratch, out []byte) (d Decision, state []byte, expireAt int64, write bool) {
+	sc.entries = parseFixed(old, sc.entries)
+	sc.windows = sc.windows[:0]
+	align := alignEpoch
+	if o.First {
+		align = alignFirst
+	}
+	allowed := true
+	for _, r := range rules {
+		var w fixedWindow
+		var stored *fixedEntry
+		for i := range sc.entries {
+			if e := &sc.entries[i]; e.window == r.Window && e.align == align {
+				stored = e
+				break
+			}
+		}
+		if o.First {
+			if stored != nil && now < stored.start+r.Window {
+				w = fixedWindow{stored.start, stored.start + r.Window, stored.count}
+			} else {
+				w = fixedWindow{now, now + r.Window, 0}
+			}
+		} else {
+			w.start, w.end = windowBounds(now, r.Window, o.Zone)
+			if stored != nil && stored.start == w.start {
+				w.count = stored.count
+			}
+		}
+		if w.count+o.Cost > r.Limit {
+			allowed = false
+		}
+		sc.windows = append(sc.windows, w)
+	}
+
+	d.Allowed = allowed
+	if allowed {
+		best := -1
+		for i, r := range rules {
+			left := r.Limit - (sc.windows[i].count + o.Cost)
+			if best < 0 || left < d.Remaining {
+				best, d.Remaining = i, left
+			}
+		}
+		d.Limit = rules[best].Limit
+		d.RetryAfter = -1
+		d.ResetAfter = sc.windows[best].end - now
+	} else {
+		best := -1
+		for i, r := range rules {
+			w := sc.windows[i]
+			if w.count+o.Cost <= r.Limit {
+				continue
+			}
+			if wait := w.end - now; best < 0 || wait > d.RetryAfter {
+				best, d.RetryAfter = i, wait
+			}
+		}
+		w := sc.windows[best]
+		d.Limit = rules[best].Limit
+		d.Remaining = max(rules[best].Limit-w.count, 0)
+		if w.count > 0 {
+			d.ResetAfter = w.end - now
+		}
+	}
+	if !allowed || o.Peek {
+		return d, nil, 0, false
+	}
+
+	state = append(out, LimitFixed)
+	state = binary.AppendUvarint(state, uint64(len(rules)))
+	for i, r := range rules {
+		w := sc.windows[i]
+		state = binary.AppendUvarint(state, uint64(r.Window))
+		state = append(state, align)
+		state = binary.AppendVarint(state, w.start)
+		state = binary.AppendUvarint(state, uint64(w.count+o.Cost))
+		expireAt = max(expireAt, w.end-1)
+	}
+	return d, state, expireAt, true
+}
