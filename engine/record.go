@@ -14,15 +14,15 @@ import "encoding/binary"
 // in a []byte on the Go heap, reached through a stub record of encoding
 // encStub whose payload is the handle of that []byte in the object table.
 const (
-	encStub   byte = 0
-	encRaw    byte = 1 // string: uvarint length, bytes
-	encInt    byte = 2 // string holding an integer: zigzag varint
-	encList   byte = 3 // handle of a *List
-	encHash   byte = 4 // handle of a *Hash
-	encZSet   byte = 5 // handle of a *ZSet
-	encSet    byte = 6 // handle of a *Set
-	encLimit  byte = 7 // rate-limit state: uvarint length, bytes
-	numEncs        = 8
+	encStub  byte = 0
+	encRaw   byte = 1 // string: uvarint length, bytes
+	encInt   byte = 2 // string holding an integer: zigzag varint
+	encList  byte = 3 // handle of a *List
+	encHash  byte = 4 // handle of a *Hash
+	encZSet  byte = 5 // handle of a *ZSet
+	encSet   byte = 6 // handle of a *Set
+	encLimit byte = 7 // rate-limit state: uvarint length, bytes
+	numEncs       = 8
 
 	classMask  byte = 0x3f
 	flagExpire byte = 0x40
