@@ -19,8 +19,16 @@ import "encoding/binary"
 // prefix of the log; what is kept has less than the largest limit newer
 // than each entry, hence at most that many entries, PENALIZE included.
 //
-// State body: the entry count, the time of the oldest entry (ms), its cost,
-// then per further entry the delta from the previous time and the cost.
+// State body, laid out so that a decision touches only the ends of the log:
+//
+//	count, total cost, time of the oldest entry      (uvarint, uvarint, varint)
+//	time, cost and delta-from-previous of the newest (varint, uvarint, uvarint)
+//	the other entries, oldest first: the first as its cost, each later one
+//	as its delta from the previous and its cost      (uvarints)
+//
+// Window sums are the total minus the old entries at the front that have
+// left the window; the newest entry is merged or appended in the header;
+// pruning re-encodes one entry and copies the rest of the bytes.
 
 // SlideOptions are RL.SLIDE's options.
 type SlideOptions struct {
@@ -35,89 +43,189 @@ type SlideEntry struct {
 	Cost int64
 }
 
-// parseSlide decodes a state, oldest entry first; a damaged state reads as
-// empty.
-func parseSlide(st []byte, out []SlideEntry) []SlideEntry {
-	out = out[:0]
+// slideLog is a decoded header with the undecoded older entries.
+type slideLog struct {
+	n, total  int64
+	firstT    int64
+	lastT     int64
+	lastCost  int64
+	lastDelta int64
+	older     []byte // entries 0..n-2
+}
+
+func uvar(b []byte) (int64, []byte, bool) {
+	v, n := binary.Uvarint(b)
+	if n <= 0 {
+		return 0, nil, false
+	}
+	return int64(v), b[n:], true
+}
+
+func svar(b []byte) (int64, []byte, bool) {
+	v, n := binary.Varint(b)
+	if n <= 0 {
+		return 0, nil, false
+	}
+	return v, b[n:], true
+}
+
+// parseSlideLog reads a state; a missing or damaged one reads as empty.
+func parseSlideLog(st []byte) slideLog {
+	var l slideLog
 	if len(st) == 0 || st[0] != LimitSlide {
-		return out
+		return slideLog{}
 	}
-	r := stateReader{b: st[1:]}
-	n := r.uvarint()
-	t := int64(0)
-	for i := uint64(0); i < n && !r.bad; i++ {
-		if i == 0 {
-			t = r.varint()
-		} else {
-			t += int64(r.uvarint())
+	b := st[1:]
+	ok := true
+	get := func(signed bool) int64 {
+		if !ok {
+			return 0
 		}
-		out = append(out, SlideEntry{T: t, Cost: int64(r.uvarint())})
-	}
-	if r.bad {
-		return out[:0]
-	}
-	return out
-}
-
-// appendSlide encodes entries as a state.
-func appendSlide(out []byte, entries []SlideEntry) []byte {
-	out = append(out, LimitSlide)
-	out = binary.AppendUvarint(out, uint64(len(entries)))
-	for i, e := range entries {
-		if i == 0 {
-			out = binary.AppendVarint(out, e.T)
+		var v int64
+		if signed {
+			v, b, ok = svar(b)
 		} else {
-			out = binary.AppendUvarint(out, uint64(e.T-entries[i-1].T))
+			v, b, ok = uvar(b)
 		}
-		out = binary.AppendUvarint(out, uint64(e.Cost))
+		return v
 	}
-	return out
-}
-
-// SlideScratch holds the reusable buffers of DecideSlide.
-type SlideScratch struct {
-	entries []SlideEntry
-	sums    []int64
-}
-
-// windowSum is the cost recorded in (now - w, now]. Entries stamped after
-// now (the clock moved back) count as if they were now.
-func windowSum(entries []SlideEntry, now, w int64) int64 {
-	var sum int64
-	for i := len(entries) - 1; i >= 0 && entries[i].T > now-w; i-- {
-		sum += entries[i].Cost
+	l.n, l.total, l.firstT = get(false), get(false), get(true)
+	l.lastT, l.lastCost, l.lastDelta = get(true), get(false), get(false)
+	if !ok || l.n <= 0 {
+		return slideLog{}
 	}
-	return sum
+	l.older = b
+	return l
 }
 
-// fitsAt returns the earliest time >= now at which cost fits rule r given
-// entries, with no other traffic: the time the entries that must leave the
-// window have left it.
-func fitsAt(entries []SlideEntry, now int64, r Rule, cost int64) int64 {
-	sum := windowSum(entries, now, r.Window)
+// slideIter walks a log oldest first, the newest entry last. It copies
+// what it needs rather than pointing at the log, which keeps the log on the
+// stack.
+type slideIter struct {
+	n, firstT, lastT, lastCost int64
+	i                          int64 // entries returned so far
+	t                          int64
+	b                          []byte // the older entries not read yet
+}
+
+func (l *slideLog) iter() slideIter {
+	return slideIter{n: l.n, firstT: l.firstT, lastT: l.lastT, lastCost: l.lastCost, b: l.older}
+}
+
+func (it *slideIter) next() (t, cost int64, ok bool) {
+	switch {
+	case it.i >= it.n:
+		return 0, 0, false
+	case it.i == it.n-1:
+		it.i++
+		return it.lastT, it.lastCost, true
+	}
+	if it.i == 0 {
+		it.t = it.firstT
+	} else {
+		d, b, _ := uvar(it.b)
+		it.t += d
+		it.b = b
+	}
+	c, b, _ := uvar(it.b)
+	it.b = b
+	it.i++
+	return it.t, c, true
+}
+
+// sum is the cost recorded in (now - w, now]. Entries stamped after now
+// (the clock moved back) count as if they were now.
+func (l *slideLog) sum(now, w int64) int64 {
+	cut := now - w
+	if l.n == 0 || l.lastT <= cut {
+		return 0
+	}
+	if l.firstT > cut {
+		return l.total
+	}
+	out := int64(0)
+	it := l.iter()
+	for {
+		t, c, ok := it.next()
+		if !ok || t > cut {
+			break
+		}
+		out += c
+	}
+	return l.total - out
+}
+
+// fitsAt returns the earliest time >= now at which cost fits rule r, with
+// no other traffic: the time the entries that must leave have left.
+func (l *slideLog) fitsAt(now int64, r Rule, cost int64) int64 {
+	sum := l.sum(now, r.Window)
 	if sum+cost <= r.Limit {
 		return now
 	}
-	for _, e := range entries {
-		if e.T <= now-r.Window {
-			continue // already out of the window
+	it := l.iter()
+	for {
+		t, c, ok := it.next()
+		if !ok {
+			return now // unreachable: cost <= limit once every entry has left
 		}
-		sum -= e.Cost
+		if t <= now-r.Window {
+			continue
+		}
+		sum -= c
 		if sum+cost <= r.Limit {
-			return e.T + r.Window
+			return t + r.Window
 		}
 	}
-	return now // unreachable: cost <= limit once every entry has left
+}
+
+// resetAfter is the time until nothing recorded is left in a window of w.
+func (l *slideLog) resetAfter(now, w int64) int64 {
+	if l.n > 0 && l.lastT > now-w {
+		return l.lastT + w - now
+	}
+	return 0
+}
+
+// record adds a request of cost at now: merged into the newest entry when
+// that is of the same millisecond (or later: the clock moved back), else
+// appended, the old newest moving to the older bytes (copied into the
+// scratch buffer, so the state being read is never written).
+func (l *slideLog) record(now, cost int64, sc *SlideScratch) {
+	l.total += cost
+	switch {
+	case l.n > 0 && l.lastT >= now:
+		l.lastCost += cost
+		return
+	case l.n == 0:
+		l.n, l.firstT, l.lastT, l.lastCost, l.lastDelta = 1, now, now, cost, 0
+		return
+	}
+	b := append(sc.buf[:0], l.older...)
+	if l.n > 1 {
+		b = binary.AppendUvarint(b, uint64(l.lastDelta))
+	}
+	b = binary.AppendUvarint(b, uint64(l.lastCost))
+	sc.buf = b
+	l.older = b
+	l.lastDelta = now - l.lastT
+	l.lastT, l.lastCost = now, cost
+	l.n++
+}
+
+// SlideScratch is the reusable buffer of DecideSlide, so that a decision
+// on an existing key allocates nothing.
+type SlideScratch struct {
+	buf []byte
 }
 
 // DecideSlide runs RL.SLIDE. It returns the decision and, when the state
 // changes, the new state (appended to out) with the key's new expiry: when
 // the newest entry leaves the longest window.
 func DecideSlide(old []byte, rules []Rule, now int64, o SlideOptions, sc *SlideScratch, out []byte) (d Decision, state []byte, expireAt int64, write bool) {
-	entries := parseSlide(old, sc.entries)
+	l := parseSlideLog(old)
 	allowed := true
 	for _, r := range rules {
-		if windowSum(entries, now, r.Window)+o.Cost > r.Limit {
+		if l.sum(now, r.Window)+o.Cost > r.Limit {
 			allowed = false
 			break
 		}
@@ -127,84 +235,101 @@ func DecideSlide(old []byte, rules []Rule, now int64, o SlideOptions, sc *SlideS
 	// PEEK's retry time holds for the state as it is.
 	record := allowed || (o.Penalize && !o.Peek)
 	if record {
-		if n := len(entries); n > 0 && entries[n-1].T >= now {
-			entries[n-1].Cost += o.Cost
-		} else {
-			entries = append(entries, SlideEntry{T: now, Cost: o.Cost})
-		}
+		l.record(now, o.Cost, sc)
 	}
-	sc.entries = entries
 
 	d.Allowed = allowed
 	if allowed {
 		best := -1
 		for i, r := range rules {
-			left := r.Limit - windowSum(entries, now, r.Window)
+			left := r.Limit - l.sum(now, r.Window)
 			if best < 0 || left < d.Remaining {
 				best, d.Remaining = i, left
 			}
 		}
 		d.Limit = rules[best].Limit
 		d.RetryAfter = -1
-		d.ResetAfter = resetAfter(entries, now, rules[best].Window)
+		d.ResetAfter = l.resetAfter(now, rules[best].Window)
 	} else {
 		best, at := -1, int64(0)
 		for i, r := range rules {
-			if t := fitsAt(entries, now, r, o.Cost); best < 0 || t > at {
+			if t := l.fitsAt(now, r, o.Cost); best < 0 || t > at {
 				best, at = i, t
 			}
 		}
 		r := rules[best]
 		d.Limit = r.Limit
-		d.Remaining = max(r.Limit-windowSum(entries, now, r.Window), 0)
+		d.Remaining = max(r.Limit-l.sum(now, r.Window), 0)
 		d.RetryAfter = at - now
-		d.ResetAfter = resetAfter(entries, now, r.Window)
+		d.ResetAfter = l.resetAfter(now, r.Window)
 	}
 	if !record || o.Peek {
 		return d, nil, 0, false
-	}
-
-	entries = pruneSlide(entries, rules, now)
-	if len(entries) == 0 {
-		return d, nil, 0, true
 	}
 	var longest int64
 	for _, r := range rules {
 		longest = max(longest, r.Window)
 	}
-	return d, appendSlide(out, entries), entries[len(entries)-1].T + longest - 1, true
+	return d, l.encode(out, rules, now), l.lastT + longest - 1, true
 }
 
-// resetAfter is the time until nothing recorded is left in a window of w.
-func resetAfter(entries []SlideEntry, now, w int64) int64 {
-	if n := len(entries); n > 0 && entries[n-1].T > now-w {
-		return entries[n-1].T + w - now
-	}
-	return 0
-}
-
-// pruneSlide drops the prefix of entries that can no longer change any
-// decision under rules (see the package comment above).
-func pruneSlide(entries []SlideEntry, rules []Rule, now int64) []SlideEntry {
-	var newer int64
-	for _, e := range entries {
-		newer += e.Cost
-	}
-	drop := 0
-	for drop < len(entries) {
-		e := entries[drop]
-		newer -= e.Cost // now: the cost of the entries newer than e
+// encode writes the log without its prefix of entries that can no longer
+// change a decision under rules: the first kept entry is re-encoded, the
+// bytes after it copied. The newest entry was just recorded and always
+// stays.
+func (l *slideLog) encode(out []byte, rules []Rule, now int64) []byte {
+	newer := l.total
+	var dropped, droppedCost, keepT, keepCost int64
+	var rest []byte
+	kept := false
+	it := l.iter()
+	for i := int64(0); i < l.n-1; i++ {
+		t, c, _ := it.next()
 		droppable := true
 		for _, r := range rules {
-			if e.T > now-r.Window && newer < r.Limit {
+			if t > now-r.Window && newer-c < r.Limit {
 				droppable = false
 				break
 			}
 		}
 		if !droppable {
+			kept, keepT, keepCost, rest = true, t, c, it.b
 			break
 		}
-		drop++
+		newer -= c
+		dropped++
+		droppedCost += c
 	}
-	return entries[drop:]
+	n := l.n - dropped
+	firstT, lastDelta := l.lastT, int64(0)
+	if kept {
+		firstT, lastDelta = keepT, l.lastDelta
+	}
+	state := append(out, LimitSlide)
+	state = binary.AppendUvarint(state, uint64(n))
+	state = binary.AppendUvarint(state, uint64(l.total-droppedCost))
+	state = binary.AppendVarint(state, firstT)
+	state = binary.AppendVarint(state, l.lastT)
+	state = binary.AppendUvarint(state, uint64(l.lastCost))
+	state = binary.AppendUvarint(state, uint64(lastDelta))
+	if kept {
+		state = binary.AppendUvarint(state, uint64(keepCost))
+		state = append(state, rest...)
+	}
+	return state
+}
+
+// slideEntries decodes a whole state, oldest entry first, for tests and
+// for tools that show a log.
+func slideEntries(st []byte) []SlideEntry {
+	l := parseSlideLog(st)
+	var out []SlideEntry
+	it := l.iter()
+	for {
+		t, c, ok := it.next()
+		if !ok {
+			return out
+		}
+		out = append(out, SlideEntry{t, c})
+	}
 }

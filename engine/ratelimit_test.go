@@ -153,7 +153,7 @@ func TestSlideAgainstModel(t *testing.T) {
 				}
 				st = append([]byte(nil), next...)
 				// The key must outlive every entry that still matters.
-				entries := parseSlide(st, nil)
+				entries := slideEntries(st)
 				if int64(len(entries)) > maxLimitOf(rules) {
 					t.Fatalf("seed %d step %d: %d entries for largest limit %d", seed, step, len(entries), maxLimitOf(rules))
 				}

@@ -1,0 +1,156 @@
+package engine
+
+import (
+	"runtime"
+	"strconv"
+	"testing"
+)
+
+// Decisions on an existing key must not allocate: the state is read from
+// the record, decided with reusable scratch memory and written back in
+// place. These benchmarks take the whole path a command takes under its
+// shard lock (load, decide, store) and report allocations; the footprint
+// benchmarks report what one key costs with a typical state.
+
+func benchDecisionKeys(n int) [][]byte {
+	keys := make([][]byte, n)
+	for i := range keys {
+		keys[i] = []byte("rl:user:" + strconv.Itoa(i))
+	}
+	return keys
+}
+
+func BenchmarkDecideFixed(b *testing.B) {
+	e := New(Config{Databases: 1})
+	keys := benchDecisionKeys(10_000)
+	rules := []Rule{{Limit: 1 << 40, Window: 60_000}}
+	var sc FixedScratch
+	out := make([]byte, 0, 64)
+	now := int64(1_800_000_000_000)
+	decide := func(k []byte) {
+		s := e.ShardFor(k)
+		s.Lock()
+		old, _, _ := s.LimitState(0, k, now, LimitFixed)
+		_, st, exp, write := DecideFixed(old, rules, now, FixedOptions{Cost: 1}, &sc, out[:0])
+		if write {
+			s.SetLimitState(0, k, now, st, exp)
+		}
+		s.Unlock()
+	}
+	for _, k := range keys {
+		decide(k)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		decide(keys[i%len(keys)])
+	}
+}
+
+func BenchmarkDecideSlide100(b *testing.B) {
+	e := New(Config{Databases: 1})
+	keys := benchDecisionKeys(1000)
+	rules := []Rule{{Limit: 100, Window: 60_000}}
+	var sc SlideScratch
+	out := make([]byte, 0, 1024)
+	now := int64(1_800_000_000_000)
+	decide := func(k []byte) {
+		s := e.ShardFor(k)
+		s.Lock()
+		old, _, _ := s.LimitState(0, k, now, LimitSlide)
+		_, st, exp, write := DecideSlide(old, rules, now, SlideOptions{Cost: 1}, &sc, out[:0])
+		if write {
+			s.SetLimitState(0, k, now, st, exp)
+		}
+		s.Unlock()
+	}
+	// Fill every key with a full window of 100 requests 500 ms apart.
+	for j := 0; j < 100; j++ {
+		for _, k := range keys {
+			decide(k)
+		}
+		now += 500
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if i%len(keys) == 0 {
+			now += 600 // the oldest entry leaves, a new one fits
+		}
+		decide(keys[i%len(keys)])
+	}
+}
+
+func BenchmarkDecideGCRA(b *testing.B) {
+	e := New(Config{Databases: 1})
+	keys := benchDecisionKeys(10_000)
+	g := GCRA{MaxBurst: 1 << 30, Count: 1 << 30, Period: 1, Quantity: 1}
+	out := make([]byte, 0, 32)
+	now := int64(1_800_000_000_000)
+	decide := func(k []byte) {
+		s := e.ShardFor(k)
+		s.Lock()
+		old, _, _ := s.LimitState(0, k, now, LimitGCRA)
+		_, st, exp, write, _ := DecideGCRA(old, g, now, out[:0])
+		if write {
+			s.SetLimitState(0, k, now, st, exp)
+		}
+		s.Unlock()
+	}
+	for _, k := range keys {
+		decide(k)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		decide(keys[i%len(keys)])
+	}
+}
+
+// footprint loads n keys through fill and reports the Go heap growth per
+// key: slots, records and arena overhead together.
+func footprint(b *testing.B, n int, fill func(e *Engine, k []byte)) {
+	for i := 0; i < b.N; i++ {
+		runtime.GC()
+		var before runtime.MemStats
+		runtime.ReadMemStats(&before)
+		e := New(Config{Databases: 1})
+		key := make([]byte, 0, 32)
+		for j := 0; j < n; j++ {
+			key = strconv.AppendInt(append(key[:0], "rl:user:"...), int64(j), 10)
+			fill(e, key)
+		}
+		runtime.GC()
+		var after runtime.MemStats
+		runtime.ReadMemStats(&after)
+		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/float64(n), "B/key")
+		runtime.KeepAlive(e)
+	}
+}
+
+func BenchmarkFootprintFixed(b *testing.B) {
+	rules := []Rule{{Limit: 100, Window: 60_000}}
+	var sc FixedScratch
+	now := int64(1_800_000_000_000)
+	footprint(b, 1_000_000, func(e *Engine, k []byte) {
+		s := e.ShardFor(k)
+		_, st, exp, _ := DecideFixed(nil, rules, now, FixedOptions{Cost: 1}, &sc, nil)
+		s.SetLimitState(0, k, now, st, exp)
+	})
+}
+
+func BenchmarkFootprintSlide100(b *testing.B) {
+	rules := []Rule{{Limit: 100, Window: 60_000}}
+	var sc SlideScratch
+	footprint(b, 100_000, func(e *Engine, k []byte) {
+		s := e.ShardFor(k)
+		now := int64(1_800_000_000_000)
+		var st []byte
+		for j := 0; j < 100; j++ {
+			var exp int64
+			_, st, exp, _ = DecideSlide(st, rules, now, SlideOptions{Cost: 1}, &sc, nil)
+			s.SetLimitState(0, k, now, st, exp)
+			now += 500
+		}
+	})
+}
