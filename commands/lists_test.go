@@ -2,7 +2,12 @@ package commands
 
 import (
 	"fmt"
+	"io"
+	"log/slog"
 	"testing"
+
+	"limitkv/engine"
+	"limitkv/resp"
 )
 
 // TestLMoveShards moves elements between keys chosen to live in the same
@@ -92,4 +97,48 @@ func TestListHugeArguments(t *testing.T) {
 	expect(t, h, ":0", "LREM", "l", "9223372036854775807", "zz")
 	expect(t, h, `["a", "b", "c"]`, "LPOP", "l", "9223372036854775807")
 	expect(t, h, ":0", "EXISTS", "l")
+}
+
+// BenchmarkListCommands runs list handlers directly, as dispatch does
+// under the key's lock, to show what a command costs beyond the engine.
+// Seed 000's login check (LINDEX, RPUSH, LTRIM on five timestamps) makes
+// three small allocations: the sixth timestamp moves the list out of its
+// inline array into a chunk, and LTRIM moves it back, which is what keeps
+// every such list at 48 bytes between logins. LRANGE allocates nothing.
+func BenchmarkListCommands(b *testing.B) {
+	eng := engine.New(engine.Config{Databases: 1})
+	srv := New(eng, NewConfig(), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	w := resp.NewWriter(2)
+	c := &Ctx{Srv: srv, W: w, Now: transcriptEpoch}
+	run := func(args [][]byte) {
+		c.Args = args
+		c.Spec = srv.Table.Lookup(args[0])
+		s := c.Shard(args[1])
+		s.Lock()
+		c.Spec.Run(c)
+		s.Unlock()
+		w.Reset()
+	}
+	key := []byte("1001")
+	for i := 0; i < 5; i++ {
+		run([][]byte{[]byte("RPUSH"), key, []byte(fmt.Sprint(1732123456789 + i))})
+	}
+	lindex := [][]byte{[]byte("LINDEX"), key, []byte("4")}
+	rpush := [][]byte{[]byte("RPUSH"), key, []byte("1732130896789")}
+	ltrim := [][]byte{[]byte("LTRIM"), key, []byte("0"), []byte("4")}
+	lrange := [][]byte{[]byte("LRANGE"), key, []byte("0"), []byte("-1")}
+	b.Run("login-check", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			run(lindex)
+			run(rpush)
+			run(ltrim)
+		}
+	})
+	b.Run("lrange-all", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			run(lrange)
+		}
+	})
 }
