@@ -21,8 +21,9 @@ import (
 //
 // Elements that are the canonical decimal form of an int64 (as ParseInt
 // reads them) are stored as integers, so a 13-digit millisecond timestamp
-// takes 7 bytes instead of 14 and formats back to the very same bytes. No
-// header is zero, so a zero byte where an entry would start ends a list.
+// takes 7 bytes instead of 14 and formats back to the very same bytes;
+// beyond ±2^62 the tag bit does not fit and they stay strings. No header is
+// zero, so a zero byte where an entry would start ends a list.
 //
 // A list whose entries fit in inlineCap bytes keeps them inside the List
 // itself, zero padded: the List is then one 48-byte allocation in all,
@@ -309,7 +310,7 @@ func (l *List) Set(i int, v []byte) bool {
 	default:
 		ch := &l.big.slots[l.big.lo+ci]
 		if ch.n == 1 || len(ch.b)-old+size <= chunkMaxBytes {
-			ch.b = resizeRange(ch.b, off, old, size)
+			ch.resize(off, old, size)
 			putEntry(ch.b[off:off+size], h, p)
 			if size < old {
 				l.shrinkToInline()
@@ -384,7 +385,7 @@ func (l *List) RemoveRange(start, n int) {
 		if k < ch.n-j {
 			end = skipEntries(ch.b, off, k)
 		}
-		ch.b = resizeRange(ch.b, off, end-off, 0)
+		ch.resize(off, end-off, 0)
 		ch.n -= k
 		n -= k
 		ci++
@@ -571,7 +572,7 @@ func (l *List) insertAt(ci, off int, h uint64, p []byte) {
 		end := len(ch.b)
 		switch {
 		case ch.fits(size):
-			ch.b = resizeRange(ch.b, off, 0, size)
+			ch.resize(off, 0, size)
 			putEntry(ch.b[off:off+size], h, p)
 			ch.n++
 			q.count++
@@ -724,11 +725,11 @@ func (q *listChunks) insertChunk(at int, ch listChunk) {
 	}
 }
 
-// regrow moves the chunks to a new array of room for about twice size
-// chunks, inserting ch at position at, with the free room on the side the
-// list grows at.
+// regrow moves the chunks to a new array with room for half as many again,
+// inserting ch at position at, with the free room on the side the list
+// grows at.
 func (q *listChunks) regrow(size, at int, ch listChunk) {
-	slots := make([]listChunk, max(4, 2*size))
+	slots := make([]listChunk, size+size/2+2)
 	lo := (len(slots) - size) / 2
 	switch n := q.hi - q.lo; at {
 	case 0:
@@ -931,17 +932,25 @@ func middleEntry(b []byte) int {
 	return off
 }
 
-// resizeRange turns the old bytes at off into size bytes, moving what
-// follows, and returns the resized slice.
-func resizeRange(b []byte, off, old, size int) []byte {
-	n := len(b)
-	if size > old {
-		b = append(b, make([]byte, size-old)...)
+// resize turns the old bytes at off into size bytes, moving the entries
+// after them.
+func (c *listChunk) resize(off, old, size int) {
+	n := len(c.b)
+	grown := n - old + size
+	if grown <= cap(c.b) {
+		b := c.b[:max(n, grown)]
 		copy(b[off+size:], b[off+old:n])
-		return b
+		c.b = b[:grown]
+		return
 	}
-	copy(b[off+size:], b[off+old:])
-	return b[:n-old+size]
+	// Grow by doubling, but no further than the chunk will hold when full
+	// as judged from its average entry: a chunk filled by pushes then ends
+	// with no slack, where plain append growth would leave up to a third.
+	want := min(2*cap(c.b), grown*chunkMaxEntries/(c.n+1), chunkMaxBytes)
+	b := make([]byte, grown, max(allocSize(want), int64(grown)))
+	copy(b, c.b[:off])
+	copy(b[off+size:], c.b[off+old:])
+	c.b = b
 }
 
 // listNeedle is an element to search for, encoded as entries are, so that
