@@ -88,6 +88,8 @@ func cmdRPop(c *Ctx) { pop(c, false) }
 // pop implements LPOP and RPOP: one element as a bulk string, or with a
 // count an array of up to count elements.
 func pop(c *Ctx, head bool) {
+	// The table's arity (-2) admits any number of arguments; like Redis,
+	// the handler refuses more than a count with the arity error.
 	if len(c.Args) > 3 {
 		c.W.Error("ERR wrong number of arguments for '" + c.Spec.FullName() + "' command")
 		return
