@@ -1,0 +1,508 @@
+package commands
+
+import (
+	"limitkv/engine"
+)
+
+// List commands: LPUSH RPUSH LPUSHX RPUSHX LPOP RPOP LINDEX LLEN LRANGE
+// LTRIM LSET LREM LINSERT LPOS LMOVE RPOPLPUSH.
+//
+// Redis's order of checks is kept: arguments that need no key are parsed
+// first (LRANGE's indexes, LPOP's count, LPOS's options...), except where
+// Redis looks the key up first (LINDEX and LSET parse the index after the
+// type check). Reads look keys up with Lookup, which counts keyspace hits
+// and misses; writes with Find, which does not, as in Redis.
+
+const msgMustBePositive = "ERR value is out of range, must be positive"
+
+// listAt returns the list stored under key, nil when there is none. It
+// replies WRONGTYPE and returns false for a key of another type.
+func (c *Ctx) listAt(s *engine.Shard, key []byte, read bool) (engine.Entry, *engine.List, bool) {
+	var e engine.Entry
+	var found bool
+	if read {
+		e, found = s.Lookup(c.DB, key, c.Now)
+	} else {
+		e, found = s.Find(c.DB, key, c.Now)
+	}
+	if !found {
+		return e, nil, true
+	}
+	if e.Kind() != engine.KindList {
+		c.W.Error(msgWrongType)
+		return e, nil, false
+	}
+	return e, s.Object(e).(*engine.List), true
+}
+
+// listChanged records a change to the list under e, deleting the key when
+// the list is left empty, as Redis never keeps an empty list.
+func listChanged(s *engine.Shard, e engine.Entry, l *engine.List) {
+	if l.Len() == 0 {
+		s.DeleteEntry(e)
+	} else {
+		s.Touch(e)
+	}
+}
+
+func cmdLPush(c *Ctx)  { push(c, true, false) }
+func cmdRPush(c *Ctx)  { push(c, false, false) }
+func cmdLPushX(c *Ctx) { push(c, true, true) }
+func cmdRPushX(c *Ctx) { push(c, false, true) }
+
+// push adds the elements one by one at the head or the tail, creating the
+// list unless onlyExisting (the X variants), and replies with the length.
+func push(c *Ctx, head, onlyExisting bool) {
+	key := c.Args[1]
+	s := c.Shard(key)
+	e, l, ok := c.listAt(s, key, false)
+	if !ok {
+		return
+	}
+	found := l != nil
+	if !found {
+		if onlyExisting {
+			c.W.Int(0)
+			return
+		}
+		l = engine.NewList()
+	}
+	for _, v := range c.Args[2:] {
+		if head {
+			l.PushHead(v)
+		} else {
+			l.PushTail(v)
+		}
+	}
+	if found {
+		s.Touch(e)
+	} else {
+		s.SetObject(c.DB, key, engine.KindList, l, 0)
+	}
+	c.W.Int(int64(l.Len()))
+}
+
+func cmdLPop(c *Ctx) { pop(c, true) }
+func cmdRPop(c *Ctx) { pop(c, false) }
+
+// pop implements LPOP and RPOP: one element as a bulk string, or with a
+// count an array of up to count elements.
+func pop(c *Ctx, head bool) {
+	// The table's arity (-2) admits any number of arguments; like Redis,
+	// the handler refuses more than a count with the arity error.
+	if len(c.Args) > 3 {
+		c.W.Error("ERR wrong number of arguments for '" + c.Spec.FullName() + "' command")
+		return
+	}
+	hasCount := len(c.Args) == 3
+	count := 1
+	if hasCount {
+		n, ok := engine.ParseInt(c.Args[2])
+		if !ok || n < 0 {
+			c.W.Error(msgMustBePositive)
+			return
+		}
+		count = int(n)
+	}
+	key := c.Args[1]
+	s := c.Shard(key)
+	e, l, ok := c.listAt(s, key, false)
+	switch {
+	case !ok:
+		return
+	case l == nil && hasCount:
+		c.W.NullArray()
+		return
+	case l == nil:
+		c.W.Null()
+		return
+	case count == 0:
+		c.W.Array(0)
+		return
+	}
+	n := l.Len()
+	count = min(count, n)
+	if hasCount {
+		c.W.Array(count)
+	}
+	// Reply straight from the list, then cut the popped range in one go.
+	if head {
+		for i, v := range l.Ascend(0, c.buf[:0]) {
+			if i == count {
+				break
+			}
+			c.W.Bulk(v)
+		}
+		l.RemoveRange(0, count)
+	} else {
+		for i, v := range l.Descend(n-1, c.buf[:0]) {
+			if i < n-count {
+				break
+			}
+			c.W.Bulk(v)
+		}
+		l.RemoveRange(n-count, count)
+	}
+	listChanged(s, e, l)
+}
+
+// listIndex turns a Redis index (negative counts from the tail) into a
+// position, reporting whether it falls inside a list of n elements.
+func listIndex(i int64, n int) (int, bool) {
+	if i < 0 {
+		i += int64(n)
+	}
+	return int(i), i >= 0 && i < int64(n)
+}
+
+func cmdLIndex(c *Ctx) {
+	key := c.Args[1]
+	s := c.Shard(key)
+	_, l, ok := c.listAt(s, key, true)
+	if !ok {
+		return
+	}
+	if l == nil {
+		c.W.Null()
+		return
+	}
+	idx, ok := c.Int(2)
+	if !ok {
+		return
+	}
+	i, in := listIndex(idx, l.Len())
+	if !in {
+		c.W.Null()
+		return
+	}
+	v, _ := l.Index(i, c.buf[:0])
+	c.W.Bulk(v)
+}
+
+func cmdLLen(c *Ctx) {
+	key := c.Args[1]
+	_, l, ok := c.listAt(c.Shard(key), key, true)
+	switch {
+	case !ok:
+	case l == nil:
+		c.W.Int(0)
+	default:
+		c.W.Int(int64(l.Len()))
+	}
+}
+
+// listRange clips Redis's start and stop indexes to a list of n elements,
+// as LRANGE and LTRIM do, and reports whether anything is left.
+func listRange(start, stop int64, n int) (int, int, bool) {
+	ln := int64(n)
+	if start < 0 {
+		start += ln
+	}
+	if stop < 0 {
+		stop += ln
+	}
+	start = max(start, 0)
+	if start > stop || start >= ln {
+		return 0, -1, false
+	}
+	stop = min(stop, ln-1)
+	return int(start), int(stop), true
+}
+
+func cmdLRange(c *Ctx) {
+	start, ok := c.Int(2)
+	if !ok {
+		return
+	}
+	stop, ok := c.Int(3)
+	if !ok {
+		return
+	}
+	key := c.Args[1]
+	_, l, ok := c.listAt(c.Shard(key), key, true)
+	if !ok {
+		return
+	}
+	if l == nil {
+		c.W.Array(0)
+		return
+	}
+	from, to, nonEmpty := listRange(start, stop, l.Len())
+	if !nonEmpty {
+		c.W.Array(0)
+		return
+	}
+	c.W.Array(to - from + 1)
+	for i, v := range l.Ascend(from, c.buf[:0]) {
+		if i > to {
+			break
+		}
+		c.W.Bulk(v)
+	}
+}
+
+func cmdLTrim(c *Ctx) {
+	start, ok := c.Int(2)
+	if !ok {
+		return
+	}
+	stop, ok := c.Int(3)
+	if !ok {
+		return
+	}
+	key := c.Args[1]
+	s := c.Shard(key)
+	e, l, ok := c.listAt(s, key, false)
+	if !ok {
+		return
+	}
+	if l != nil {
+		n := l.Len()
+		from, to, nonEmpty := listRange(start, stop, n)
+		if nonEmpty {
+			l.RemoveRange(to+1, n-to-1)
+			l.RemoveRange(0, from)
+		} else {
+			l.RemoveRange(0, n)
+		}
+		// Redis signals the key as modified even when nothing was trimmed.
+		listChanged(s, e, l)
+	}
+	c.W.OK()
+}
+
+func cmdLSet(c *Ctx) {
+	key := c.Args[1]
+	s := c.Shard(key)
+	e, l, ok := c.listAt(s, key, false)
+	if !ok {
+		return
+	}
+	if l == nil {
+		c.W.Error(msgNoSuchKey)
+		return
+	}
+	idx, ok := c.Int(2)
+	if !ok {
+		return
+	}
+	i, in := listIndex(idx, l.Len())
+	if !in {
+		c.W.Error(msgOutOfRange)
+		return
+	}
+	l.Set(i, c.Args[3])
+	s.Touch(e)
+	c.W.OK()
+}
+
+func cmdLRem(c *Ctx) {
+	count, ok := c.Int(2)
+	if !ok {
+		return
+	}
+	key := c.Args[1]
+	s := c.Shard(key)
+	e, l, ok := c.listAt(s, key, false)
+	if !ok {
+		return
+	}
+	removed := 0
+	if l != nil {
+		if removed = l.Remove(c.Args[3], int(count)); removed > 0 {
+			listChanged(s, e, l)
+		}
+	}
+	c.W.Int(int64(removed))
+}
+
+func cmdLInsert(c *Ctx) {
+	var after bool
+	switch w := c.Args[2]; {
+	case is(w, "BEFORE"):
+	case is(w, "AFTER"):
+		after = true
+	default:
+		c.W.Error(msgSyntax)
+		return
+	}
+	key := c.Args[1]
+	s := c.Shard(key)
+	e, l, ok := c.listAt(s, key, false)
+	switch {
+	case !ok:
+	case l == nil:
+		c.W.Int(0)
+	case !l.Insert(c.Args[3], c.Args[4], after):
+		c.W.Int(-1)
+	default:
+		s.Touch(e)
+		c.W.Int(int64(l.Len()))
+	}
+}
+
+// lposOptions are LPOS's RANK, COUNT and MAXLEN; count is -1 when COUNT was
+// not given.
+type lposOptions struct {
+	rank, count, maxlen int64
+}
+
+func parseLPos(c *Ctx) (lposOptions, bool) {
+	o := lposOptions{rank: 1, count: -1}
+	for j := 3; j < len(c.Args); j++ {
+		a := c.Args[j]
+		hasNext := j+1 < len(c.Args)
+		switch {
+		case is(a, "RANK") && hasNext:
+			j++
+			n, ok := c.Int(j)
+			if !ok {
+				return o, false
+			}
+			if n == 0 {
+				c.W.Error("ERR RANK can't be zero: use 1 to start from the first match, 2 from the second ... or use negative to start from the end of the list")
+				return o, false
+			}
+			o.rank = n
+		case is(a, "COUNT") && hasNext:
+			j++
+			n, ok := engine.ParseInt(c.Args[j])
+			if !ok || n < 0 {
+				c.W.Error("ERR COUNT can't be negative")
+				return o, false
+			}
+			o.count = n
+		case is(a, "MAXLEN") && hasNext:
+			j++
+			n, ok := engine.ParseInt(c.Args[j])
+			if !ok || n < 0 {
+				c.W.Error("ERR MAXLEN can't be negative")
+				return o, false
+			}
+			o.maxlen = n
+		default:
+			c.W.Error(msgSyntax)
+			return o, false
+		}
+	}
+	return o, true
+}
+
+func cmdLPos(c *Ctx) {
+	o, ok := parseLPos(c)
+	if !ok {
+		return
+	}
+	key := c.Args[1]
+	_, l, ok := c.listAt(c.Shard(key), key, true)
+	switch {
+	case !ok:
+		return
+	case l == nil && o.count >= 0:
+		c.W.Array(0)
+		return
+	case l == nil:
+		c.W.Null()
+		return
+	}
+	// A negative rank searches from the tail. Redis negates it in a C long,
+	// so RANK -9223372036854775808 stays negative and matches from the
+	// first hit on; int64 arithmetic wraps the same way.
+	rank, fromTail := o.rank, false
+	if rank < 0 {
+		rank, fromTail = -rank, true
+	}
+	maxlen := int(min(o.maxlen, int64(l.Len())))
+	var found [16]int64
+	matches := found[:0]
+	var seen int64
+	for i := range l.Positions(c.Args[2], fromTail, maxlen) {
+		seen++
+		if seen < rank {
+			continue
+		}
+		matches = append(matches, int64(i))
+		if o.count < 0 || (o.count > 0 && seen-rank+1 >= o.count) {
+			break
+		}
+	}
+	switch {
+	case o.count >= 0:
+		c.W.Array(len(matches))
+		for _, i := range matches {
+			c.W.Int(i)
+		}
+	case len(matches) > 0:
+		c.W.Int(matches[0])
+	default:
+		c.W.Null()
+	}
+}
+
+// listEnd parses LMOVE's LEFT or RIGHT; LEFT is the head.
+func listEnd(b []byte) (head, ok bool) {
+	switch {
+	case is(b, "LEFT"):
+		return true, true
+	case is(b, "RIGHT"):
+		return false, true
+	}
+	return false, false
+}
+
+func cmdLMove(c *Ctx) {
+	from, ok1 := listEnd(c.Args[3])
+	to, ok2 := listEnd(c.Args[4])
+	if !ok1 || !ok2 {
+		c.W.Error(msgSyntax)
+		return
+	}
+	move(c, from, to)
+}
+
+func cmdRPopLPush(c *Ctx) { move(c, false, true) }
+
+// move pops an element from one end of the source list and pushes it at an
+// end of the destination, which may be the same list (a rotation) or a key
+// in another shard (dispatch holds both locks).
+func move(c *Ctx, fromHead, toHead bool) {
+	src, dst := c.Args[1], c.Args[2]
+	ss, ds := c.Shard(src), c.Shard(dst)
+	_, sl, ok := c.listAt(ss, src, false)
+	if !ok {
+		return
+	}
+	if sl == nil {
+		c.W.Null()
+		return
+	}
+	de, dl, ok := c.listAt(ds, dst, false)
+	if !ok {
+		return
+	}
+	var v []byte
+	if fromHead {
+		v, _ = sl.PopHead(c.buf[:0])
+	} else {
+		v, _ = sl.PopTail(c.buf[:0])
+	}
+	created := dl == nil
+	if created {
+		dl = engine.NewList()
+	}
+	if toHead {
+		dl.PushHead(v)
+	} else {
+		dl.PushTail(v)
+	}
+	if created {
+		ds.SetObject(c.DB, dst, engine.KindList, dl, 0)
+	} else {
+		ds.Touch(de)
+	}
+	// Looking up or creating the destination may have changed the source's
+	// shard, which invalidates its entry: find it again.
+	se, _ := ss.Find(c.DB, src, c.Now)
+	listChanged(ss, se, sl)
+	c.W.Bulk(v)
+}
