@@ -31,6 +31,7 @@ var engineErrors = map[error]string{
 	engine.ErrNoSuchKey:    msgNoSuchKey,
 	engine.ErrOutOfRange:   msgOutOfRange,
 	engine.ErrStringTooBig: msgStringLimit,
+	engine.ErrLoginEntry:   "ERR the list at this key holds an entry that is not a login time in ms",
 }
 
 // Err replies with the Redis text for err.

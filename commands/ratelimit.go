@@ -325,3 +325,45 @@ func infoRateLimit(s *Server, b *strings.Builder) {
 		kv(b, n+"_denied", st.denied.Load())
 	}
 }
+
+// cmdRLLogin: RL.LOGIN key limit window [KEEP n].
+func cmdRLLogin(c *Ctx) {
+	limit, ok := limitValue(c.Args[2])
+	if !ok {
+		c.W.Error("ERR invalid limit '" + string(c.Args[2]) + "': expected " + limitRange)
+		return
+	}
+	window, ok := ParseDuration(c.Args[3])
+	if !ok {
+		c.W.Error("ERR invalid window '" + string(c.Args[3]) + "' for limit " + string(c.Args[2]) +
+			": expected a whole number with unit ms, s, m, h or d (a bare number is seconds), from 1ms to 3650d")
+		return
+	}
+	keep := c.Srv.Cfg.LoginKeep()
+	switch {
+	case len(c.Args) == 4:
+	case len(c.Args) == 6 && is(c.Args[4], "KEEP"):
+		n, ok := engine.ParseInt(c.Args[5])
+		if !ok || n < 1 || n > maxLoginKeep {
+			c.W.Error("ERR invalid KEEP '" + string(c.Args[5]) + "': expected an integer from 1 to 1048576")
+			return
+		}
+		keep = n
+	case len(c.Args) == 5 && is(c.Args[4], "KEEP"):
+		c.W.Error("ERR KEEP needs a value")
+		return
+	default:
+		c.W.Error("ERR syntax error: unexpected argument '" + string(c.Args[4]) + "'")
+		return
+	}
+	d, err := c.Shard(c.Args[1]).Login(c.DB, c.Args[1], c.Now, limit, window, keep)
+	if err != nil {
+		c.Err(err)
+		return
+	}
+	countDecision("rl.login", d.Allowed)
+	c.replyDecision(d)
+}
+
+// maxLoginKeep bounds KEEP, and so the list RL.LOGIN keeps.
+const maxLoginKeep = 1 << 20

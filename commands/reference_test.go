@@ -7,8 +7,8 @@ import (
 )
 
 const (
-	listBegin = "<!-- commands:begin (generated from commands/table.go; go test ./commands -run TestReadmeCommandList -update) -->"
-	listEnd   = "<!-- commands:end -->"
+	readmeListBegin = "<!-- commands:begin (generated from commands/table.go; go test ./commands -run TestReadmeCommandList -update) -->"
+	readmeListEnd   = "<!-- commands:end -->"
 )
 
 // TestReadmeCommandList keeps the README's command list generated from the
@@ -20,17 +20,17 @@ func TestReadmeCommandList(t *testing.T) {
 		t.Fatal(err)
 	}
 	text := string(data)
-	i, j := strings.Index(text, listBegin), strings.Index(text, listEnd)
+	i, j := strings.Index(text, readmeListBegin), strings.Index(text, readmeListEnd)
 	if i < 0 || j < i {
 		t.Fatalf("README.md lacks the command list markers")
 	}
-	want := listBegin + "\n" + CommandList() + "\n" + listEnd
-	got := text[i : j+len(listEnd)]
+	want := readmeListBegin + "\n" + CommandList() + "\n" + readmeListEnd
+	got := text[i : j+len(readmeListEnd)]
 	if got == want {
 		return
 	}
 	if *update {
-		os.WriteFile(path, []byte(text[:i]+want+text[j+len(listEnd):]), 0o644)
+		os.WriteFile(path, []byte(text[:i]+want+text[j+len(readmeListEnd):]), 0o644)
 		return
 	}
 	t.Fatal("README.md's command list is out of date: run go test ./commands -run TestReadmeCommandList -update")
