@@ -15,8 +15,8 @@ import (
 //
 //   - compact ("listpack"): every pair in data, in insertion order, each as
 //     [uvarint field length][field][uvarint value length][value]. Lookups scan
-//     it, which for at most hash-max-listpack-entries short pairs is as fast
-//     as hashing and costs no memory beyond the bytes themselves.
+//     it: for at most hash-max-listpack-entries short pairs that is cheap,
+//     and the form costs no memory beyond the bytes themselves.
 //   - indexed ("hashtable"): the same entries in data, plus an open-addressing
 //     index from field hash to entry, so every operation is O(1).
 //
@@ -25,23 +25,25 @@ import (
 // back, as in Redis. Converting only builds the index: the bytes stay put.
 //
 // Both forms keep every field in one pointer-free []byte, so the garbage
-// collector sees three slices per hash however many fields it holds.
+// collector sees at most four pointers per hash however many fields it
+// holds.
 type Hash struct {
 	data  []byte
 	count int
 	idx   *hashIndex // nil while compact
 }
 
-// hashIndex is the indexed form's lookup structure. offs lists where each
-// entry starts in data, in the order entries were appended; a deleted entry's
-// offset is deadEntry and its bytes stay in data until compaction reclaims
-// them. The table maps the low 32 bits of a field's hash to its entry number
-// plus one.
+// hashIndex is the indexed form's lookup structure. Entries are numbered in
+// the order their fields were added; offs[n] is where entry n starts in
+// data. An update that changes a value's size appends a new copy and moves
+// offs[n], keeping the number; a delete sets offs[n] to deadEntry. Either
+// way the old bytes stay in data until compaction reclaims them. The table
+// maps the low 32 bits of a field's hash to its entry number plus one.
 type hashIndex struct {
-	tab       table
-	offs      []uint64
-	deadBytes int
-	deadOffs  int
+	tab         table
+	offs        []uint64
+	deadBytes   int // bytes of data no entry uses
+	deadEntries int // entries of offs set to deadEntry
 }
 
 const deadEntry = math.MaxUint64
@@ -271,6 +273,10 @@ func (h *Hash) Delete(field []byte) bool {
 		_, _, end := entryAt(h.data, off)
 		h.data = append(h.data[:off], h.data[end:]...)
 		h.count--
+		if cap(h.data) > 256 && len(h.data) < cap(h.data)/4 {
+			// Mostly emptied: give the spare capacity back.
+			h.data = append([]byte(nil), h.data...)
+		}
 		return true
 	}
 	x := h.idx
@@ -281,7 +287,7 @@ func (h *Hash) Delete(field []byte) bool {
 	off := int(x.offs[n])
 	_, _, end := entryAt(h.data, off)
 	x.deadBytes += end - off
-	x.deadOffs++
+	x.deadEntries++
 	x.offs[n] = deadEntry
 	t := &x.tab
 	t.removeAt(slot)
@@ -322,7 +328,7 @@ func (h *Hash) convert() {
 // and the waste bounded.
 func (h *Hash) maybeCompact() {
 	x := h.idx
-	if x.deadBytes <= len(h.data)/2 && x.deadOffs <= len(x.offs)/2 {
+	if x.deadBytes <= len(h.data)/2 && x.deadEntries <= len(x.offs)/2 {
 		return
 	}
 	if len(h.data) < 256 && len(x.offs) < 32 {
@@ -349,13 +355,13 @@ func (h *Hash) maybeCompact() {
 		}
 	}
 	h.data, x.offs = data, offs
-	x.deadBytes, x.deadOffs = 0, 0
+	x.deadBytes, x.deadEntries = 0, 0
 }
 
-// All yields every field and value: insertion order for a compact hash (the
-// order Redis's listpack gives), entry order for an indexed one. The slices
-// are valid until the hash changes, and the hash must not change during the
-// loop.
+// All yields every field and value in the order the fields were added (a
+// field set again keeps its place): the order Redis's listpack gives, and a
+// stable one for snapshots of indexed hashes. The slices are valid until
+// the hash changes, and the hash must not change during the loop.
 func (h *Hash) All() iter.Seq2[[]byte, []byte] {
 	return func(yield func([]byte, []byte) bool) {
 		if h.idx == nil {
