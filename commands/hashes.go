@@ -322,8 +322,9 @@ func cmdHScan(c *Ctx) {
 		return
 	}
 	// The pairs point into the hash, which nothing changes before the reply
-	// is written.
-	var pairs [][]byte
+	// is written. A default COUNT's worth fits on the stack.
+	var stack [2 * 16][]byte
+	pairs := stack[:0]
 	next := h.Scan(cursor, o.count, func(f, v []byte) {
 		if o.matchAll || engine.Match(o.match, f, false) {
 			pairs = append(pairs, f, v)
