@@ -282,8 +282,8 @@ func TestHashIncr(t *testing.T) {
 }
 
 // TestHashMemory reports what fields cost in each form; it fails if the
-// indexed form costs more than Redis's dict would (about 70 bytes a field
-// for these sizes).
+// indexed form costs more than Redis 7.0 does for the same fields (MEMORY
+// USAGE there: about 66 bytes a field at 100k fields, 70 at 600).
 func TestHashMemory(t *testing.T) {
 	for _, n := range []int{100, 512, 10_000, 1_000_000} {
 		lim := HashLimits{Entries: 512, Value: 64}
@@ -296,11 +296,16 @@ func TestHashMemory(t *testing.T) {
 		}
 		runtime.GC()
 		runtime.ReadMemStats(&after)
-		heap := float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / float64(n)
 		est := float64(h.MemoryUsage()) / float64(n)
+		if n < 10_000 {
+			// Too small for the heap counters to be meaningful.
+			t.Logf("%8d fields (%s): MemoryUsage %.1f B/field", n, h.Encoding(), est)
+			continue
+		}
+		heap := float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / float64(n)
 		t.Logf("%8d fields (%s): MemoryUsage %.1f B/field, heap %.1f B/field", n, h.Encoding(), est, heap)
-		if n >= 10_000 && est > 70 {
-			t.Errorf("%d fields cost %.1f bytes each", n, est)
+		if est > 70 || heap > 70 {
+			t.Errorf("%d fields cost %.1f bytes each (heap %.1f)", n, est, heap)
 		}
 		runtime.KeepAlive(h)
 	}
