@@ -1,0 +1,340 @@
+package commands
+
+import (
+	"strconv"
+
+	"limitkv/engine"
+)
+
+// Hash commands: HSET HSETNX HGET HMGET HMSET HDEL HEXISTS HLEN HSTRLEN
+// HGETALL HKEYS HVALS HINCRBY HINCRBYFLOAT HSCAN.
+
+const (
+	msgHashNotInteger = "ERR hash value is not an integer"
+	msgHashNotFloat   = "ERR hash value is not a float"
+	msgNaNOrInfArg    = "ERR value is NaN or Infinity"
+)
+
+// hashLimits returns the compact encoding's bounds as configured now.
+func (c *Ctx) hashLimits() engine.HashLimits {
+	entries, value, _, _ := c.Srv.Cfg.ListpackLimits()
+	return engine.HashLimits{Entries: entries, Value: value}
+}
+
+// writableHash finds the hash at key for a write. When the key does not
+// exist it returns a new empty hash that storeHash will add to the keyspace.
+// On a key of another type it replies WRONGTYPE and returns nil.
+func (c *Ctx) writableHash(s *engine.Shard, key []byte) (engine.Entry, *engine.Hash, bool) {
+	e, h, err := s.FindHash(c.DB, key, c.Now)
+	if err != nil {
+		c.Err(err)
+		return e, nil, false
+	}
+	if h == nil {
+		return e, engine.NewHash(), true
+	}
+	return e, h, false
+}
+
+// storeHash records a change to a hash from writableHash: a new one is added
+// to the keyspace, an existing one marked as changed for WATCH.
+func (c *Ctx) storeHash(s *engine.Shard, key []byte, e engine.Entry, h *engine.Hash, created bool) {
+	if created {
+		s.SetObject(c.DB, key, engine.KindHash, h, 0)
+	} else {
+		s.Touch(e)
+	}
+}
+
+// readHash looks up the hash at key for a read; the hash is nil when the key
+// does not exist. On a key of another type it replies WRONGTYPE.
+func (c *Ctx) readHash(key []byte) (*engine.Hash, bool) {
+	_, h, err := c.Shard(key).LookupHash(c.DB, key, c.Now)
+	if err != nil {
+		c.Err(err)
+		return nil, false
+	}
+	return h, true
+}
+
+func cmdHSet(c *Ctx) {
+	if added, ok := hashSetPairs(c); ok {
+		c.W.Int(added)
+	}
+}
+
+func cmdHMSet(c *Ctx) {
+	if _, ok := hashSetPairs(c); ok {
+		c.W.OK()
+	}
+}
+
+// hashSetPairs runs HSET and HMSET: it stores every field/value pair and
+// returns how many fields were new.
+func hashSetPairs(c *Ctx) (int64, bool) {
+	if len(c.Args)%2 != 0 {
+		c.W.Error("ERR wrong number of arguments for '" + c.Spec.FullName() + "' command")
+		return 0, false
+	}
+	key := c.Args[1]
+	s := c.Shard(key)
+	e, h, created := c.writableHash(s, key)
+	if h == nil {
+		return 0, false
+	}
+	lim := c.hashLimits()
+	var added int64
+	for i := 2; i < len(c.Args); i += 2 {
+		if h.Set(c.Args[i], c.Args[i+1], lim) {
+			added++
+		}
+	}
+	c.storeHash(s, key, e, h, created)
+	return added, true
+}
+
+func cmdHSetNX(c *Ctx) {
+	key := c.Args[1]
+	s := c.Shard(key)
+	e, h, created := c.writableHash(s, key)
+	if h == nil {
+		return
+	}
+	if h.Has(c.Args[2]) {
+		c.W.Int(0)
+		return
+	}
+	h.Set(c.Args[2], c.Args[3], c.hashLimits())
+	c.storeHash(s, key, e, h, created)
+	c.W.Int(1)
+}
+
+func cmdHGet(c *Ctx) {
+	h, ok := c.readHash(c.Args[1])
+	if !ok {
+		return
+	}
+	if h == nil {
+		c.W.Null()
+		return
+	}
+	if v, found := h.Get(c.Args[2]); found {
+		c.W.Bulk(v)
+	} else {
+		c.W.Null()
+	}
+}
+
+func cmdHMGet(c *Ctx) {
+	h, ok := c.readHash(c.Args[1])
+	if !ok {
+		return
+	}
+	fields := c.Args[2:]
+	c.W.Array(len(fields))
+	for _, f := range fields {
+		if h == nil {
+			c.W.Null()
+		} else if v, found := h.Get(f); found {
+			c.W.Bulk(v)
+		} else {
+			c.W.Null()
+		}
+	}
+}
+
+func cmdHDel(c *Ctx) {
+	key := c.Args[1]
+	s := c.Shard(key)
+	e, h, err := s.FindHash(c.DB, key, c.Now)
+	if err != nil {
+		c.Err(err)
+		return
+	}
+	if h == nil {
+		c.W.Int(0)
+		return
+	}
+	var deleted int64
+	for _, f := range c.Args[2:] {
+		if h.Delete(f) {
+			deleted++
+			if h.Len() == 0 {
+				break
+			}
+		}
+	}
+	switch {
+	case h.Len() == 0:
+		s.DeleteEntry(e)
+	case deleted > 0:
+		s.Touch(e)
+	}
+	c.W.Int(deleted)
+}
+
+func cmdHExists(c *Ctx) {
+	h, ok := c.readHash(c.Args[1])
+	if ok {
+		c.W.Int(b2i(h != nil && h.Has(c.Args[2])))
+	}
+}
+
+func cmdHLen(c *Ctx) {
+	h, ok := c.readHash(c.Args[1])
+	if !ok {
+		return
+	}
+	if h == nil {
+		c.W.Int(0)
+		return
+	}
+	c.W.Int(int64(h.Len()))
+}
+
+func cmdHStrLen(c *Ctx) {
+	h, ok := c.readHash(c.Args[1])
+	if !ok {
+		return
+	}
+	var n int
+	if h != nil {
+		v, _ := h.Get(c.Args[2])
+		n = len(v)
+	}
+	c.W.Int(int64(n))
+}
+
+func cmdHGetAll(c *Ctx) {
+	h, ok := c.readHash(c.Args[1])
+	if !ok {
+		return
+	}
+	if h == nil {
+		c.W.Map(0)
+		return
+	}
+	c.W.Map(h.Len())
+	for f, v := range h.All() {
+		c.W.Bulk(f)
+		c.W.Bulk(v)
+	}
+}
+
+func cmdHKeys(c *Ctx) { hashColumn(c, true) }
+func cmdHVals(c *Ctx) { hashColumn(c, false) }
+
+// hashColumn replies with every field (HKEYS) or every value (HVALS).
+func hashColumn(c *Ctx, fields bool) {
+	h, ok := c.readHash(c.Args[1])
+	if !ok {
+		return
+	}
+	if h == nil {
+		c.W.Array(0)
+		return
+	}
+	c.W.Array(h.Len())
+	for f, v := range h.All() {
+		if fields {
+			c.W.Bulk(f)
+		} else {
+			c.W.Bulk(v)
+		}
+	}
+}
+
+func cmdHIncrBy(c *Ctx) {
+	delta, ok := c.Int(3)
+	if !ok {
+		return
+	}
+	key := c.Args[1]
+	s := c.Shard(key)
+	e, h, created := c.writableHash(s, key)
+	if h == nil {
+		return
+	}
+	n, err := h.IncrBy(c.Args[2], delta, c.hashLimits())
+	switch err {
+	case nil:
+	case engine.ErrNotInteger:
+		c.W.Error(msgHashNotInteger)
+		return
+	default:
+		c.Err(err)
+		return
+	}
+	c.storeHash(s, key, e, h, created)
+	c.W.Int(n)
+}
+
+func cmdHIncrByFloat(c *Ctx) {
+	incr, ok := engine.ParseLongDouble(c.Args[3])
+	if !ok {
+		c.W.Error(msgNotFloat)
+		return
+	}
+	if incr.IsInf() {
+		c.W.Error(msgNaNOrInfArg)
+		return
+	}
+	key := c.Args[1]
+	s := c.Shard(key)
+	e, h, created := c.writableHash(s, key)
+	if h == nil {
+		return
+	}
+	out, err := h.IncrByFloat(c.Args[2], incr, c.hashLimits())
+	switch err {
+	case nil:
+	case engine.ErrNotFloat:
+		c.W.Error(msgHashNotFloat)
+		return
+	default:
+		c.Err(err)
+		return
+	}
+	c.storeHash(s, key, e, h, created)
+	c.W.BulkString(out)
+}
+
+func cmdHScan(c *Ctx) {
+	// Redis checks the cursor, then the key, and only then the options: a
+	// missing key answers an empty scan whatever the options say.
+	cursor, ok := parseCursor(c.Args[2])
+	if !ok {
+		c.W.Error("ERR invalid cursor")
+		return
+	}
+	h, ok := c.readHash(c.Args[1])
+	if !ok {
+		return
+	}
+	if h == nil {
+		c.W.Array(2)
+		c.W.BulkString("0")
+		c.W.Array(0)
+		return
+	}
+	_, o, ok := c.parseScan(2, false)
+	if !ok {
+		return
+	}
+	// The pairs point into the hash, which nothing changes before the reply
+	// is written. A default COUNT's worth fits on the stack.
+	var stack [2 * 16][]byte
+	pairs := stack[:0]
+	next := h.Scan(cursor, o.count, func(f, v []byte) {
+		if o.matchAll || engine.Match(o.match, f, false) {
+			pairs = append(pairs, f, v)
+		}
+	})
+	var buf [20]byte
+	c.W.Array(2)
+	c.W.Bulk(strconv.AppendUint(buf[:0], next, 10))
+	c.W.Array(len(pairs))
+	for _, p := range pairs {
+		c.W.Bulk(p)
+	}
+}
