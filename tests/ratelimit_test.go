@@ -66,14 +66,7 @@ func TestRateLimitAtomicity(t *testing.T) {
 		{"RL.SLIDE PENALIZE", []string{"RL.SLIDE", "k-pen", strconv.Itoa(limit), "1h", "PENALIZE"}, func(v resp.Value) bool { return v.Elems[0].Int == 1 }, limit},
 		// CL.THROTTLE with a frozen clock: the burst (max_burst + 1) and no more.
 		{"CL.THROTTLE", []string{"CL.THROTTLE", "k-gcra", strconv.Itoa(limit - 1), "1", "3600"}, func(v resp.Value) bool { return v.Elems[0].Int == 0 }, limit},
-	}
-	if os.Getenv("LIMITKV_NO_LOGIN") == "" {
-		cases = append(cases, struct {
-			name    string
-			args    []string
-			allowed func(v resp.Value) bool
-			want    int
-		}{"RL.LOGIN", []string{"RL.LOGIN", "k-login", strconv.Itoa(limit), "1h"}, func(v resp.Value) bool { return v.Elems[0].Int == 1 }, limit})
+		{"RL.LOGIN", []string{"RL.LOGIN", "k-login", strconv.Itoa(limit), "1h"}, func(v resp.Value) bool { return v.Elems[0].Int == 1 }, limit},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -39,6 +40,29 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
+}
+
+// trackSources stats every source file of the server. These tests build
+// and run the binary, which go test's result cache cannot see; files the
+// tests touch it does see (while tests run, not in TestMain), so a change
+// anywhere in the server makes a cached result stale.
+var trackOnce sync.Once
+
+func trackSources() { trackOnce.Do(statSources) }
+
+func statSources() {
+	filepath.WalkDir("..", func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		if d.IsDir() && (strings.HasPrefix(d.Name(), ".") || d.Name() == "tests") && path != ".." {
+			return filepath.SkipDir
+		}
+		if !d.IsDir() && (strings.HasSuffix(path, ".go") || d.Name() == "go.mod" || d.Name() == "go.sum") {
+			os.Stat(path)
+		}
+		return nil
+	})
 }
 
 // freePort asks the kernel for a free loopback port.
@@ -73,6 +97,7 @@ func startLimitkv(t testing.TB, flags ...string) *server {
 
 func startLimitkvIn(t testing.TB, dir string, flags ...string) *server {
 	t.Helper()
+	trackSources()
 	port := freePort(t)
 	args := append([]string{"--port", strconv.Itoa(port), "--dir", dir}, flags...)
 	s := &server{t: t, addr: fmt.Sprintf("127.0.0.1:%d", port), dir: dir, args: args}
