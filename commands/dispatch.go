@@ -27,7 +27,7 @@ type Server struct {
 	stats     Stats
 	ops       opsMeter
 	startTime time.Time
-	busy      atomic.Bool // a script has run past its time limit
+	scripts   scriptEngine
 }
 
 // Hooks connect commands to parts that live outside this package.
@@ -161,7 +161,7 @@ func (s *Server) execute(cl *Client, w *resp.Writer, args [][]byte) {
 			return
 		}
 	}
-	if s.busy.Load() && spec.Flags&AllowBusy == 0 {
+	if spec.Flags&AllowBusy == 0 && s.scriptBusy() {
 		spec.reject.Add(1)
 		w.Error("BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.")
 		return

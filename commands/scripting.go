@@ -1,0 +1,434 @@
+package commands
+
+import (
+	"bytes"
+	"crypto/sha1"
+	"encoding/hex"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	lua "github.com/yuin/gopher-lua"
+	"github.com/yuin/gopher-lua/parse"
+
+	"limitkv/engine"
+	"limitkv/resp"
+)
+
+// Scripting: EVAL, EVALSHA, EVAL_RO, EVALSHA_RO and SCRIPT, as Redis 7.0
+// has them. A script runs with every shard locked, so that no other command
+// of any connection sees the keyspace between two of its calls, which is
+// what Redis's single thread gives scripts. The commands a script calls go
+// through the same table, checks and handlers as a client's, with their
+// replies captured and turned into Lua values.
+//
+// Scripts are compiled once per SHA1 and run in one Lua state per server:
+// only the holder of every shard lock can run a script, so a second state
+// would never run in parallel with the first.
+//
+// Concurrency with other connections: a command that passed dispatch's BUSY
+// check and reached its shard locks before the script took them runs first;
+// one that reaches them while the script runs waits for its end. Once the
+// script has run longer than busy-reply-threshold, new commands are refused
+// with BUSY (except those flagged allow_busy, such as SCRIPT KILL), as Redis
+// refuses them.
+
+// scriptFlags are the flags a script declares in its shebang line.
+type scriptFlags uint8
+
+const (
+	// scriptCompat: no shebang; Redis's backward-compatible mode, in which
+	// a script may write unless it is run with EVAL_RO.
+	scriptCompat scriptFlags = 1 << iota
+	scriptNoWrites
+	scriptAllowOOM
+	scriptAllowStale
+	scriptNoCluster
+	scriptAllowCrossSlot
+)
+
+var shebangFlags = []struct {
+	name string
+	flag scriptFlags
+}{
+	{"no-writes", scriptNoWrites}, {"allow-oom", scriptAllowOOM}, {"allow-stale", scriptAllowStale},
+	{"no-cluster", scriptNoCluster}, {"allow-cross-slot-keys", scriptAllowCrossSlot},
+}
+
+// luaScript is a compiled script of the cache.
+type luaScript struct {
+	sha   string // 40 lower-case hex digits
+	proto *lua.FunctionProto
+	flags scriptFlags
+	// fn is the function scripts run: the compiled chunk bound to the
+	// sandbox. Made on first use by the holder of the shard locks.
+	fn *lua.LFunction
+}
+
+// scriptEngine is the server's scripting state.
+type scriptEngine struct {
+	mu      sync.RWMutex
+	bySHA   map[string]*luaScript
+	bodyLen int64 // bytes of the cached bodies, for INFO
+
+	// queue makes EVALs wait for each other on one mutex rather than on
+	// every shard's in turn. Never taken by a script run inside EXEC, which
+	// holds the shard locks already (taking it there could deadlock with an
+	// EVAL holding it while waiting for the shards).
+	queue sync.Mutex
+
+	// runner belongs to whoever holds every shard lock.
+	runner *luaRunner
+
+	// running is the script in progress, for BUSY and SCRIPT KILL. It is
+	// set and cleared under killMu, so that SCRIPT KILL cannot close the
+	// stop channel of a run that has ended.
+	running atomic.Pointer[scriptRun]
+	killMu  sync.Mutex
+}
+
+// scriptRun is the state of one script execution that other connections
+// read: its start (for BUSY) and whether it wrote or was killed.
+type scriptRun struct {
+	startNs atomic.Int64 // since monoBase
+	// state moves from runClean to runWrote (a write command was called) or
+	// to runKilled (SCRIPT KILL), never both: SCRIPT KILL must not stop a
+	// script that has written, and a killed script must not start writing.
+	state atomic.Int32
+	stop  stopSignal
+}
+
+const (
+	runClean int32 = iota
+	runWrote
+	runKilled
+)
+
+var monoBase = time.Now()
+
+func monoNow() int64 { return int64(time.Since(monoBase)) }
+
+// scriptBusy reports whether a script has run for longer than the
+// busy-reply-threshold, so that other commands must be refused with BUSY.
+func (s *Server) scriptBusy() bool {
+	run := s.scripts.running.Load()
+	if run == nil {
+		return false
+	}
+	return time.Duration(monoNow()-run.startNs.Load()) > s.Cfg.BusyThreshold()
+}
+
+func cmdEval(c *Ctx)      { evalGeneric(c, false, false) }
+func cmdEvalSha(c *Ctx)   { evalGeneric(c, true, false) }
+func cmdEvalRO(c *Ctx)    { evalGeneric(c, false, true) }
+func cmdEvalShaRO(c *Ctx) { evalGeneric(c, true, true) }
+
+// cmdScriptHelp writes Redis's text, which ends in "Prints this help."
+// where the other commands' (help) say "Print".
+func cmdScriptHelp(c *Ctx) {
+	c.W.Array(len(scriptHelp))
+	for _, l := range scriptHelp {
+		c.W.Simple(l)
+	}
+}
+
+const msgNoScript = "NOSCRIPT No matching script. Please use EVAL."
+
+var scriptHelp = []string{
+	"SCRIPT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+	"DEBUG (YES|SYNC|NO)",
+	"    Set the debug mode for subsequent scripts executed.",
+	"EXISTS <sha1> [<sha1> ...]",
+	"    Return information about the existence of the scripts in the script cache.",
+	"FLUSH [ASYNC|SYNC]",
+	"    Flush the Lua scripts cache. Very dangerous on replicas.",
+	"    When called without the optional mode argument, the behavior is determined by the",
+	"    lazyfree-lazy-user-flush configuration directive. Valid modes are:",
+	"    * ASYNC: Asynchronously flush the scripts cache.",
+	"    * SYNC: Synchronously flush the scripts cache.",
+	"KILL",
+	"    Kill the currently executing Lua script.",
+	"LOAD <script>",
+	"    Load a script into the scripts cache without executing it.",
+	"HELP",
+	"    Prints this help.",
+}
+
+func evalGeneric(c *Ctx, bySHA, readOnly bool) {
+	if bySHA && len(c.Args[1]) != 40 {
+		// Redis answers before looking at numkeys: no script has such a SHA.
+		c.W.Error(msgNoScript)
+		return
+	}
+	numKeys, ok := c.Int(2)
+	if !ok {
+		return
+	}
+	if numKeys > int64(len(c.Args)-3) {
+		c.W.Error("ERR Number of keys can't be greater than number of args")
+		return
+	}
+	if numKeys < 0 {
+		c.W.Error("ERR Number of keys can't be negative")
+		return
+	}
+	se := &c.Srv.scripts
+	var sc *luaScript
+	if bySHA {
+		if sc = se.lookup(c.Args[1]); sc == nil {
+			c.W.Error(msgNoScript)
+			return
+		}
+	} else {
+		var msg string
+		if sc, msg = se.load(c.Args[1]); sc == nil {
+			c.W.Error(msg)
+			return
+		}
+	}
+	if sc.flags&scriptCompat == 0 && sc.flags&scriptNoWrites == 0 && readOnly {
+		c.W.Error("ERR Can not execute a script with write flag using *_ro command.")
+		return
+	}
+	readOnly = readOnly || sc.flags&(scriptCompat|scriptNoWrites) == scriptNoWrites
+	keys := c.Args[3 : 3+numKeys]
+	argv := c.Args[3+numKeys:]
+	if !c.held {
+		se.queue.Lock()
+		defer se.queue.Unlock()
+		c.Srv.Eng.Lock(engine.AllShards)
+		defer c.Srv.Eng.Unlock(engine.AllShards)
+	}
+	se.run(c, sc, keys, argv, readOnly)
+}
+
+// run executes a script; the caller holds every shard lock.
+func (se *scriptEngine) run(c *Ctx, sc *luaScript, keys, argv [][]byte, readOnly bool) {
+	if se.runner == nil {
+		se.runner = newLuaRunner(c.Srv)
+	}
+	r := se.runner
+	run := &r.progress
+	se.killMu.Lock()
+	run.state.Store(runClean)
+	run.startNs.Store(monoNow())
+	se.running.Store(run)
+	se.killMu.Unlock()
+	defer func() {
+		se.killMu.Lock()
+		se.running.Store(nil)
+		if run.state.Load() == runKilled {
+			run.stop.done = make(chan struct{})
+		}
+		se.killMu.Unlock()
+	}()
+
+	if broken := r.exec(c, sc, keys, argv, readOnly); broken {
+		se.runner = nil // the next script gets a fresh state
+	}
+}
+
+// lookup finds a cached script by SHA1, in any case.
+func (se *scriptEngine) lookup(sha []byte) *luaScript {
+	if len(sha) != 40 {
+		return nil
+	}
+	var lower [40]byte
+	for i, ch := range sha {
+		if 'A' <= ch && ch <= 'Z' {
+			ch += 'a' - 'A'
+		}
+		lower[i] = ch
+	}
+	se.mu.RLock()
+	sc := se.bySHA[string(lower[:])]
+	se.mu.RUnlock()
+	return sc
+}
+
+// load returns the cached script for body, compiling and caching it first
+// if needed; on failure it returns Redis's error text.
+func (se *scriptEngine) load(body []byte) (*luaScript, string) {
+	sum := sha1.Sum(body)
+	var sha [40]byte
+	hex.Encode(sha[:], sum[:])
+	se.mu.RLock()
+	sc := se.bySHA[string(sha[:])]
+	se.mu.RUnlock()
+	if sc != nil {
+		return sc, ""
+	}
+	flags, skip, msg := parseShebang(body)
+	if msg != "" {
+		return nil, msg
+	}
+	proto, msg := compileScript(body[skip:])
+	if msg != "" {
+		return nil, msg
+	}
+	sc = &luaScript{sha: string(sha[:]), proto: proto, flags: flags}
+	se.mu.Lock()
+	if old := se.bySHA[sc.sha]; old != nil {
+		sc = old // compiled meanwhile by another connection
+	} else {
+		if se.bySHA == nil {
+			se.bySHA = make(map[string]*luaScript)
+		}
+		se.bySHA[sc.sha] = sc
+		se.bodyLen += int64(len(body))
+	}
+	se.mu.Unlock()
+	return sc, ""
+}
+
+// parseShebang reads the "#!lua flags=..." line a script may start with. It
+// returns the flags and how many bytes to skip before compiling: the line
+// without its line feed, so that line numbers stay those of the body.
+func parseShebang(body []byte) (scriptFlags, int, string) {
+	if !bytes.HasPrefix(body, []byte("#!")) {
+		return scriptCompat, 0, ""
+	}
+	end := bytes.IndexByte(body, '\n')
+	if end < 0 {
+		return 0, 0, "ERR Invalid script shebang"
+	}
+	parts, ok := resp.SplitArgs(body[:end])
+	if !ok || len(parts) == 0 {
+		return 0, 0, "ERR Invalid engine in script shebang"
+	}
+	if string(parts[0]) != "#!lua" {
+		return 0, 0, "ERR Unexpected engine in script shebang: " + string(parts[0])
+	}
+	var flags scriptFlags
+	for _, p := range parts[1:] {
+		list, ok := bytes.CutPrefix(p, []byte("flags="))
+		if !ok {
+			return 0, 0, "ERR Unknown lua shebang option: " + string(p)
+		}
+		if len(list) == 0 {
+			continue
+		}
+		for _, name := range bytes.Split(list, []byte(",")) {
+			known := false
+			for _, f := range shebangFlags {
+				if string(name) == f.name {
+					flags |= f.flag
+					known = true
+					break
+				}
+			}
+			if !known {
+				return 0, 0, "ERR Unexpected flag in script shebang: " + string(name)
+			}
+		}
+	}
+	return flags, end, ""
+}
+
+// compileScript compiles a script body into a function prototype, or
+// returns Redis's error text for a script that does not compile. The body
+// is checked as Lua 5.1 first, for Lua 5.1's verdict and messages.
+func compileScript(body []byte) (*lua.FunctionProto, string) {
+	const prefix = "ERR Error compiling script (new function): "
+	body, msg := luaSyntaxCheck(body)
+	if msg != "" {
+		return nil, prefix + msg
+	}
+	chunk, err := parse.Parse(bytes.NewReader(body), luaChunkName)
+	if err == nil {
+		proto, cerr := lua.Compile(chunk, luaChunkName)
+		if cerr == nil {
+			return proto, ""
+		}
+		err = cerr
+	}
+	return nil, prefix + compileErrorText(err)
+}
+
+func cmdScriptLoad(c *Ctx) {
+	sc, msg := c.Srv.scripts.load(c.Args[2])
+	if sc == nil {
+		c.W.Error(msg)
+		return
+	}
+	c.W.BulkString(sc.sha)
+}
+
+func cmdScriptExists(c *Ctx) {
+	shas := c.Args[2:]
+	c.W.Array(len(shas))
+	for _, sha := range shas {
+		if c.Srv.scripts.lookup(sha) != nil {
+			c.W.Int(1)
+		} else {
+			c.W.Int(0)
+		}
+	}
+}
+
+func cmdScriptFlush(c *Ctx) {
+	if len(c.Args) > 3 || len(c.Args) == 3 && !is(c.Args[2], "SYNC") && !is(c.Args[2], "ASYNC") {
+		c.W.Error("ERR SCRIPT FLUSH only support SYNC|ASYNC option")
+		return
+	}
+	se := &c.Srv.scripts
+	se.mu.Lock()
+	se.bySHA = nil
+	se.bodyLen = 0
+	se.mu.Unlock()
+	c.W.OK()
+}
+
+func cmdScriptKill(c *Ctx) {
+	se := &c.Srv.scripts
+	se.killMu.Lock()
+	defer se.killMu.Unlock()
+	run := se.running.Load()
+	if run == nil {
+		c.W.Error("NOTBUSY No scripts in execution right now.")
+		return
+	}
+	switch {
+	case run.state.CompareAndSwap(runClean, runKilled):
+		close(run.stop.done)
+	case run.state.Load() == runWrote:
+		c.W.Error("UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command.")
+		return
+	}
+	c.W.OK()
+}
+
+// cmdScriptDebug accepts NO, the debugger being off; limitkv has no Lua
+// debugger to turn on.
+func cmdScriptDebug(c *Ctx) {
+	switch mode := c.Args[2]; {
+	case is(mode, "NO"):
+		c.W.OK()
+	case is(mode, "YES"), is(mode, "SYNC"):
+		c.W.Error("ERR limitkv has no Lua debugger: SCRIPT DEBUG " + strings.ToUpper(string(mode)) + " is not supported")
+	default:
+		c.W.Error("ERR Use SCRIPT DEBUG YES/SYNC/NO")
+	}
+}
+
+// stopSignal is the context gopher-lua watches while a script runs: SCRIPT
+// KILL closes done. The channel is replaced only after it was closed, so
+// that a script costs no allocation for it; both happen under killMu, and
+// the running script is the only other reader.
+type stopSignal struct{ done chan struct{} }
+
+func (s *stopSignal) Deadline() (time.Time, bool) { return time.Time{}, false }
+func (s *stopSignal) Value(any) any               { return nil }
+func (s *stopSignal) Done() <-chan struct{}       { return s.done }
+
+func (s *stopSignal) Err() error {
+	select {
+	case <-s.done:
+		return errScriptKilled
+	default:
+		return nil
+	}
+}
+
+var errScriptKilled = errReply("ERR Script killed by user with SCRIPT KILL...")
