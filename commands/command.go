@@ -344,9 +344,12 @@ func cmdCommandGetKeys(c *Ctx) {
 	}
 	pos := spec.keyPositions(args, nil)
 	if len(pos) == 0 {
-		if len(spec.keySpecs()) == 0 {
+		switch {
+		case len(spec.keySpecs()) == 0:
 			c.W.Error("ERR The command has no key arguments")
-		} else {
+		case spec.Flags&NoMandatoryKeys != 0:
+			c.W.Array(0) // EVAL with numkeys 0
+		default:
 			c.W.Error("ERR Invalid arguments specified for command")
 		}
 		return
@@ -384,6 +387,10 @@ func cmdCommandGetKeysAndFlags(c *Ctx) {
 	}
 	pos := spec.keyPositions(args, nil)
 	if len(pos) == 0 {
+		if spec.Flags&NoMandatoryKeys != 0 && len(spec.keySpecs()) > 0 {
+			c.W.Array(0) // EVAL with numkeys 0
+			return
+		}
 		c.W.Error("ERR The command has no key arguments")
 		return
 	}

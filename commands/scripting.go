@@ -10,7 +10,6 @@ import (
 	"time"
 
 	lua "github.com/yuin/gopher-lua"
-	"github.com/yuin/gopher-lua/parse"
 
 	"limitkv/engine"
 	"limitkv/resp"
@@ -327,23 +326,13 @@ func parseShebang(body []byte) (scriptFlags, int, string) {
 }
 
 // compileScript compiles a script body into a function prototype, or
-// returns Redis's error text for a script that does not compile. The body
-// is checked as Lua 5.1 first, for Lua 5.1's verdict and messages.
+// returns Redis's error text for a script that does not compile.
 func compileScript(body []byte) (*lua.FunctionProto, string) {
-	const prefix = "ERR Error compiling script (new function): "
-	body, msg := luaSyntaxCheck(body)
+	proto, msg := compileChunk(body, luaChunkName)
 	if msg != "" {
-		return nil, prefix + msg
+		return nil, "ERR Error compiling script (new function): " + msg
 	}
-	chunk, err := parse.Parse(bytes.NewReader(body), luaChunkName)
-	if err == nil {
-		proto, cerr := lua.Compile(chunk, luaChunkName)
-		if cerr == nil {
-			return proto, ""
-		}
-		err = cerr
-	}
-	return nil, prefix + compileErrorText(err)
+	return proto, ""
 }
 
 func cmdScriptLoad(c *Ctx) {

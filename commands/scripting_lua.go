@@ -5,6 +5,7 @@ import (
 	"crypto/sha1"
 	"encoding/hex"
 	"log/slog"
+	"math"
 	"strconv"
 	"strings"
 
@@ -40,6 +41,7 @@ type luaRunner struct {
 	views      map[*lua.LTable]*lua.LTable
 	viewOfMeta map[*lua.LTable]*lua.LTable
 	onError    *lua.LFunction
+	reword     *lua.LFunction // rewordError, for the script's own pcalls
 	// replies captures the replies of the commands a script calls; sub is
 	// the context they run with, client the script's own client (its own
 	// SELECTed database, as Redis's Lua client has).
@@ -49,6 +51,9 @@ type luaRunner struct {
 	progress scriptRun
 	rand     lrand48
 	cjson    *cjsonConfig
+	// chunkNames maps the names chunks loaded during the run show in
+	// messages to the names they were loaded with, which errors report.
+	chunkNames map[string]string
 
 	// The run in progress.
 	caller   *Ctx
@@ -63,6 +68,7 @@ func newLuaRunner(srv *Server) *luaRunner {
 		srv:        srv,
 		views:      make(map[*lua.LTable]*lua.LTable),
 		viewOfMeta: make(map[*lua.LTable]*lua.LTable),
+		chunkNames: make(map[string]string),
 		replies:    resp.NewWriter(2),
 		client:     &Client{srv: srv},
 	}
@@ -124,9 +130,13 @@ func (r *luaRunner) sandbox() {
 	for _, name := range []string{"string", "table", "math", "coroutine", "redis", "cjson", "bit", "struct", "cmsgpack"} {
 		g.RawSetString(name, r.readOnlyView(g.RawGetString(name).(*lua.LTable)))
 	}
-	if mt, ok := L.GetMetatable(lua.LString("")).(*lua.LTable); ok {
-		r.viewOfMeta[mt] = r.readOnlyView(mt)
-	}
+	r.strLib().RawSetString("__index", lua.LNil)
+	// gopher-lua uses the string library itself as the strings' metatable;
+	// Lua's is a table of its own whose __index is the library.
+	strMeta := L.NewTable()
+	strMeta.RawSetString("__index", g.RawGetString("string"))
+	L.SetMetatable(lua.LString(""), strMeta)
+	r.viewOfMeta[strMeta] = r.readOnlyView(strMeta)
 
 	// Reading an undefined global is an error, as in Redis.
 	missing := L.NewTable()
@@ -180,7 +190,7 @@ func refuseReadOnly(L *lua.LState) {
 func (r *luaRunner) patchLibraries(g *lua.LTable) {
 	L := r.L
 	orig := func(name string) *lua.LFunction { return g.RawGetString(name).(*lua.LFunction) }
-	origSetMetatable, origLoad, origLoadString := orig("setmetatable"), orig("load"), orig("loadstring")
+	origSetMetatable := orig("setmetatable")
 	callOrig := func(L *lua.LState, fn *lua.LFunction) int {
 		top := L.GetTop()
 		L.Insert(fn, 1)
@@ -284,17 +294,12 @@ func (r *luaRunner) patchLibraries(g *lua.LTable) {
 		L.Push(lua.LNumber(0))
 		return 3
 	}))
-	// Chunks loaded by a script get the script's read-only globals.
-	for name, fn := range map[string]*lua.LFunction{"load": origLoad, "loadstring": origLoadString} {
-		fn := fn
-		g.RawSetString(name, L.NewFunction(func(L *lua.LState) int {
-			n := callOrig(L, fn)
-			if f, ok := L.Get(1).(*lua.LFunction); ok && n >= 1 {
-				f.Env = r.env
-			}
-			return n
-		}))
-	}
+	r.reword = L.NewFunction(r.rewordError)
+	g.RawSetString("loadstring", L.NewFunction(r.loadString))
+	g.RawSetString("load", L.NewFunction(r.load))
+	g.RawSetString("error", L.NewFunction(luaErrorFunction))
+	g.RawSetString("pcall", L.NewFunction(r.pcall))
+	g.RawSetString("xpcall", L.NewFunction(r.xpcall))
 
 	str := g.RawGetString("string").(*lua.LTable)
 	str.RawSetString("gfind", str.RawGetString("gmatch"))
@@ -319,9 +324,167 @@ func (r *luaRunner) patchLibraries(g *lua.LTable) {
 		return 0
 	}))
 
-	math := g.RawGetString("math").(*lua.LTable)
-	math.RawSetString("random", L.NewFunction(r.mathRandom))
-	math.RawSetString("randomseed", L.NewFunction(r.mathRandomSeed))
+	mathLib := g.RawGetString("math").(*lua.LTable)
+	mathLib.RawSetString("random", L.NewFunction(r.mathRandom))
+	mathLib.RawSetString("randomseed", L.NewFunction(r.mathRandomSeed))
+	mathLib.RawSetString("huge", lua.LNumber(math.Inf(1)))
+}
+
+// strLib returns the string library behind its read-only view.
+func (r *luaRunner) strLib() *lua.LTable {
+	return r.backing(r.globals.RawGetString("string").(*lua.LTable))
+}
+
+// loadString is loadstring: a chunk compiled as Lua 5.1 compiles it, with
+// the script's read-only globals; its default name is the code itself.
+func (r *luaRunner) loadString(L *lua.LState) int {
+	src := luaCheckString(L, 1, "loadstring")
+	name := src
+	if L.GetTop() >= 2 && L.Get(2) != lua.LNil {
+		name = luaCheckString(L, 2, "loadstring")
+	}
+	return r.pushChunk(L, []byte(src), name)
+}
+
+// load is load: the chunk's pieces come from a function.
+func (r *luaRunner) load(L *lua.LState) int {
+	reader := L.CheckFunction(1)
+	name := "=(load)"
+	if L.GetTop() >= 2 && L.Get(2) != lua.LNil {
+		name = luaCheckString(L, 2, "load")
+	}
+	var src []byte
+	for {
+		L.Push(reader)
+		L.Call(0, 1)
+		piece := L.Get(-1)
+		L.Pop(1)
+		if piece == lua.LNil {
+			break
+		}
+		if !lua.LVCanConvToString(piece) {
+			L.Push(lua.LNil)
+			L.Push(lua.LString("reader function must return a string"))
+			return 2
+		}
+		s := luaString(piece)
+		if s == "" {
+			break
+		}
+		src = append(src, s...)
+	}
+	return r.pushChunk(L, src, name)
+}
+
+func (r *luaRunner) pushChunk(L *lua.LState, src []byte, name string) int {
+	display := luaChunkID(name)
+	proto, msg := compileChunk(src, display)
+	if msg != "" {
+		L.Push(lua.LNil)
+		L.Push(lua.LString(msg))
+		return 2
+	}
+	r.chunkNames[display] = name
+	fn := L.NewFunctionFromProto(proto)
+	fn.Env = r.env
+	L.Push(fn)
+	return 1
+}
+
+// luaErrorFunction is Lua 5.1's error: the position is added to string and
+// number messages, and only when the level names a Lua function.
+func luaErrorFunction(L *lua.LState) int {
+	v := L.Get(1)
+	level := luaOptInt(L, 2, "error", 1)
+	if lua.LVCanConvToString(v) && level > 0 {
+		v = lua.LString(luaWhere(L, int(level)) + luaString(v))
+	}
+	L.Error(v, 0)
+	return 0
+}
+
+// luaWhere is luaL_where: "chunk:line: " for a Lua function at level, ""
+// for a library function or no function at all.
+func luaWhere(L *lua.LState, level int) string {
+	dbg, ok := L.GetStack(level)
+	if !ok {
+		return ""
+	}
+	if _, err := L.GetInfo("Sl", dbg, lua.LNil); err != nil || dbg.CurrentLine <= 0 {
+		return ""
+	}
+	return dbg.Source + ":" + strconv.Itoa(dbg.CurrentLine) + ": "
+}
+
+// pcall is Redis 7.0's pcall: an error raised as a table with an err field
+// (redis.call's) is caught as that message. Errors of the virtual machine
+// are worded as Lua 5.1 words them.
+func (r *luaRunner) pcall(L *lua.LState) int {
+	if L.GetTop() < 1 {
+		luaArgError(L, 1, "pcall", "value expected")
+	}
+	if f := L.Get(1); f.Type() != lua.LTFunction && L.GetMetaField(f, "__call").Type() != lua.LTFunction {
+		L.SetTop(0)
+		L.Push(lua.LFalse)
+		L.Push(lua.LString("attempt to call a " + f.Type().String() + " value"))
+		return 2
+	}
+	if err := L.PCall(L.GetTop()-1, lua.MultRet, r.reword); err != nil {
+		v := errorValue(err)
+		if t, ok := v.(*lua.LTable); ok {
+			if msg := t.RawGetString("err"); lua.LVCanConvToString(msg) {
+				v = msg
+			}
+		}
+		L.Push(lua.LFalse)
+		L.Push(v)
+		return 2
+	}
+	L.Insert(lua.LTrue, 1)
+	return L.GetTop()
+}
+
+// xpcall is Lua 5.1's xpcall; the handler gets Lua 5.1's wording.
+func (r *luaRunner) xpcall(L *lua.LState) int {
+	fn := L.CheckAny(1)
+	handler := L.CheckAny(2)
+	L.SetTop(0)
+	onError := L.NewFunction(func(L *lua.LState) int {
+		r.rewordError(L)
+		msg := L.Get(-1)
+		L.SetTop(0)
+		L.Push(handler)
+		L.Push(msg)
+		L.Call(1, 1)
+		return 1
+	})
+	L.Push(fn)
+	if err := L.PCall(0, lua.MultRet, onError); err != nil {
+		L.Push(lua.LFalse)
+		L.Push(errorValue(err))
+		return 2
+	}
+	L.Insert(lua.LTrue, 1)
+	return L.GetTop()
+}
+
+func errorValue(err error) lua.LValue {
+	if ae, ok := err.(*lua.ApiError); ok {
+		return ae.Object
+	}
+	return lua.LString(err.Error())
+}
+
+// rewordError is the error handler of the pcalls scripts make: it words
+// the errors of the virtual machine as Lua 5.1 does, while the frame that
+// raised them is still there.
+func (r *luaRunner) rewordError(L *lua.LState) int {
+	e := L.Get(1)
+	if s, ok := e.(lua.LString); ok {
+		e = lua.LString(r.lua51Message(L, string(s)))
+	}
+	L.Push(e)
+	return 1
 }
 
 // redisLibrary builds the "redis" table.
@@ -377,6 +540,7 @@ func (r *luaRunner) exec(c *Ctx, sc *luaScript, keys, argv [][]byte, readOnly bo
 	r.caller, r.script, r.readOnly, r.proto, r.db = c, sc, readOnly, 2, c.DB
 	r.replies.SetProto(2)
 	r.client.db.Store(int32(c.DB))
+	clear(r.chunkNames)
 	defer func() {
 		r.caller, r.script = nil, nil
 		c.Srv.stats.Commands.Add(r.client.commands.Swap(0))
@@ -661,6 +825,8 @@ func (r *luaRunner) errorHandler(L *lua.LState) int {
 		source := dbg.Source
 		if source == luaChunkName {
 			source = "@" + source
+		} else if name, ok := r.chunkNames[source]; ok {
+			source = name
 		}
 		t.RawSetString("source", lua.LString(source))
 		t.RawSetString("line", lua.LNumber(dbg.CurrentLine))

@@ -1,9 +1,13 @@
 package commands
 
 import (
+	"bytes"
 	"math"
 	"strconv"
 	"strings"
+
+	lua "github.com/yuin/gopher-lua"
+	"github.com/yuin/gopher-lua/parse"
 )
 
 // A syntax checker for Lua 5.1, the Lua of Redis: it accepts what Lua 5.1
@@ -81,11 +85,12 @@ func luaTokenString(tk int) string {
 type luaSyntaxError struct{ msg string }
 
 type luaLexer struct {
-	src  []byte
-	pos  int
-	cur  int // current character, -1 at the end
-	line int
-	buf  []byte // text of the token being read, as Lua's buffer
+	chunk string // the chunk's name in messages ("user_script")
+	src   []byte
+	pos   int
+	cur   int // current character, -1 at the end
+	line  int
+	buf   []byte // text of the token being read, as Lua's buffer
 
 	tok, ahead   int // current and look-ahead token kinds
 	text, aText  string
@@ -118,7 +123,7 @@ func (lx *luaLexer) saveNext()       { lx.save(lx.cur); lx.next() }
 func (lx *luaLexer) isNewline() bool { return lx.cur == '\n' || lx.cur == '\r' }
 
 func (lx *luaLexer) fail(msg string, tk int) {
-	msg = luaChunkName + ":" + strconv.Itoa(lx.line) + ": " + msg
+	msg = lx.chunk + ":" + strconv.Itoa(lx.line) + ": " + msg
 	if tk != 0 {
 		msg += " near '" + lx.tokenText(tk) + "'"
 	}
@@ -408,8 +413,8 @@ type luaParser struct {
 // src, or "" when src is a valid chunk. For a valid chunk it also returns
 // the source to give gopher-lua: src, with the numerals gopher-lua reads
 // differently from Lua 5.1 written in a form it reads the same way.
-func luaSyntaxCheck(src []byte) (forGopher []byte, msg string) {
-	p := &luaParser{lx: luaLexer{src: src, line: 1}}
+func luaSyntaxCheck(src []byte, chunk string) (forGopher []byte, msg string) {
+	p := &luaParser{lx: luaLexer{chunk: chunk, src: src, line: 1}}
 	defer func() {
 		if r := recover(); r != nil {
 			se, ok := r.(luaSyntaxError)
@@ -925,11 +930,49 @@ func (p *luaParser) subExpr(limit int) int {
 	return op
 }
 
-// compileErrorText is the text after "Error compiling script (new
-// function): " for a script gopher-lua could not compile although it is
-// valid Lua 5.1 (which the checker failed to reject, or a limit of
-// gopher-lua's own).
-func compileErrorText(err error) string {
-	msg := strings.TrimSpace(err.Error())
-	return luaChunkName + ": " + msg
+// compileChunk compiles Lua source as Lua 5.1 accepts it. chunk is the
+// chunk's name as messages show it (Lua's chunkid). On failure it returns
+// Lua's message ("user_script:1: unexpected symbol near '<eof>'").
+func compileChunk(src []byte, chunk string) (*lua.FunctionProto, string) {
+	src, msg := luaSyntaxCheck(src, chunk)
+	if msg != "" {
+		return nil, msg
+	}
+	stmts, err := parse.Parse(bytes.NewReader(src), chunk)
+	if err == nil {
+		proto, cerr := lua.Compile(stmts, chunk)
+		if cerr == nil {
+			return proto, ""
+		}
+		err = cerr
+	}
+	// Valid Lua 5.1 that gopher-lua refuses: one of its own limits.
+	return nil, chunk + ": " + strings.TrimSpace(err.Error())
+}
+
+// luaChunkID is Lua 5.1's luaO_chunkid: how a chunk name is shown in
+// messages. "=name" shows as name, "@file" as file, and code (loadstring's
+// default name) as [string "first line..."].
+func luaChunkID(name string) string {
+	const idSize = 60
+	switch {
+	case strings.HasPrefix(name, "="):
+		return trunc(name[1:], idSize-1)
+	case strings.HasPrefix(name, "@"):
+		name = name[1:]
+		if room := idSize - len(" '...' ") - 1; len(name) > room {
+			return "..." + name[len(name)-room:]
+		}
+		return name
+	}
+	room := idSize - len(" [string \"...\"] ") - 1
+	n := strings.IndexAny(name, "\r\n")
+	if n < 0 {
+		n = len(name)
+	}
+	n = min(n, room)
+	if n < len(name) {
+		return "[string \"" + name[:n] + "...\"]"
+	}
+	return "[string \"" + name + "\"]"
 }

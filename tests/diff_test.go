@@ -36,6 +36,7 @@ var knownDifferences = []struct {
 	{regexp.MustCompile(`(?i)^OBJECT IDLETIME`), "limitkv keeps no per-key access time (it never evicts), and says so instead of inventing one"},
 	{regexp.MustCompile(`(?i)^MEMORY USAGE`), "sizes follow limitkv's own layout, which is what MEMORY USAGE is for"},
 	{regexp.MustCompile(`(?i)^OBJECT ENCODING`), "encodings are limitkv's own (reported in Redis's vocabulary where one fits)"},
+	{regexp.MustCompile(`(?i)^SCRIPT DEBUG (YES|SYNC)`), "limitkv has no Lua debugger: it refuses to turn one on rather than accept and ignore the request"},
 }
 
 func knownDifference(line string) (string, bool) {
