@@ -3,6 +3,7 @@ module limitkv
 go 1.26.0
 
 require (
+	github.com/go-redis/redis_rate/v10 v10.0.1
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/tidwall/redcon v1.6.4
 	github.com/yuin/gopher-lua v1.1.2

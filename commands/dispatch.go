@@ -28,6 +28,8 @@ type Server struct {
 	ops       opsMeter
 	startTime time.Time
 	scripts   scriptEngine
+	// shutdownSpec is SHUTDOWN, which may stop a busy script.
+	shutdownSpec *Spec
 }
 
 // Hooks connect commands to parts that live outside this package.
@@ -56,6 +58,7 @@ type Stats struct {
 // New returns a Server over eng with configuration cfg.
 func New(eng *engine.Engine, cfg *Config, log *slog.Logger) *Server {
 	s := &Server{Eng: eng, Cfg: cfg, Log: log, Table: NewTable(commandTable()), startTime: time.Now()}
+	s.shutdownSpec = s.Table.Lookup([]byte("shutdown"))
 	s.clients.init()
 	s.Net = resp.NewServer(s)
 	s.Net.OnPanic = func(r any) {
@@ -161,9 +164,10 @@ func (s *Server) execute(cl *Client, w *resp.Writer, args [][]byte) {
 			return
 		}
 	}
-	if spec.Flags&AllowBusy == 0 && s.scriptBusy() {
+	if spec.Flags&AllowBusy == 0 && !s.awaitScript() ||
+		spec == s.shutdownSpec && s.scriptBusy() && !s.scripts.stopForShutdown(args) {
 		spec.reject.Add(1)
-		w.Error("BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.")
+		w.Error(msgBusy)
 		return
 	}
 	c := &cl.ctx

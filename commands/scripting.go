@@ -96,6 +96,9 @@ type scriptRun struct {
 	// script that has written, and a killed script must not start writing.
 	state atomic.Int32
 	stop  stopSignal
+	// ended is closed when the run ends; made by the first command that
+	// waits for it (awaitScript), under killMu.
+	ended chan struct{}
 }
 
 const (
@@ -118,6 +121,42 @@ func (s *Server) scriptBusy() bool {
 	return time.Duration(monoNow()-run.startNs.Load()) > s.Cfg.BusyThreshold()
 }
 
+// awaitScript makes a command that arrives while a script runs wait, as
+// it would on Redis's single thread, until the script ends (true) or has
+// run past the busy-reply-threshold (false: the command gets BUSY). A
+// command that reached its shard locks before the script took them runs
+// first; one that gets past this check just as a script starts waits on
+// its shard locks for the whole script.
+func (s *Server) awaitScript() bool {
+	se := &s.scripts
+	run := se.running.Load()
+	if run == nil {
+		return true
+	}
+	left := s.Cfg.BusyThreshold() - time.Duration(monoNow()-run.startNs.Load())
+	if left < 0 {
+		return false
+	}
+	se.killMu.Lock()
+	if se.running.Load() != run {
+		se.killMu.Unlock()
+		return true
+	}
+	if run.ended == nil {
+		run.ended = make(chan struct{})
+	}
+	ended := run.ended
+	se.killMu.Unlock()
+	timer := time.NewTimer(left + time.Millisecond)
+	defer timer.Stop()
+	select {
+	case <-ended:
+		return true
+	case <-timer.C:
+		return !s.scriptBusy()
+	}
+}
+
 func cmdEval(c *Ctx)      { evalGeneric(c, false, false) }
 func cmdEvalSha(c *Ctx)   { evalGeneric(c, true, false) }
 func cmdEvalRO(c *Ctx)    { evalGeneric(c, false, true) }
@@ -132,7 +171,10 @@ func cmdScriptHelp(c *Ctx) {
 	}
 }
 
-const msgNoScript = "NOSCRIPT No matching script. Please use EVAL."
+const (
+	msgNoScript = "NOSCRIPT No matching script. Please use EVAL."
+	msgBusy     = "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE."
+)
 
 var scriptHelp = []string{
 	"SCRIPT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
@@ -219,6 +261,10 @@ func (se *scriptEngine) run(c *Ctx, sc *luaScript, keys, argv [][]byte, readOnly
 		se.running.Store(nil)
 		if run.state.Load() == runKilled {
 			run.stop.done = make(chan struct{})
+		}
+		if run.ended != nil {
+			close(run.ended)
+			run.ended = nil
 		}
 		se.killMu.Unlock()
 	}()
@@ -386,6 +432,25 @@ func cmdScriptKill(c *Ctx) {
 		return
 	}
 	c.W.OK()
+}
+
+// stopForShutdown lets SHUTDOWN NOSAVE through while a script is busy, as
+// Redis does, stopping the script even if it has written (nothing will be
+// saved); any other SHUTDOWN is refused with BUSY.
+func (se *scriptEngine) stopForShutdown(args [][]byte) bool {
+	nosave := false
+	for _, a := range args[1:] {
+		nosave = nosave || is(a, "NOSAVE")
+	}
+	if !nosave {
+		return false
+	}
+	se.killMu.Lock()
+	defer se.killMu.Unlock()
+	if run := se.running.Load(); run != nil && run.state.Swap(runKilled) != runKilled {
+		close(run.stop.done)
+	}
+	return true
 }
 
 // cmdScriptDebug accepts NO, the debugger being off; limitkv has no Lua

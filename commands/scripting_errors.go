@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"fmt"
 	"reflect"
 	"strings"
 
@@ -287,8 +288,12 @@ func (f luaFrame) typeError(op string, rk int, typ string) string {
 // they are.
 func (r *luaRunner) lua51Message(L *lua.LState, msg string) string {
 	pos, text := splitErrorPosition(msg)
-	if strings.HasPrefix(text, "bad argument #") {
-		return pos + quoteFunctionName(text)
+	if strings.Contains(text, "registry overflow") {
+		return pos + "stack overflow"
+	}
+	if strings.HasPrefix(text, "bad argument #") && !strings.Contains(text, " to '") {
+		// gopher-lua's own library (limitkv's functions word theirs as Lua).
+		return pos + quoteFunctionName(missingArgument(L, text))
 	}
 	if strings.HasPrefix(text, "attempt to compare ") {
 		if a, b, ok := strings.Cut(strings.TrimPrefix(text, "attempt to compare "), " with "); ok && a == b {
@@ -308,6 +313,33 @@ func (r *luaRunner) lua51Message(L *lua.LState, msg string) string {
 		return pos + rewritten
 	}
 	return msg
+}
+
+// missingArgument turns gopher-lua's "got nil" into Lua's "got no value"
+// when the argument was not passed at all: the library function that
+// raised the error is at level 1, and its frame says how many it got.
+func missingArgument(L *lua.LState, text string) string {
+	const gotNil = ", got nil)"
+	if !strings.HasSuffix(text, gotNil) {
+		return text
+	}
+	var n int
+	if _, err := fmt.Sscanf(text, "bad argument #%d", &n); err != nil {
+		return text
+	}
+	dbg, ok := L.GetStack(1)
+	if !ok {
+		return text
+	}
+	frame := reflect.ValueOf(dbg).Elem().FieldByName("frame")
+	if !frame.IsValid() || frame.Kind() != reflect.Pointer || frame.IsNil() {
+		return text
+	}
+	nargs := frame.Elem().FieldByName("NArgs")
+	if !nargs.IsValid() || nargs.Kind() != reflect.Int || int64(n) <= nargs.Int() {
+		return text
+	}
+	return strings.TrimSuffix(text, gotNil) + ", got no value)"
 }
 
 // splitErrorPosition separates "user_script:3: " from the message.

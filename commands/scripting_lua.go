@@ -46,6 +46,8 @@ type luaRunner struct {
 	// the context they run with, client the script's own client (its own
 	// SELECTed database, as Redis's Lua client has).
 	replies  *resp.Writer
+	keys     *lua.LTable // KEYS and ARGV of the last run, reused (argTable)
+	argv     *lua.LTable
 	sub      Ctx
 	client   *Client
 	progress scriptRun
@@ -81,6 +83,9 @@ func newLuaRunner(srv *Server) *luaRunner {
 		CallStackSize:   luaMaxCalls,
 		RegistrySize:    1024,
 		RegistryMaxSize: luaMaxRegistry,
+		// gopher-lua grows the value stack linearly, copying it each time:
+		// large steps keep deep recursion from costing quadratic time.
+		RegistryGrowStep: 1 << 16,
 		// Coroutines get a state of their own: let their call stacks grow
 		// as needed rather than allocate luaMaxCalls frames each.
 		MinimizeStackMemory: true,
@@ -558,8 +563,10 @@ func (r *luaRunner) exec(c *Ctx, sc *luaScript, keys, argv [][]byte, readOnly bo
 		sc.fn = L.NewFunctionFromProto(sc.proto)
 		sc.fn.Env = r.env
 	}
-	r.globals.RawSetString("KEYS", argTable(L, keys))
-	r.globals.RawSetString("ARGV", argTable(L, argv))
+	r.keys = r.argTable(r.keys, keys)
+	r.argv = r.argTable(r.argv, argv)
+	r.globals.RawSetString("KEYS", r.keys)
+	r.globals.RawSetString("ARGV", r.argv)
 	L.Push(sc.fn)
 	if err := L.PCall(0, 1, r.onError); err != nil {
 		r.writeScriptError(c.W, err)
@@ -570,10 +577,31 @@ func (r *luaRunner) exec(c *Ctx, sc *luaScript, keys, argv [][]byte, readOnly bo
 	return false
 }
 
-func argTable(L *lua.LState, args [][]byte) *lua.LTable {
-	t := L.CreateTable(len(args), 0)
-	for _, a := range args {
-		t.Append(lua.LString(a))
+// argTable returns the KEYS or ARGV table for a run. The previous run's
+// table is reused when the script left it a plain array (it may have
+// changed its values, which are all rewritten), and so are its strings
+// that equal the new arguments; otherwise a new table is made. Nothing
+// else can hold the table after a run: globals are read-only.
+func (r *luaRunner) argTable(t *lua.LTable, args [][]byte) *lua.LTable {
+	if t != nil {
+		var after lua.LValue = lua.LNil
+		if n := t.Len(); n > 0 {
+			after = lua.LNumber(n)
+		}
+		if k, _ := t.Next(after); k != lua.LNil {
+			t = nil // the script added other keys: start afresh
+		}
+	}
+	if t == nil {
+		t = r.L.CreateTable(len(args), 0)
+	}
+	for i, a := range args {
+		if old, ok := t.RawGetInt(i + 1).(lua.LString); !ok || string(old) != string(a) {
+			t.RawSetInt(i+1, lua.LString(a))
+		}
+	}
+	for i := len(args) + 1; i <= t.Len(); i++ {
+		t.RawSetInt(i, lua.LNil)
 	}
 	return t
 }

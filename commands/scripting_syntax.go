@@ -942,6 +942,9 @@ func compileChunk(src []byte, chunk string) (*lua.FunctionProto, string) {
 	if err == nil {
 		proto, cerr := lua.Compile(stmts, chunk)
 		if cerr == nil {
+			// Lua 5.1's main chunk has no "arg" table (gopher-lua would
+			// build one, with a hash part, on every run).
+			proto.IsVarArg &^= lua.VarArgNeedsArg
 			return proto, ""
 		}
 		err = cerr

@@ -1,0 +1,279 @@
+package commands
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha1"
+	"encoding/hex"
+	"io"
+	"log/slog"
+	"math"
+	"strings"
+	"testing"
+
+	"limitkv/engine"
+	"limitkv/resp"
+)
+
+// scriptServer is an in-process server whose commands run without the
+// network: eval runs one command as dispatch would and returns its reply.
+type scriptServer struct {
+	t      testing.TB
+	srv    *Server
+	w      *resp.Writer
+	c      Ctx
+	client *Client
+}
+
+func newScriptServer(t testing.TB) *scriptServer {
+	eng := engine.New(engine.Config{Databases: 16, Clock: engine.NewManualClock(transcriptEpoch)})
+	srv := New(eng, NewConfig(), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	return &scriptServer{t: t, srv: srv, w: resp.NewWriter(2), client: newTestClient(srv)}
+}
+
+// run executes args and leaves the reply in s.w.
+func (s *scriptServer) run(args ...[]byte) {
+	spec, msg := s.srv.resolve(args)
+	if spec == nil {
+		s.t.Fatalf("%s: %s", args[0], msg)
+	}
+	s.c = Ctx{Srv: s.srv, Client: s.client, W: s.w, Args: args, Now: transcriptEpoch, Spec: spec}
+	s.srv.run(&s.c)
+}
+
+func (s *scriptServer) do(args ...string) string {
+	s.t.Helper()
+	bs := make([][]byte, len(args))
+	for i, a := range args {
+		bs[i] = []byte(a)
+	}
+	s.w.Reset()
+	s.run(bs...)
+	v, err := resp.ReadValue(bufio.NewReader(bytes.NewReader(s.w.Bytes())))
+	if err != nil {
+		s.t.Fatalf("%v: unreadable reply %q: %v", args, s.w.Bytes(), err)
+	}
+	return v.String()
+}
+
+// newTestClient is a client for requests made without a connection.
+func newTestClient(srv *Server) *Client {
+	cl := &Client{srv: srv, authed: true}
+	cl.multiLen.Store(-1)
+	return cl
+}
+
+func sha1Of(s string) string {
+	sum := sha1.Sum([]byte(s))
+	return hex.EncodeToString(sum[:])
+}
+
+// TestScriptRuntimeErrorTexts checks the rewording of gopher-lua's runtime
+// errors into Lua 5.1's, which reads gopher-lua's frames by reflection:
+// should a gopher-lua upgrade rename what is read, these texts fall back
+// to gopher-lua's and this test says so. The expected texts are Redis
+// 7.0.15's.
+func TestScriptRuntimeErrorTexts(t *testing.T) {
+	s := newScriptServer(t)
+	for _, tc := range []struct{ script, want string }{
+		{"local a = nil; a()", "attempt to call local 'a' (a nil value)"},
+		{"local t = {}; t.f()", "attempt to call field 'f' (a nil value)"},
+		{"local t = {}; t:foo()", "attempt to call method 'foo' (a nil value)"},
+		{"KEYS()", "attempt to call global 'KEYS' (a table value)"},
+		{"local u; local function f() return u() end return f()", "attempt to call upvalue 'u' (a nil value)"},
+		{"local t = {} t.x.y = 1", "attempt to index field 'x' (a nil value)"},
+		{"local a; return a + 1", "attempt to perform arithmetic on local 'a' (a nil value)"},
+		{"local a = '10'; local b; return a + b", "attempt to perform arithmetic on local 'b' (a nil value)"},
+		{"local n; return 'a' .. n .. 'b'", "attempt to concatenate local 'n' (a nil value)"},
+		{"local n; return #n", "attempt to get length of local 'n' (a nil value)"},
+		{"return {} < {}", "attempt to compare two table values"},
+		{"return string.rep()", "bad argument #1 to 'rep' (string expected, got no value)"},
+		{"return string.rep('x', nil)", "bad argument #2 to 'rep' (number expected, got nil)"},
+	} {
+		got := s.do("EVAL", tc.script, "0")
+		want := "-ERR user_script:1: " + tc.want
+		if !strings.HasPrefix(got, want) {
+			t.Errorf("%s:\n got %s\nwant %s...", tc.script, got, want)
+		}
+	}
+}
+
+// TestLuaSyntaxCheck: Lua 5.1's verdicts and messages on a few tricky
+// chunks, and valid chunks accepted with their numerals made readable to
+// gopher-lua.
+func TestLuaSyntaxCheck(t *testing.T) {
+	for _, tc := range []struct{ src, msg, gopher string }{
+		{src: "return 1", gopher: "return 1"},
+		{src: "return 0x10 + 0x1p4 + 1e999", gopher: "return 16 + 16 + (1/0)"},
+		{src: "local t = {a=1; 2, [3]=4,} return t", gopher: "local t = {a=1; 2, [3]=4,} return t"},
+		{src: "x = [==[\n]]\n]==] return x", gopher: "x = [==[\n]]\n]==] return x"},
+		{src: "return 1 --[[ comment\n]] + 2", gopher: "return 1 --[[ comment\n]] + 2"},
+		{src: "local function f(...) local a, b = ... return arg end", gopher: "local function f(...) local a, b = ... return arg end"},
+		{src: "goto done", msg: "user_script:1: '=' expected near 'done'"},
+		{src: "x = y\n\n(f)()", msg: "user_script:3: ambiguous syntax (function call x new statement) near '('"},
+		{src: "x = 1\n(f)()", gopher: "x = 1\n(f)()"},
+		{src: "while true do end break", msg: "user_script:1: no loop to break near '<eof>'"},
+		{src: "return 'a\\300'", msg: "user_script:1: escape sequence too large near ''a'"},
+		{src: "for i = 1, 2 do\n  local x = 1\n", msg: "user_script:3: 'end' expected (to close 'for' at line 1) near '<eof>'"},
+		{src: "local " + strings.Repeat("a,", 200) + "b = 1", msg: "user_script:1: main function has more than 200 local variables"},
+		{src: "return " + strings.Repeat("(", 199) + "1" + strings.Repeat(")", 199), msg: "user_script:1: chunk has too many syntax levels"},
+	} {
+		gopher, msg := luaSyntaxCheck([]byte(tc.src), luaChunkName)
+		if msg != tc.msg || tc.msg == "" && string(gopher) != tc.gopher {
+			t.Errorf("%q: got (%q, %q), want (%q, %q)", tc.src, gopher, msg, tc.gopher, tc.msg)
+		}
+	}
+}
+
+func TestLuaChunkID(t *testing.T) {
+	for name, want := range map[string]string{
+		"x = 1":                 `[string "x = 1"]`,
+		"a\nb":                  `[string "a..."]`,
+		strings.Repeat("y", 50): `[string "` + strings.Repeat("y", 43) + `..."]`,
+		"=(load)":               "(load)",
+		"@user_script":          "user_script",
+	} {
+		if got := luaChunkID(name); got != want {
+			t.Errorf("luaChunkID(%q) = %q, want %q", name, got, want)
+		}
+	}
+}
+
+// TestStrToNumber: Lua 5.1 reads numbers with C's strtod.
+func TestStrToNumber(t *testing.T) {
+	for s, want := range map[string]float64{
+		"10": 10, " 12 ": 12, "0x10": 16, "0X1p4": 16, "1e2": 100, ".5": 0.5, "5.": 5, "-0x10": -16,
+		"inf": math.Inf(1), "-Infinity": math.Inf(-1), "1e400": math.Inf(1), "010": 10,
+	} {
+		got, ok := luaStr2Number(s)
+		if !ok || got != want {
+			t.Errorf("luaStr2Number(%q) = %v, %v; want %v", s, got, ok, want)
+		}
+	}
+	for _, s := range []string{"", " ", "0x", "1e", "1_000", "0b1", "1 2", "abc", "--1"} {
+		if got, ok := luaStr2Number(s); ok {
+			t.Errorf("luaStr2Number(%q) = %v, want no number", s, got)
+		}
+	}
+	if got, ok := luaStr2Number("nan"); !ok || got == got {
+		t.Errorf("luaStr2Number(nan) = %v, %v", got, ok)
+	}
+}
+
+// TestScriptArgumentFormatting: numbers passed to redis.call are written
+// as Redis writes Lua numbers ("%.17g"), replies are truncated integers.
+func TestScriptArgumentFormatting(t *testing.T) {
+	s := newScriptServer(t)
+	for in, want := range map[string]string{
+		"3": `"3"`, "0.1": `"0.10000000000000001"`, "1e20": `"1e+20"`, "-0.0": `"-0"`,
+		"2^53": `"9007199254740992"`, "1/0": `"inf"`, "-1/0": `"-inf"`,
+	} {
+		got := s.do("EVAL", "redis.call('set', 'k', "+in+") return redis.call('get', 'k')", "0")
+		if got != want {
+			t.Errorf("redis.call with %s stored %s, want %s", in, got, want)
+		}
+	}
+}
+
+// TestScriptStateDoesNotLeak: a script sees none of another's leftovers.
+func TestScriptStateDoesNotLeak(t *testing.T) {
+	s := newScriptServer(t)
+	s.do("EVAL", "KEYS[1] = 'changed'; KEYS.extra = 1; table.insert(ARGV, 'more'); redis.setresp(3)", "1", "k", "a")
+	if got := s.do("EVAL", "return {KEYS[1], tostring(KEYS.extra), #ARGV, type(redis.call('get', 'nokey'))}", "1", "k2", "b"); got != `["k2", "nil", :1, "boolean"]` {
+		t.Fatalf("second script saw %s", got)
+	}
+	if got := s.do("EVAL", "x = 1", "0"); !strings.Contains(got, "Attempt to modify a readonly table") {
+		t.Fatalf("global assignment: %s", got)
+	}
+}
+
+// TestScriptBrokenStateIsReplaced: gopher-lua lets an error escape PCall
+// when the value stack is full while it handles another; the server must
+// answer, release its locks and run the next script in a fresh state.
+func TestScriptBrokenStateIsReplaced(t *testing.T) {
+	s := newScriptServer(t)
+	got := s.do("EVAL", "local function f(...) local x = f(1, ...) return x end return f()", "0")
+	if !strings.HasPrefix(got, "-ERR user_script:1: stack overflow") {
+		t.Fatalf("overflowing the value stack: %s", got)
+	}
+	if s.do("EVAL", "return 1", "0") != ":1" || s.do("SET", "k", "v") != "+OK" {
+		t.Fatal("the server does not run commands after the overflow")
+	}
+}
+
+// BenchmarkEvalSha runs EVALSHA in-process, as dispatch does, locks
+// included: a trivial script, seed 002's quota script and redis_rate's GCRA
+// script. Allocations per call are those of the Lua values (KEYS, ARGV,
+// the strings of every reply read back) and of the commands' arguments.
+func BenchmarkEvalSha(b *testing.B) {
+	scripts := []struct {
+		name, body string
+		args       []string
+	}{
+		{"return-key", "return KEYS[1]", []string{"1", "key"}},
+		{"incr", "return redis.call('INCR', KEYS[1])", []string{"1", "counter"}},
+		{"seed002-quota", "local key1 ,key2 = 'access:limit' ,'access:expire'\nif redis.call('EXISTS' ,key2) > 0 then\n\treturn redis.call('DECR' ,key1) ;\nelse \n\tredis.call('SET' ,key2 ,1)\n\tredis.call('EXPIRE' ,key2 ,60)\n\tredis.call('SET' ,key1 ,KEYS[1])\n\treturn KEYS[1]\nend", []string{"1", "1000000000"}},
+		{"gcra-redis-rate", redisRateAllowN, []string{"1", "rate:user", "100", "100", "1", "1"}},
+	}
+	for _, sc := range scripts {
+		b.Run(sc.name, func(b *testing.B) {
+			s := newScriptServer(b)
+			if got := s.do("SCRIPT", "LOAD", sc.body); got != `"`+sha1Of(sc.body)+`"` {
+				b.Fatal(got)
+			}
+			args := [][]byte{[]byte("EVALSHA"), []byte(sha1Of(sc.body))}
+			for _, a := range sc.args {
+				args = append(args, []byte(a))
+			}
+			s.w.Reset()
+			s.run(args...)
+			if bytes.HasPrefix(s.w.Bytes(), []byte("-")) {
+				b.Fatalf("%s", s.w.Bytes())
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				s.w.Reset()
+				s.run(args...)
+			}
+		})
+	}
+}
+
+// redisRateAllowN is go-redis/redis_rate v10's allowN script.
+const redisRateAllowN = `
+redis.replicate_commands()
+local rate_limit_key = KEYS[1]
+local burst = ARGV[1]
+local rate = ARGV[2]
+local period = ARGV[3]
+local cost = tonumber(ARGV[4])
+local emission_interval = period / rate
+local increment = emission_interval * cost
+local burst_offset = emission_interval * burst
+local jan_1_2017 = 1483228800
+local now = redis.call("TIME")
+now = (now[1] - jan_1_2017) + (now[2] / 1000000)
+local tat = redis.call("GET", rate_limit_key)
+if not tat then
+  tat = now
+else
+  tat = tonumber(tat)
+end
+tat = math.max(tat, now)
+local new_tat = tat + increment
+local allow_at = new_tat - burst_offset
+local diff = now - allow_at
+local remaining = diff / emission_interval
+if remaining < 0 then
+  local reset_after = tat - now
+  local retry_after = diff * -1
+  return {0, 0, tostring(retry_after), tostring(reset_after)}
+end
+local reset_after = new_tat - now
+if reset_after > 0 then
+  redis.call("SET", rate_limit_key, new_tat, "EX", math.ceil(reset_after))
+end
+local retry_after = -1
+return {cost, remaining, tostring(retry_after), tostring(reset_after)}
+`
