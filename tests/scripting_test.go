@@ -271,6 +271,14 @@ ZRANGE zhangsan 0 -1 WITHSCORES
 EVAL "--根据score删除数据\nredis.call(\"zremrangebyscore\",KEYS[1],ARGV[1],ARGV[2])\n\n--获取个数\nlocal zSetLen = redis.call(\"zcard\", KEYS[1])\n\n\n\nif tonumber(zSetLen) > tonumber(ARGV[4]) then\n    return 0\nend\n--zadd添加数据\nlocal res = redis.call(\"zadd\",KEYS[1], ARGV[5], ARGV[6])\nredis.call(\"expire\",KEYS[1],ARGV[3])\nreturn res\n\n\n" 1 lisi 0 1699999940000 60 3 1700000000000 1700000000000
 SET str x
 EVALSHA %[1]s 1 str 0 1699999940000 60 3 1700000000000 1700000000000
+EVAL "redis.setresp(3) local t = redis.call('zscore', KEYS[1], ARGV[1]) return {type(t), t.double}" 1 zhangsan 1700000061500
+EVAL "redis.setresp(3) return redis.call('zscore', KEYS[1], ARGV[1])" 1 zhangsan 1700000061500
+EVAL "redis.setresp(3) return redis.call('zrange', KEYS[1], 0, -1, 'withscores')" 1 zhangsan
+@resp3
+ignore: HELLO 3
+EVAL "redis.setresp(3) return redis.call('zscore', KEYS[1], ARGV[1])" 1 zhangsan 1700000061500
+EVAL "redis.setresp(3) return redis.call('zrange', KEYS[1], 0, -1, 'withscores')" 1 zhangsan
+EVAL "return redis.call('zrange', KEYS[1], 0, -1, 'withscores')" 1 zhangsan
 `
 
 // TestSeed001SlidingWindowScript compares seed 001's script on limitkv and
