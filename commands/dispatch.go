@@ -164,8 +164,10 @@ func (s *Server) execute(cl *Client, w *resp.Writer, args [][]byte) {
 			return
 		}
 	}
-	if spec.Flags&AllowBusy == 0 && !s.awaitScript() ||
-		spec == s.shutdownSpec && s.scriptBusy() && !s.scripts.stopForShutdown(args) {
+	// While a script runs, commands wait for it and get BUSY once it runs
+	// too long; SHUTDOWN NOSAVE then stops it.
+	if (spec.Flags&AllowBusy == 0 || spec == s.shutdownSpec) && !s.awaitScript() &&
+		(spec != s.shutdownSpec || !s.scripts.stopForShutdown(args)) {
 		spec.reject.Add(1)
 		w.Error(msgBusy)
 		return

@@ -26,12 +26,11 @@ import (
 // only the holder of every shard lock can run a script, so a second state
 // would never run in parallel with the first.
 //
-// Concurrency with other connections: a command that passed dispatch's BUSY
-// check and reached its shard locks before the script took them runs first;
-// one that reaches them while the script runs waits for its end. Once the
-// script has run longer than busy-reply-threshold, new commands are refused
-// with BUSY (except those flagged allow_busy, such as SCRIPT KILL), as Redis
-// refuses them.
+// Other connections: a command that arrives while a script runs waits for
+// its end, as on Redis's single thread, and gets BUSY once the script has
+// run longer than busy-reply-threshold (except those flagged allow_busy,
+// such as SCRIPT KILL); see awaitScript. A command that already held its
+// shard locks when the script started runs first: the script waits for it.
 
 // scriptFlags are the flags a script declares in its shebang line.
 type scriptFlags uint8
@@ -60,16 +59,16 @@ type luaScript struct {
 	sha   string // 40 lower-case hex digits
 	proto *lua.FunctionProto
 	flags scriptFlags
-	// fn is the function scripts run: the compiled chunk bound to the
-	// sandbox. Made on first use by the holder of the shard locks.
-	fn *lua.LFunction
+	// fn is the compiled chunk bound to the sandbox of runner fnOf; made
+	// on first use, by the holder of the shard locks.
+	fn   *lua.LFunction
+	fnOf *luaRunner
 }
 
 // scriptEngine is the server's scripting state.
 type scriptEngine struct {
-	mu      sync.RWMutex
-	bySHA   map[string]*luaScript
-	bodyLen int64 // bytes of the cached bodies, for INFO
+	mu    sync.RWMutex
+	bySHA map[string]*luaScript
 
 	// queue makes EVALs wait for each other on one mutex rather than on
 	// every shard's in turn. Never taken by a script run inside EXEC, which
@@ -259,9 +258,7 @@ func (se *scriptEngine) run(c *Ctx, sc *luaScript, keys, argv [][]byte, readOnly
 	defer func() {
 		se.killMu.Lock()
 		se.running.Store(nil)
-		if run.state.Load() == runKilled {
-			run.stop.done = make(chan struct{})
-		}
+		run.stop.endRun(run.state.Load() == runKilled)
 		if run.ended != nil {
 			close(run.ended)
 			run.ended = nil
@@ -269,8 +266,12 @@ func (se *scriptEngine) run(c *Ctx, sc *luaScript, keys, argv [][]byte, readOnly
 		se.killMu.Unlock()
 	}()
 
-	if broken := r.exec(c, sc, keys, argv, readOnly); broken {
-		se.runner = nil // the next script gets a fresh state
+	if broken := r.exec(c, sc, keys, argv, readOnly); broken || r.stackBytes() > luaKeptStack {
+		// The next script gets a fresh state: this one is unusable, or
+		// holds on to a value stack a deep recursion grew.
+		fresh := newLuaRunner(c.Srv)
+		fresh.rand = r.rand // Redis never reseeds math.random
+		se.runner = fresh
 	}
 }
 
@@ -321,7 +322,6 @@ func (se *scriptEngine) load(body []byte) (*luaScript, string) {
 			se.bySHA = make(map[string]*luaScript)
 		}
 		se.bySHA[sc.sha] = sc
-		se.bodyLen += int64(len(body))
 	}
 	se.mu.Unlock()
 	return sc, ""
@@ -410,7 +410,6 @@ func cmdScriptFlush(c *Ctx) {
 	se := &c.Srv.scripts
 	se.mu.Lock()
 	se.bySHA = nil
-	se.bodyLen = 0
 	se.mu.Unlock()
 	c.W.OK()
 }
@@ -426,7 +425,7 @@ func cmdScriptKill(c *Ctx) {
 	}
 	switch {
 	case run.state.CompareAndSwap(runClean, runKilled):
-		close(run.stop.done)
+		run.stop.fire()
 	case run.state.Load() == runWrote:
 		c.W.Error("UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command.")
 		return
@@ -448,7 +447,7 @@ func (se *scriptEngine) stopForShutdown(args [][]byte) bool {
 	se.killMu.Lock()
 	defer se.killMu.Unlock()
 	if run := se.running.Load(); run != nil && run.state.Swap(runKilled) != runKilled {
-		close(run.stop.done)
+		run.stop.fire()
 	}
 	return true
 }
@@ -466,11 +465,21 @@ func cmdScriptDebug(c *Ctx) {
 	}
 }
 
-// stopSignal is the context gopher-lua watches while a script runs: SCRIPT
-// KILL closes done. The channel is replaced only after it was closed, so
-// that a script costs no allocation for it; both happen under killMu, and
-// the running script is the only other reader.
-type stopSignal struct{ done chan struct{} }
+// stopSignal is the context gopher-lua watches while a script runs (its
+// coroutines get contexts derived from it): SCRIPT KILL closes done. The
+// channel is replaced only after it was closed, so that a script costs no
+// allocation for it; fire and endRun run under killMu, and the running
+// script only reads done.
+type stopSignal struct {
+	done chan struct{}
+	// Contexts derived from this one (coroutines') register here rather
+	// than have the context package start a goroutine for each; the
+	// registrations are dropped when the run ends.
+	mu    sync.Mutex
+	hooks []*stopHook
+}
+
+type stopHook struct{ f func() }
 
 func (s *stopSignal) Deadline() (time.Time, bool) { return time.Time{}, false }
 func (s *stopSignal) Value(any) any               { return nil }
@@ -483,6 +492,52 @@ func (s *stopSignal) Err() error {
 	default:
 		return nil
 	}
+}
+
+// AfterFunc is what context.WithCancel uses, when the parent has it, to
+// learn of the parent's end without a goroutine.
+func (s *stopSignal) AfterFunc(f func()) func() bool {
+	h := &stopHook{f: f}
+	s.mu.Lock()
+	s.hooks = append(s.hooks, h)
+	s.mu.Unlock()
+	return func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		registered := h.f != nil
+		h.f = nil
+		return registered
+	}
+}
+
+// fire stops the running script.
+func (s *stopSignal) fire() {
+	close(s.done)
+	s.mu.Lock()
+	hooks := s.hooks
+	s.hooks = nil
+	s.mu.Unlock()
+	for _, h := range hooks {
+		s.mu.Lock()
+		f := h.f
+		h.f = nil
+		s.mu.Unlock()
+		if f != nil {
+			go f()
+		}
+	}
+}
+
+// endRun forgets the run's registrations and, if it was stopped, makes a
+// new channel for the next one.
+func (s *stopSignal) endRun(fired bool) {
+	if fired {
+		s.done = make(chan struct{})
+	}
+	s.mu.Lock()
+	clear(s.hooks)
+	s.hooks = s.hooks[:0]
+	s.mu.Unlock()
 }
 
 var errScriptKilled = errReply("ERR Script killed by user with SCRIPT KILL...")

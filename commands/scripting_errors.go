@@ -88,6 +88,19 @@ var luaOpSetsA = map[int]bool{
 	opTailCall: true, opForLoop: true, opForPrep: true, opClosure: true, opVararg: true,
 }
 
+// stackBytes is the size of the state's value stack.
+func (r *luaRunner) stackBytes() int {
+	reg := reflect.ValueOf(r.L).Elem().FieldByName("reg")
+	if !reg.IsValid() || reg.Kind() != reflect.Pointer || reg.IsNil() {
+		return 0
+	}
+	regs := reg.Elem().FieldByName("array")
+	if !regs.IsValid() || regs.Kind() != reflect.Slice {
+		return 0
+	}
+	return regs.Cap() * 16
+}
+
 // luaFrame is what the error rewriting needs of the function that failed.
 type luaFrame struct {
 	proto *lua.FunctionProto

@@ -25,6 +25,10 @@ const (
 	luaMaxCalls = 20000
 	// luaMaxRegistry bounds the Lua value stack (16 bytes a slot).
 	luaMaxRegistry = 1 << 22
+	// luaKeptStack is the value stack a state may keep after a script;
+	// gopher-lua never shrinks it, so a state whose stack grew beyond
+	// this is replaced.
+	luaKeptStack = 4 << 20
 )
 
 // luaRunner is the Lua state scripts run in, set up once. Only the holder
@@ -559,9 +563,10 @@ func (r *luaRunner) exec(c *Ctx, sc *luaScript, keys, argv [][]byte, readOnly bo
 			c.W.ErrorVerbatim("ERR " + luaChunkName + ":1: " + msg + " script: " + sc.sha + ", on @" + luaChunkName + ":1.")
 		}
 	}()
-	if sc.fn == nil {
+	if sc.fnOf != r {
 		sc.fn = L.NewFunctionFromProto(sc.proto)
 		sc.fn.Env = r.env
+		sc.fnOf = r
 	}
 	r.keys = r.argTable(r.keys, keys)
 	r.argv = r.argTable(r.argv, argv)

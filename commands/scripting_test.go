@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -187,17 +188,41 @@ func TestScriptStateDoesNotLeak(t *testing.T) {
 	}
 }
 
+// TestScriptCoroutinesLeakNothing: a coroutine left suspended must not
+// keep a goroutine (the context package starts one per derived context
+// unless the parent offers AfterFunc).
+func TestScriptCoroutinesLeakNothing(t *testing.T) {
+	s := newScriptServer(t)
+	s.do("EVAL", "return 1", "0")
+	before := runtime.NumGoroutine()
+	got := s.do("EVAL", "for i = 1, 1000 do local co = coroutine.create(function() coroutine.yield(i) end) coroutine.resume(co) end return 1", "0")
+	if got != ":1" {
+		t.Fatal(got)
+	}
+	if after := runtime.NumGoroutine(); after > before+10 {
+		t.Fatalf("%d goroutines before, %d after 1000 suspended coroutines", before, after)
+	}
+}
+
 // TestScriptBrokenStateIsReplaced: gopher-lua lets an error escape PCall
 // when the value stack is full while it handles another; the server must
 // answer, release its locks and run the next script in a fresh state.
 func TestScriptBrokenStateIsReplaced(t *testing.T) {
 	s := newScriptServer(t)
+	const before = "return redis.call('incr', KEYS[1])"
+	if s.do("EVAL", before, "1", "n") != ":1" {
+		t.Fatal("setup")
+	}
+	state := s.srv.scripts.runner
 	got := s.do("EVAL", "local function f(...) local x = f(1, ...) return x end return f()", "0")
 	if !strings.HasPrefix(got, "-ERR user_script:1: stack overflow") {
 		t.Fatalf("overflowing the value stack: %s", got)
 	}
-	if s.do("EVAL", "return 1", "0") != ":1" || s.do("SET", "k", "v") != "+OK" {
-		t.Fatal("the server does not run commands after the overflow")
+	if s.srv.scripts.runner == state {
+		t.Fatal("the state whose value stack grew is kept")
+	}
+	if s.do("EVALSHA", sha1Of(before), "1", "n") != ":2" || s.do("SET", "k", "v") != "+OK" {
+		t.Fatal("the server does not run scripts and commands after the overflow")
 	}
 }
 

@@ -160,6 +160,17 @@ func TestScriptBusyAndKill(t *testing.T) {
 		t.Fatalf("killed pcall loop's reply: %s", v)
 	}
 
+	// A loop inside a coroutine is stopped too.
+	const coroutineLoop = "coroutine.wrap(function() while true do end end)()"
+	runner.send(encodeCommand("EVAL", coroutineLoop, "0"))
+	waitBusy(t, other)
+	if v := other.do("SCRIPT", "KILL"); v.String() != "+OK" {
+		t.Fatalf("SCRIPT KILL (coroutine loop): %s", v)
+	}
+	if v := runner.read(); !strings.HasPrefix(v.String(), "-ERR Script killed by user with SCRIPT KILL...") {
+		t.Fatalf("killed coroutine loop's reply: %s", v)
+	}
+
 	const writer = "redis.call('set', 'x', '1') while true do end"
 	runner.send(encodeCommand("EVAL", writer, "0"))
 	waitBusy(t, other)
