@@ -33,15 +33,35 @@ type Server struct {
 // Hooks connect commands to parts that live outside this package.
 type Hooks struct {
 	// Shutdown stops the server; save says whether to take a final
-	// snapshot (nil: as configured).
-	Shutdown func(save *bool) error
-	// Save takes a snapshot now (SAVE) or in the background (BGSAVE).
+	// snapshot (nil: as configured), force whether to stop even if it
+	// fails.
+	Shutdown func(save *bool, force bool) error
+	// Save takes a snapshot now (SAVE); BgSave starts one in the background
+	// and returns BGSAVE's reply (schedule: wait for a running one).
 	Save   func() error
-	BgSave func() error
+	BgSave func(schedule bool) (string, error)
 	// LastSave returns the Unix time of the last successful snapshot.
 	LastSave func() int64
-	// InfoPersistence writes INFO's persistence section.
-	InfoPersistence func(b *strings.Builder)
+	// Persistence describes the snapshots for INFO; nil when persistence
+	// is off.
+	Persistence func() PersistenceInfo
+}
+
+// PersistenceInfo is what INFO's persistence section shows.
+type PersistenceInfo struct {
+	LastSave       int64 // Unix seconds of the last successful snapshot
+	LastOK         bool
+	InProgress     bool
+	LastDuration   float64 // seconds
+	LastKeys       int
+	LastBytes      int64
+	Errors         int64
+	LastError      string
+	Snapshots      int64
+	Loaded         int
+	LoadSeconds    float64
+	Interval       string
+	PendingChanges int
 }
 
 // Stats are server-wide counters for INFO.

@@ -110,7 +110,7 @@ func cmdConfigHelp(c *Ctx) {
 // connection simply closes, as with Redis.
 func cmdShutdown(c *Ctx) {
 	var save *bool
-	abort := false
+	abort, force := false, false
 	for _, a := range c.Args[1:] {
 		switch {
 		case is(a, "NOSAVE") && save == nil:
@@ -119,7 +119,9 @@ func cmdShutdown(c *Ctx) {
 		case is(a, "SAVE") && save == nil:
 			v := true
 			save = &v
-		case is(a, "NOW"), is(a, "FORCE"):
+		case is(a, "FORCE"):
+			force = true
+		case is(a, "NOW"):
 		case is(a, "ABORT"):
 			abort = true
 		default:
@@ -139,7 +141,7 @@ func cmdShutdown(c *Ctx) {
 		c.W.Error("ERR shutdown is not available")
 		return
 	}
-	if err := c.Srv.Hooks.Shutdown(save); err != nil {
+	if err := c.Srv.Hooks.Shutdown(save, force); err != nil {
 		c.W.Error("ERR Errors trying to SHUTDOWN. Check logs.")
 		return
 	}
@@ -559,13 +561,33 @@ func totalSystemMemory() int64 {
 }
 
 func infoPersistence(s *Server, b *strings.Builder) {
-	if s.Hooks.InfoPersistence != nil {
-		s.Hooks.InfoPersistence(b)
+	kv(b, "loading", 0)
+	if s.Hooks.Persistence == nil {
+		kv(b, "persistence_enabled", 0)
+		kv(b, "rdb_bgsave_in_progress", 0)
+		kv(b, "aof_enabled", 0)
 		return
 	}
-	kv(b, "loading", 0)
-	kv(b, "persistence_enabled", 0)
-	kv(b, "rdb_bgsave_in_progress", 0)
+	p := s.Hooks.Persistence()
+	status := "ok"
+	if !p.LastOK {
+		status = "err"
+	}
+	kv(b, "persistence_enabled", 1)
+	kv(b, "snapshot_interval", p.Interval)
+	kv(b, "rdb_changes_since_last_save", p.PendingChanges)
+	kv(b, "rdb_bgsave_in_progress", b2i(p.InProgress))
+	kv(b, "rdb_last_save_time", p.LastSave)
+	kv(b, "rdb_last_bgsave_status", status)
+	kv(b, "rdb_last_bgsave_time_sec", int64(p.LastDuration))
+	kv(b, "snapshot_last_duration_ms", fmt.Sprintf("%.3f", p.LastDuration*1000))
+	kv(b, "snapshot_last_keys", p.LastKeys)
+	kv(b, "snapshot_last_bytes", p.LastBytes)
+	kv(b, "snapshot_count", p.Snapshots)
+	kv(b, "snapshot_errors", p.Errors)
+	kv(b, "snapshot_last_error", p.LastError)
+	kv(b, "snapshot_loaded_keys", p.Loaded)
+	kv(b, "snapshot_load_ms", fmt.Sprintf("%.3f", p.LoadSeconds*1000))
 	kv(b, "aof_enabled", 0)
 }
 
