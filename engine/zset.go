@@ -25,6 +25,9 @@ type ZSet struct {
 	big  *zbig
 }
 
+// zsetBytes is a ZSet's allocation class, for MemoryUsage.
+const zsetBytes = 48
+
 // ZSetLimits are the compact encoding's limits: zset-max-listpack-entries
 // and zset-max-listpack-value.
 type ZSetLimits struct {
@@ -38,8 +41,9 @@ func NewZSet() *ZSet { return &ZSet{} }
 // ZSetFrom builds a sorted set from (member, score) pairs, for restoring
 // snapshots: each pair is added as ZADD would (a repeated member takes the
 // later score) and the encoding follows lim as if the pairs had been added
-// one by one. Pairs in rank order, as All yields them, cost O(log n) each.
-// It fails with ErrNotFloat on a NaN score.
+// one by one; pairs in rank order, as All yields them, take both
+// encodings' fast path for members that sort last. It fails with
+// ErrNotFloat on a NaN score.
 func ZSetFrom(lim ZSetLimits, pairs iter.Seq2[[]byte, float64]) (*ZSet, error) {
 	z := NewZSet()
 	for m, s := range pairs {
@@ -76,7 +80,7 @@ func (z *ZSet) Encoding() string {
 
 // MemoryUsage estimates the bytes the set holds.
 func (z *ZSet) MemoryUsage() int64 {
-	n := int64(48) // the ZSet itself, rounded to its allocation class
+	n := int64(zsetBytes)
 	if z.big != nil {
 		return n + z.big.memoryUsage()
 	}
@@ -142,7 +146,7 @@ func (z *ZSet) Add(member []byte, score float64, f ZAddFlags, lim ZSetLimits) (Z
 	if f&ZAddXX != 0 {
 		return ZAddSkipped, 0
 	}
-	if z.big == nil && (z.Len()+1 > lim.Entries || len(member) > lim.Value) {
+	if z.big == nil && (z.Len()+1 > lim.Entries || len(member) > lim.Value || len(z.lp)+len(member) > lpMaxBytes) {
 		z.convert()
 	}
 	if z.big != nil {
@@ -203,9 +207,9 @@ func (z *ZSet) RemoveRange(lo, hi int) int {
 }
 
 // Range calls fn for the members of ranks [lo, hi), in ascending rank order
-// or, with rev, descending, until fn returns false. buf is scratch space
-// for members that must be formatted or copied (nil is fine); passing one
-// with spare capacity avoids allocating.
+// or, with rev, descending, until fn returns false; fn must not change the
+// set. buf is scratch space for members that must be formatted or copied
+// (nil is fine); passing one with spare capacity avoids allocating.
 func (z *ZSet) Range(lo, hi int, rev bool, buf []byte, fn func(member []byte, score float64) bool) {
 	lo, hi = max(lo, 0), min(hi, z.Len())
 	if lo >= hi {

@@ -15,6 +15,9 @@ type zbig struct {
 	memberBytes int
 }
 
+// zbigBytes is a zbig's allocation class, for MemoryUsage.
+const zbigBytes = 176
+
 type zitem struct {
 	member string // shared with the tree's separators, never copied
 	score  float64
@@ -232,7 +235,7 @@ func (b *zbig) scan(cursor uint64, count int, buf []byte, fn func([]byte, float6
 }
 
 func (b *zbig) memoryUsage() int64 {
-	n := int64(232) // the zbig itself
+	n := int64(zbigBytes)
 	n += int64(cap(b.items))*24 + int64(cap(b.free))*4 + int64(len(b.index.slots))*8
 	// Member strings: their bytes, rounded up by the allocator.
 	n += int64(b.memberBytes) + int64(b.live())*4

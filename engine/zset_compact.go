@@ -19,8 +19,11 @@ import (
 //	score:  nothing if lpSameScore (the member's value), a zigzag varint if
 //	        lpIntScore (an integer of at most 2^53), else 8 bytes float64
 //
-// Every operation walks the entries from the front, O(n) like a listpack;
-// the encoding is only used while n is small.
+// Lookups walk the entries from the front, O(n) like a listpack, comparing
+// encoded members without decoding them; the encoding is only used while n
+// is small. The offset of the last entry is kept so that a member sorting
+// last, the newest entry of a window log, is appended without a second
+// walk, and so that ZPOPMAX-like accesses start there.
 const (
 	lpNumMember  byte = 1 << 0
 	lpSameScore  byte = 0 << 1
@@ -28,6 +31,11 @@ const (
 	lpFloatScore byte = 2 << 1
 	lpScoreMask  byte = 3 << 1
 )
+
+// lpMaxBytes caps the compact encoding, as Redis converts a listpack that
+// would pass 1 GB whatever the configured limits; it also keeps offsets
+// within int32.
+const lpMaxBytes = 1 << 30
 
 // lpEntry is one decoded entry.
 type lpEntry struct {

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"testing"
+	"unsafe"
 )
 
 // zmodel is the naive sorted set the ZSet is checked against: a sorted
@@ -605,6 +606,23 @@ func checkZSet(t *testing.T, z *ZSet) {
 	}
 }
 
+// TestZSetStructSizes keeps MemoryUsage's constants true: each struct
+// must fit the allocation class it is counted as.
+func TestZSetStructSizes(t *testing.T) {
+	for _, c := range []struct {
+		name        string
+		size, class uintptr
+	}{
+		{"ZSet", unsafe.Sizeof(ZSet{}), zsetBytes},
+		{"zbig", unsafe.Sizeof(zbig{}), zbigBytes},
+		{"znode", unsafe.Sizeof(znode{}), zNodeBytes},
+	} {
+		if c.size > c.class {
+			t.Errorf("%s takes %d bytes, counted as %d", c.name, c.size, c.class)
+		}
+	}
+}
+
 func TestZSetCompactEntrySizes(t *testing.T) {
 	// A sliding-window log entry, the request time used as member and
 	// score, takes 7 bytes.
@@ -917,19 +935,41 @@ func BenchmarkZSet1M(b *testing.B) {
 		}
 	})
 	b.Run("ZREM", func(b *testing.B) {
+		// Remove b.N extra members, in random order, from a set that
+		// stays above a million throughout.
 		z := bigZSet(b, n)
-		rng := rand.New(rand.NewPCG(6, 6))
 		var m []byte
+		for i := 0; i < b.N; i++ {
+			z.Add(member(m, n+i), float64((i*7919)%n*10+5), 0, lim)
+		}
+		order := rand.New(rand.NewPCG(6, 6)).Perm(b.N)
+		b.ReportAllocs()
+		b.ResetTimer()
+		for _, i := range order {
+			m = member(m, n+i)
+			if !z.Remove(m) {
+				b.Fatal("missing")
+			}
+		}
+	})
+	b.Run("ZREMRANGEBYRANK-10", func(b *testing.B) {
+		// Remove ten members from the middle; rounds remove consecutive
+		// members, which go back untimed every thousand rounds so that
+		// the set stays at a million.
+		z := bigZSet(b, n)
+		var m []byte
+		lo := n/2 - 5
 		b.ReportAllocs()
 		b.ResetTimer()
 		for i := 0; i < b.N; i++ {
-			k := rng.IntN(n)
-			m = member(m, k)
-			if z.Remove(m) {
+			if i%1000 == 999 || i == b.N-1 {
 				b.StopTimer()
-				z.Add(m, float64(k*10), 0, lim)
+				for k := lo; k < lo+10*(i%1000+1); k++ {
+					z.Add(member(m, k), float64(k*10), 0, lim)
+				}
 				b.StartTimer()
 			}
+			z.RemoveRange(lo, lo+10)
 		}
 	})
 }
