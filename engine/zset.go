@@ -42,10 +42,15 @@ func NewZSet() *ZSet { return &ZSet{} }
 // snapshots: each pair is added as ZADD would (a repeated member takes the
 // later score) and the encoding follows lim as if the pairs had been added
 // one by one; pairs in rank order, as All yields them, take both
-// encodings' fast path for members that sort last. It fails with
+// encodings' fast path for members that sort last. With large set, the set
+// starts in the large encoding, as the saved one was: the compact encoding
+// turns -0 into 0 and would change the scores of a large set. It fails with
 // ErrNotFloat on a NaN score.
-func ZSetFrom(lim ZSetLimits, pairs iter.Seq2[[]byte, float64]) (*ZSet, error) {
+func ZSetFrom(lim ZSetLimits, large bool, pairs iter.Seq2[[]byte, float64]) (*ZSet, error) {
 	z := NewZSet()
+	if large {
+		z.convert()
+	}
 	for m, s := range pairs {
 		if math.IsNaN(s) {
 			return nil, ErrNotFloat

@@ -768,7 +768,7 @@ func TestZSetFromAll(t *testing.T) {
 		for i := 0; i < n; i++ {
 			z.Add([]byte("m"+strconv.Itoa(i)), float64(i%17), 0, lim)
 		}
-		back, err := ZSetFrom(lim, z.All())
+		back, err := ZSetFrom(lim, z.Encoding() == "skiplist", z.All())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -778,7 +778,7 @@ func TestZSetFromAll(t *testing.T) {
 		checkZSet(t, back)
 	}
 	bad := func(yield func([]byte, float64) bool) { yield([]byte("x"), math.NaN()) }
-	if _, err := ZSetFrom(lim, bad); err != ErrNotFloat {
+	if _, err := ZSetFrom(lim, false, bad); err != ErrNotFloat {
 		t.Fatalf("NaN score: err %v", err)
 	}
 }

@@ -26,8 +26,9 @@ import (
 //	's' string     the bytes
 //	'l' list       count, then each element as (uvarint length, bytes)
 //	'h' hash       count, then (field, value) pairs as length-prefixed bytes
-//	'z' zset       count, then (member as length-prefixed bytes, score as 8
-//	               bytes little-endian IEEE 754)
+//	'z' zset       1 if in the large encoding (else 0), count, then (member
+//	               as length-prefixed bytes, score as 8 bytes little-endian
+//	               IEEE 754)
 //	'r' ratelimit  the engine's state bytes
 const (
 	magic         = "limitkv-snapshot"
@@ -115,6 +116,11 @@ func encodeValue(dst []byte, s *engine.Shard, e engine.Entry) ([]byte, error) {
 		z := s.Object(e).(*engine.ZSet)
 		dst = append(dst, typeZSet)
 		dst = binary.AppendUvarint(dst, exp)
+		large := byte(0)
+		if z.Encoding() == "skiplist" {
+			large = 1
+		}
+		dst = append(dst, large)
 		dst = binary.AppendUvarint(dst, uint64(z.Len()))
 		for m, sc := range z.All() {
 			dst = appendBytes(dst, m)
@@ -229,6 +235,7 @@ func restore(s *engine.Shard, db int, key, v []byte, now int64, lim Limits) (exp
 			s.SetObject(db, key, engine.KindHash, h, exp)
 		}
 	case typeZSet:
+		large := r.uvarint() == 1
 		n := r.count()
 		pairs := func(yield func([]byte, float64) bool) {
 			for i := 0; i < n && r.err == nil; i++ {
@@ -244,7 +251,7 @@ func restore(s *engine.Shard, db int, key, v []byte, now int64, lim Limits) (exp
 				}
 			}
 		}
-		z, zerr := engine.ZSetFrom(lim.ZSet, pairs)
+		z, zerr := engine.ZSetFrom(lim.ZSet, large, pairs)
 		if zerr != nil && r.err == nil {
 			r.err = zerr
 		}

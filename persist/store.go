@@ -59,6 +59,11 @@ type Store struct {
 	mu     sync.Mutex // one snapshot or reopen at a time
 	db     *pebble.DB
 	broken error // set when a Pebble failure left the handle unusable
+	// A broken handle is closed, and a new one opened, in the background:
+	// either may wait on a failing disk for a long time, and a snapshot
+	// must not.
+	closing chan struct{}
+	opening chan openResult
 
 	statsMu sync.Mutex
 	stats   Stats
@@ -90,21 +95,48 @@ func Open(eng *engine.Engine, o Options) (*Store, error) {
 		o.OpTimeout = time.Minute
 	}
 	s := &Store{opts: o, eng: eng, log: o.Log, logs: make([][]byte, engine.Shards)}
-	db, err := s.openDB()
-	if err != nil {
-		return nil, err
+	r := <-s.openAsync()
+	if r.err != nil {
+		return nil, r.err
 	}
-	s.db = db
+	s.db = r.db
 	return s, nil
+}
+
+// openAsync runs openDB on a goroutine of its own and delivers its result,
+// also when Pebble ends that goroutine (Fatalf): a failing disk can make
+// opening take long or fail in any way, and the caller decides how long to
+// wait. The result is delivered exactly once, so a handle is never lost.
+func (s *Store) openAsync() chan openResult {
+	out := make(chan openResult, 1)
+	go func() {
+		sent := false
+		defer func() {
+			if !sent {
+				out <- openResult{nil, fmt.Errorf("%w: opening %s: pebble stopped: %v", ErrDamaged, s.opts.Dir, s.isBroken())}
+			}
+		}()
+		db, err := s.openDB()
+		sent = true
+		out <- openResult{db, err}
+	}()
+	return out
 }
 
 // openDB opens Pebble and validates the format marker.
 func (s *Store) openDB() (*pebble.DB, error) {
 	dir := s.opts.Dir
 	exists := false
-	if names, err := s.opts.FS.List(dir); err == nil && len(names) > 0 {
+	names, err := s.opts.FS.List(dir)
+	switch {
+	case err == nil && len(names) > 0:
 		exists = true
-	} else if err != nil && !errors.Is(err, fs.ErrNotExist) && !os.IsNotExist(err) {
+		// Look before opening: Pebble would create its lock file even in a
+		// directory it then refuses.
+		if !hasPebbleFiles(names) {
+			return nil, fmt.Errorf("%w: %s holds files but no Pebble database; refusing to use it", ErrForeign, dir)
+		}
+	case err != nil && !errors.Is(err, fs.ErrNotExist) && !os.IsNotExist(err):
 		return nil, fmt.Errorf("data directory %s: %w", dir, err)
 	}
 	if !exists {
@@ -117,16 +149,8 @@ func (s *Store) openDB() (*pebble.DB, error) {
 		Logger:           pebbleLogger{s.log, s},
 		ErrorIfNotExists: exists,
 	}
-	var db *pebble.DB
-	err := s.guard(func() error {
-		var err error
-		db, err = pebble.Open(dir, popts)
-		return err
-	})
+	db, err := pebble.Open(dir, popts)
 	if err != nil {
-		if exists && strings.Contains(err.Error(), "does not exist") {
-			return nil, fmt.Errorf("%w: %s holds files but no Pebble database; refusing to use it", ErrForeign, dir)
-		}
 		return nil, fmt.Errorf("%w: opening %s: %v", ErrDamaged, dir, err)
 	}
 	fail := func(e error) (*pebble.DB, error) {
@@ -162,6 +186,17 @@ func (s *Store) openDB() (*pebble.DB, error) {
 		}
 	}
 	return db, nil
+}
+
+// hasPebbleFiles reports whether a directory listing has Pebble's
+// manifest: a CURRENT file or a manifest marker.
+func hasPebbleFiles(names []string) bool {
+	for _, n := range names {
+		if n == "CURRENT" || strings.HasPrefix(n, "marker.manifest.") || strings.HasPrefix(n, "MANIFEST-") {
+			return true
+		}
+	}
+	return false
 }
 
 // pebbleLogger routes Pebble's logs to slog. Pebble calls Fatalf for
@@ -421,39 +456,59 @@ func (s *Store) retryLater(taken [][]byte, flushed []int) {
 	}
 }
 
+type openResult struct {
+	db  *pebble.DB
+	err error
+}
+
 // reopenIfBroken replaces a database handle that a Pebble failure left
-// unusable.
+// unusable: it closes the old handle and opens a new one, each in the
+// background, waiting for them at most OpTimeout per snapshot attempt.
+// While the disk keeps failing, every attempt reports why; once it works
+// again, the next attempt finds the database open.
 func (s *Store) reopenIfBroken() error {
-	cause := s.isBroken()
-	if cause == nil {
-		return nil
-	}
-	if s.db != nil {
+	if cause := s.isBroken(); cause != nil && s.db != nil {
 		old := s.db
 		s.db = nil
-		closed := make(chan struct{})
-		go func() {
-			defer close(closed)
+		s.closing = make(chan struct{})
+		go func(done chan struct{}) {
+			defer close(done)
 			defer func() { recover() }()
 			old.Close()
-		}()
+		}(s.closing)
+		s.log.Warn("closing the snapshot database to reopen it", "after", cause)
+	}
+	if s.db != nil {
+		return nil
+	}
+	wait := time.NewTimer(s.opts.OpTimeout)
+	defer wait.Stop()
+	if s.closing != nil {
 		select {
-		case <-closed:
-		case <-time.After(s.opts.OpTimeout):
-			return fmt.Errorf("the database is stuck after %v; restart limitkv to recover", cause)
+		case <-s.closing:
+			s.closing = nil
+		case <-wait.C:
+			return errors.New("the snapshot database is still closing after a disk failure")
 		}
 	}
 	s.statsMu.Lock()
 	s.broken = nil
 	s.statsMu.Unlock()
-	db, err := s.openDB()
-	if err != nil {
-		s.markBroken(err)
-		return fmt.Errorf("reopening after %v: %w", cause, err)
+	if s.opening == nil {
+		s.opening = s.openAsync()
 	}
-	s.db = db
-	s.log.Info("snapshot database reopened", "after", cause)
-	return nil
+	select {
+	case r := <-s.opening:
+		s.opening = nil
+		if r.err != nil {
+			return fmt.Errorf("reopening the snapshot database: %w", r.err)
+		}
+		s.db = r.db
+		s.log.Info("snapshot database reopened")
+		return nil
+	case <-wait.C:
+		return errors.New("reopening the snapshot database: still waiting for the disk")
+	}
 }
 
 func (s *Store) record(start time.Time, keys int, size int64, err error) {
@@ -512,6 +567,16 @@ func (s *Store) Run(ctx context.Context, interval func() time.Duration) {
 func (s *Store) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.opening != nil {
+		select {
+		case r := <-s.opening:
+			s.opening = nil
+			if r.db != nil {
+				s.db = r.db
+			}
+		case <-time.After(s.opts.OpTimeout):
+		}
+	}
 	if s.db == nil {
 		return nil
 	}
