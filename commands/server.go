@@ -330,12 +330,20 @@ func cmdFunctionFlush(c *Ctx) {
 	c.W.OK()
 }
 
+// cmdFunctionStats: limitkv runs Lua scripts but holds no function
+// libraries.
 func cmdFunctionStats(c *Ctx) {
 	c.W.Map(2)
 	c.W.BulkString("running_script")
 	c.W.Null()
 	c.W.BulkString("engines")
-	c.W.Map(0)
+	c.W.Map(1)
+	c.W.BulkString("LUA")
+	c.W.Map(2)
+	c.W.BulkString("libraries_count")
+	c.W.Int(0)
+	c.W.BulkString("functions_count")
+	c.W.Int(0)
 }
 
 func cmdFunctionHelp(c *Ctx) {
