@@ -143,12 +143,14 @@ func (s *Server) Serve(conn *resp.Conn, args [][]byte) {
 	if len(args) == 0 {
 		return
 	}
-	cl.lastInteraction.Store(time.Now().UnixMilli())
-	s.execute(cl, &conn.W, args)
+	// One clock read serves the request and the client's idle time.
+	now := s.Eng.Now()
+	cl.lastInteraction.Store(now)
+	s.execute(cl, &conn.W, args, now)
 }
 
 // execute runs one request for a client, queueing it inside MULTI.
-func (s *Server) execute(cl *Client, w *resp.Writer, args [][]byte) {
+func (s *Server) execute(cl *Client, w *resp.Writer, args [][]byte, now int64) {
 	spec, errMsg := s.resolve(args)
 	if spec == nil {
 		w.Error(errMsg)
@@ -187,7 +189,7 @@ func (s *Server) execute(cl *Client, w *resp.Writer, args [][]byte) {
 		return
 	}
 	c := &cl.ctx
-	*c = Ctx{Srv: s, Client: cl, W: w, Args: args, Now: s.Eng.Now(), DB: cl.DB(), Spec: spec}
+	*c = Ctx{Srv: s, Client: cl, W: w, Args: args, Now: now, DB: cl.DB(), Spec: spec}
 	s.run(c)
 	c.Args = nil
 }
