@@ -27,6 +27,7 @@ type Server struct {
 	stats     Stats
 	ops       opsMeter
 	startTime time.Time
+	mem       memoryMarks
 	busy      atomic.Bool // a script has run past its time limit
 }
 
@@ -77,6 +78,8 @@ type Stats struct {
 func New(eng *engine.Engine, cfg *Config, log *slog.Logger) *Server {
 	s := &Server{Eng: eng, Cfg: cfg, Log: log, Table: NewTable(commandTable()), startTime: time.Now()}
 	s.clients.init()
+	s.mem.startup.Store(heapInUse())
+	s.mem.note(s.mem.startup.Load())
 	s.Net = resp.NewServer(s)
 	s.Net.OnPanic = func(r any) {
 		s.Log.Error("command panicked", "panic", r, "stack", string(debug.Stack()))

@@ -4,11 +4,13 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"runtime/metrics"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -237,8 +239,10 @@ func cmdMemoryDoctor(c *Ctx) {
 	c.W.Verbatim("txt", "Hi Sam, I can't find any memory issue in your instance. I can only account for what occurs on this base.")
 }
 
+// cmdMemoryPurge collects garbage and hands free pages back to the system at
+// once, rather than waiting for Go's background scavenger.
 func cmdMemoryPurge(c *Ctx) {
-	runtime.GC()
+	debug.FreeOSMemory()
 	c.W.OK()
 }
 
@@ -368,10 +372,28 @@ type memInfo struct {
 	used, rss, peak, startup, dataset, heapGoal, sys int64
 }
 
-var memPeak struct {
-	sync.Mutex
-	v       int64
-	startup int64
+// memoryMarks keeps used_memory_startup and used_memory_peak. The peak is
+// sampled by the server's periodic work as well as on every reading, so a
+// spike between two INFO calls still shows.
+type memoryMarks struct {
+	startup, peak atomic.Int64
+}
+
+// heapInUse is INFO's used_memory: bytes in live (and not yet swept) heap
+// objects, the figure Go's collector works from.
+func heapInUse() int64 {
+	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	metrics.Read(s)
+	return int64(s[0].Value.Uint64())
+}
+
+func (m *memoryMarks) note(used int64) {
+	for {
+		p := m.peak.Load()
+		if used <= p || m.peak.CompareAndSwap(p, used) {
+			return
+		}
+	}
 }
 
 func readMemory(s *Server) memInfo {
@@ -392,15 +414,8 @@ func readMemory(s *Server) memInfo {
 		m.dataset += sh.Footprint()
 		sh.Unlock()
 	}
-	memPeak.Lock()
-	if m.used > memPeak.v {
-		memPeak.v = m.used
-	}
-	if memPeak.startup == 0 {
-		memPeak.startup = m.used
-	}
-	m.peak, m.startup = memPeak.v, memPeak.startup
-	memPeak.Unlock()
+	s.mem.note(m.used)
+	m.peak, m.startup = s.mem.peak.Load(), s.mem.startup.Load()
 	return m
 }
 
