@@ -202,7 +202,7 @@ func (s *Server) execute(cl *Client, w *resp.Writer, args [][]byte, now int64) {
 // counts it.
 func (s *Server) run(c *Ctx) {
 	spec := c.Spec
-	spec.calls.Add(1)
+	spec.calls.Add(c.Client.ID, 1)
 	c.Client.commands.Add(1)
 	if c.held || spec.Flags&SelfLock != 0 {
 		s.runHandler(c)

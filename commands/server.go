@@ -73,7 +73,7 @@ func cmdConfigResetStat(c *Ctx) {
 	}
 	for _, spec := range s.Table.Specs() {
 		for _, x := range append([]*Spec{spec}, spec.Sub...) {
-			x.calls.Store(0)
+			x.calls.Reset()
 			x.failed.Store(0)
 			x.reject.Store(0)
 		}

@@ -83,7 +83,7 @@ type Spec struct {
 
 	parent *Spec
 	args   []*argDoc
-	calls  atomic.Int64
+	calls  stripedCounter
 	failed atomic.Int64
 	reject atomic.Int64
 }
