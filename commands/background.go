@@ -34,6 +34,7 @@ func (s *Server) Run(ctx context.Context) {
 				return
 			case now := <-tick.C:
 				s.ops.sample(now, s.commandsProcessed())
+				s.mem.note(heapInUse())
 			}
 		}
 	}()

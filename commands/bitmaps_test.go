@@ -35,7 +35,7 @@ func newInProcess() *inProcess {
 // do executes one request and returns its reply, valid until the next.
 func (p *inProcess) do(args ...[]byte) []byte {
 	p.w.Reset()
-	p.srv.execute(p.cl, p.w, args)
+	p.srv.execute(p.cl, p.w, args, p.srv.Eng.Now())
 	return p.w.Bytes()
 }
 

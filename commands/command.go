@@ -407,7 +407,17 @@ func cmdCommandGetKeysAndFlags(c *Ctx) {
 }
 
 // keyFlagsAt returns the flags of the key spec that covers argument i.
+// SET's spec declares variable flags, which Redis narrows from the
+// arguments: without GET the key is only overwritten.
 func keyFlagsAt(s *Spec, args [][]byte, i int) string {
+	if s.FullName() == "set" {
+		for _, a := range args[3:] {
+			if is(a, "GET") {
+				return "RW access update"
+			}
+		}
+		return "OW update"
+	}
 	for _, ks := range s.keySpecs() {
 		for _, p := range keysOf([]KeySpec{ks}, args, nil) {
 			if p == i {

@@ -27,6 +27,7 @@ type Server struct {
 	stats     Stats
 	ops       opsMeter
 	startTime time.Time
+	mem       memoryMarks
 	scripts   scriptEngine
 	// shutdownSpec is SHUTDOWN, which may stop a busy script.
 	shutdownSpec *Spec
@@ -35,15 +36,35 @@ type Server struct {
 // Hooks connect commands to parts that live outside this package.
 type Hooks struct {
 	// Shutdown stops the server; save says whether to take a final
-	// snapshot (nil: as configured).
-	Shutdown func(save *bool) error
-	// Save takes a snapshot now (SAVE) or in the background (BGSAVE).
+	// snapshot (nil: as configured), force whether to stop even if it
+	// fails.
+	Shutdown func(save *bool, force bool) error
+	// Save takes a snapshot now (SAVE); BgSave starts one in the background
+	// and returns BGSAVE's reply (schedule: wait for a running one).
 	Save   func() error
-	BgSave func() error
+	BgSave func(schedule bool) (string, error)
 	// LastSave returns the Unix time of the last successful snapshot.
 	LastSave func() int64
-	// InfoPersistence writes INFO's persistence section.
-	InfoPersistence func(b *strings.Builder)
+	// Persistence describes the snapshots for INFO; nil when persistence
+	// is off.
+	Persistence func() PersistenceInfo
+}
+
+// PersistenceInfo is what INFO's persistence section shows.
+type PersistenceInfo struct {
+	LastSave       int64 // Unix seconds of the last successful snapshot
+	LastOK         bool
+	InProgress     bool
+	LastDuration   float64 // seconds
+	LastKeys       int
+	LastBytes      int64
+	Errors         int64
+	LastError      string
+	Snapshots      int64
+	Loaded         int
+	LoadSeconds    float64
+	Interval       string
+	PendingChanges int
 }
 
 // Stats are server-wide counters for INFO.
@@ -60,6 +81,8 @@ func New(eng *engine.Engine, cfg *Config, log *slog.Logger) *Server {
 	s := &Server{Eng: eng, Cfg: cfg, Log: log, Table: NewTable(commandTable()), startTime: time.Now()}
 	s.shutdownSpec = s.Table.Lookup([]byte("shutdown"))
 	s.clients.init()
+	s.mem.startup.Store(heapInUse())
+	s.mem.note(s.mem.startup.Load())
 	s.Net = resp.NewServer(s)
 	s.Net.OnPanic = func(r any) {
 		s.Log.Error("command panicked", "panic", r, "stack", string(debug.Stack()))
@@ -126,12 +149,14 @@ func (s *Server) Serve(conn *resp.Conn, args [][]byte) {
 	if len(args) == 0 {
 		return
 	}
-	cl.lastInteraction.Store(time.Now().UnixMilli())
-	s.execute(cl, &conn.W, args)
+	// One clock read serves the request and the client's idle time.
+	now := s.Eng.Now()
+	cl.lastInteraction.Store(now)
+	s.execute(cl, &conn.W, args, now)
 }
 
 // execute runs one request for a client, queueing it inside MULTI.
-func (s *Server) execute(cl *Client, w *resp.Writer, args [][]byte) {
+func (s *Server) execute(cl *Client, w *resp.Writer, args [][]byte, now int64) {
 	spec, errMsg := s.resolve(args)
 	if spec == nil {
 		w.Error(errMsg)
@@ -166,14 +191,19 @@ func (s *Server) execute(cl *Client, w *resp.Writer, args [][]byte) {
 	}
 	// While a script runs, commands wait for it and get BUSY once it runs
 	// too long; SHUTDOWN NOSAVE then stops it.
-	if (spec.Flags&AllowBusy == 0 || spec == s.shutdownSpec) && !s.awaitScript() &&
-		(spec != s.shutdownSpec || !s.scripts.stopForShutdown(args)) {
-		spec.reject.Add(1)
-		w.Error(msgBusy)
-		return
+	if spec.Flags&AllowBusy == 0 || spec == s.shutdownSpec {
+		waited, ok := s.awaitScript()
+		if !ok && (spec != s.shutdownSpec || !s.scripts.stopForShutdown(args)) {
+			spec.reject.Add(1)
+			w.Error(msgBusy)
+			return
+		}
+		if waited {
+			now = s.Eng.Now() // the script's run took time
+		}
 	}
 	c := &cl.ctx
-	*c = Ctx{Srv: s, Client: cl, W: w, Args: args, Now: s.Eng.Now(), DB: cl.DB(), Spec: spec}
+	*c = Ctx{Srv: s, Client: cl, W: w, Args: args, Now: now, DB: cl.DB(), Spec: spec}
 	s.run(c)
 	c.Args = nil
 }
@@ -183,7 +213,7 @@ func (s *Server) execute(cl *Client, w *resp.Writer, args [][]byte) {
 // counts it.
 func (s *Server) run(c *Ctx) {
 	spec := c.Spec
-	spec.calls.Add(1)
+	spec.calls.Add(c.Client.ID, 1)
 	c.Client.commands.Add(1)
 	if c.held || spec.Flags&SelfLock != 0 {
 		s.runHandler(c)

@@ -13,7 +13,7 @@ var groupTitles = []struct{ group, title string }{
 	{"bitmap", "Bitmaps"},
 	{"list", "Lists"},
 	{"hash", "Hashes"},
-	{"sorted_set", "Sorted sets"},
+	{"sorted-set", "Sorted sets"},
 	{"generic", "Keys"},
 	{"transactions", "Transactions"},
 	{"scripting", "Scripting"},

@@ -121,25 +121,24 @@ func (s *Server) scriptBusy() bool {
 }
 
 // awaitScript makes a command that arrives while a script runs wait, as
-// it would on Redis's single thread, until the script ends (true) or has
-// run past the busy-reply-threshold (false: the command gets BUSY). A
-// command that reached its shard locks before the script took them runs
-// first; one that gets past this check just as a script starts waits on
-// its shard locks for the whole script.
-func (s *Server) awaitScript() bool {
+// it would on Redis's single thread, until the script ends (ok) or has run
+// past the busy-reply-threshold (not ok: the command gets BUSY); waited
+// says whether it had to wait. A command that gets past this check just as
+// a script starts waits on its shard locks for the whole script.
+func (s *Server) awaitScript() (waited, ok bool) {
 	se := &s.scripts
 	run := se.running.Load()
 	if run == nil {
-		return true
+		return false, true
 	}
 	left := s.Cfg.BusyThreshold() - time.Duration(monoNow()-run.startNs.Load())
 	if left < 0 {
-		return false
+		return false, false
 	}
 	se.killMu.Lock()
 	if se.running.Load() != run {
 		se.killMu.Unlock()
-		return true
+		return false, true
 	}
 	if run.ended == nil {
 		run.ended = make(chan struct{})
@@ -150,9 +149,9 @@ func (s *Server) awaitScript() bool {
 	defer timer.Stop()
 	select {
 	case <-ended:
-		return true
+		return true, true
 	case <-timer.C:
-		return !s.scriptBusy()
+		return true, !s.scriptBusy()
 	}
 }
 

@@ -4,11 +4,13 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"runtime/metrics"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -71,7 +73,7 @@ func cmdConfigResetStat(c *Ctx) {
 	}
 	for _, spec := range s.Table.Specs() {
 		for _, x := range append([]*Spec{spec}, spec.Sub...) {
-			x.calls.Store(0)
+			x.calls.Reset()
 			x.failed.Store(0)
 			x.reject.Store(0)
 		}
@@ -110,7 +112,7 @@ func cmdConfigHelp(c *Ctx) {
 // connection simply closes, as with Redis.
 func cmdShutdown(c *Ctx) {
 	var save *bool
-	abort := false
+	abort, force := false, false
 	for _, a := range c.Args[1:] {
 		switch {
 		case is(a, "NOSAVE") && save == nil:
@@ -119,7 +121,9 @@ func cmdShutdown(c *Ctx) {
 		case is(a, "SAVE") && save == nil:
 			v := true
 			save = &v
-		case is(a, "NOW"), is(a, "FORCE"):
+		case is(a, "FORCE"):
+			force = true
+		case is(a, "NOW"):
 		case is(a, "ABORT"):
 			abort = true
 		default:
@@ -139,7 +143,7 @@ func cmdShutdown(c *Ctx) {
 		c.W.Error("ERR shutdown is not available")
 		return
 	}
-	if err := c.Srv.Hooks.Shutdown(save); err != nil {
+	if err := c.Srv.Hooks.Shutdown(save, force); err != nil {
 		c.W.Error("ERR Errors trying to SHUTDOWN. Check logs.")
 		return
 	}
@@ -235,8 +239,10 @@ func cmdMemoryDoctor(c *Ctx) {
 	c.W.Verbatim("txt", "Hi Sam, I can't find any memory issue in your instance. I can only account for what occurs on this base.")
 }
 
+// cmdMemoryPurge collects garbage and hands free pages back to the system at
+// once, rather than waiting for Go's background scavenger.
 func cmdMemoryPurge(c *Ctx) {
-	runtime.GC()
+	debug.FreeOSMemory()
 	c.W.OK()
 }
 
@@ -328,12 +334,20 @@ func cmdFunctionFlush(c *Ctx) {
 	c.W.OK()
 }
 
+// cmdFunctionStats: limitkv runs Lua scripts but holds no function
+// libraries.
 func cmdFunctionStats(c *Ctx) {
 	c.W.Map(2)
 	c.W.BulkString("running_script")
 	c.W.Null()
 	c.W.BulkString("engines")
-	c.W.Map(0)
+	c.W.Map(1)
+	c.W.BulkString("LUA")
+	c.W.Map(2)
+	c.W.BulkString("libraries_count")
+	c.W.Int(0)
+	c.W.BulkString("functions_count")
+	c.W.Int(0)
 }
 
 func cmdFunctionHelp(c *Ctx) {
@@ -358,10 +372,28 @@ type memInfo struct {
 	used, rss, peak, startup, dataset, heapGoal, sys int64
 }
 
-var memPeak struct {
-	sync.Mutex
-	v       int64
-	startup int64
+// memoryMarks keeps used_memory_startup and used_memory_peak. The peak is
+// sampled by the server's periodic work as well as on every reading, so a
+// spike between two INFO calls still shows.
+type memoryMarks struct {
+	startup, peak atomic.Int64
+}
+
+// heapInUse is INFO's used_memory: bytes in live (and not yet swept) heap
+// objects, the figure Go's collector works from.
+func heapInUse() int64 {
+	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	metrics.Read(s)
+	return int64(s[0].Value.Uint64())
+}
+
+func (m *memoryMarks) note(used int64) {
+	for {
+		p := m.peak.Load()
+		if used <= p || m.peak.CompareAndSwap(p, used) {
+			return
+		}
+	}
 }
 
 func readMemory(s *Server) memInfo {
@@ -382,15 +414,8 @@ func readMemory(s *Server) memInfo {
 		m.dataset += sh.Footprint()
 		sh.Unlock()
 	}
-	memPeak.Lock()
-	if m.used > memPeak.v {
-		memPeak.v = m.used
-	}
-	if memPeak.startup == 0 {
-		memPeak.startup = m.used
-	}
-	m.peak, m.startup = memPeak.v, memPeak.startup
-	memPeak.Unlock()
+	s.mem.note(m.used)
+	m.peak, m.startup = s.mem.peak.Load(), s.mem.startup.Load()
 	return m
 }
 
@@ -559,13 +584,33 @@ func totalSystemMemory() int64 {
 }
 
 func infoPersistence(s *Server, b *strings.Builder) {
-	if s.Hooks.InfoPersistence != nil {
-		s.Hooks.InfoPersistence(b)
+	kv(b, "loading", 0)
+	if s.Hooks.Persistence == nil {
+		kv(b, "persistence_enabled", 0)
+		kv(b, "rdb_bgsave_in_progress", 0)
+		kv(b, "aof_enabled", 0)
 		return
 	}
-	kv(b, "loading", 0)
-	kv(b, "persistence_enabled", 0)
-	kv(b, "rdb_bgsave_in_progress", 0)
+	p := s.Hooks.Persistence()
+	status := "ok"
+	if !p.LastOK {
+		status = "err"
+	}
+	kv(b, "persistence_enabled", 1)
+	kv(b, "snapshot_interval", p.Interval)
+	kv(b, "rdb_changes_since_last_save", p.PendingChanges)
+	kv(b, "rdb_bgsave_in_progress", b2i(p.InProgress))
+	kv(b, "rdb_last_save_time", p.LastSave)
+	kv(b, "rdb_last_bgsave_status", status)
+	kv(b, "rdb_last_bgsave_time_sec", int64(p.LastDuration))
+	kv(b, "snapshot_last_duration_ms", fmt.Sprintf("%.3f", p.LastDuration*1000))
+	kv(b, "snapshot_last_keys", p.LastKeys)
+	kv(b, "snapshot_last_bytes", p.LastBytes)
+	kv(b, "snapshot_count", p.Snapshots)
+	kv(b, "snapshot_errors", p.Errors)
+	kv(b, "snapshot_last_error", p.LastError)
+	kv(b, "snapshot_loaded_keys", p.Loaded)
+	kv(b, "snapshot_load_ms", fmt.Sprintf("%.3f", p.LoadSeconds*1000))
 	kv(b, "aof_enabled", 0)
 }
 

@@ -83,7 +83,7 @@ type Spec struct {
 
 	parent *Spec
 	args   []*argDoc
-	calls  atomic.Int64
+	calls  stripedCounter
 	failed atomic.Int64
 	reject atomic.Int64
 }
@@ -277,7 +277,7 @@ func (s *Spec) group() string {
 
 var groupCategory = map[string]string{
 	"string": "@string", "generic": "@keyspace", "list": "@list", "hash": "@hash",
-	"sorted_set": "@sortedset", "set": "@set", "bitmap": "@bitmap",
+	"sorted-set": "@sortedset", "set": "@set", "bitmap": "@bitmap",
 	"connection": "@connection", "transactions": "@transaction",
 	"scripting": "@scripting", "ratelimit": "@ratelimit",
 }

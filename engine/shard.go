@@ -26,6 +26,8 @@ type Shard struct {
 
 	track    bool   // record changed keys for incremental snapshots
 	dirtyLog []byte // [db uvarint][key length uvarint][key] per changed key
+	flushed  []bool // databases emptied or swapped since the last snapshot
+	pending  int    // entries in dirtyLog
 
 	// Counters, guarded by mu.
 	Hits, Misses, Expired int64
@@ -313,6 +315,7 @@ func (s *Shard) changed(db int, r []byte) {
 	}
 	if s.track && r[1]&flagDirty == 0 {
 		r[1] |= flagDirty
+		s.pending++
 		key := recKey(r)
 		s.dirtyLog = binary.AppendUvarint(s.dirtyLog, uint64(db))
 		s.dirtyLog = binary.AppendUvarint(s.dirtyLog, uint64(len(key)))
@@ -328,16 +331,20 @@ func (s *Shard) Len(db int) int { return s.dbs[db].count }
 // of their expiry times in seconds.
 func (s *Shard) Expires(db int) (int, int64) { return s.dbs[db].expires, s.dbs[db].expSum }
 
-// Flush deletes every key in database db.
+// Flush deletes every key in database db. Snapshots learn of it through a
+// per-database mark rather than a log entry per key.
 func (s *Shard) Flush(db int) {
 	t := &s.dbs[db]
 	if t.count == 0 {
 		return
 	}
+	s.markFlushed(db)
 	for i, sl := range t.slots {
 		if ref := slotRef(sl); ref != 0 {
 			r := s.record(ref)
-			s.changed(db, r)
+			if len(s.watched) > 0 {
+				s.touchWatched(db, recKey(r))
+			}
 			s.freeRecord(ref, r, false)
 			t.slots[i] = 0
 		}
@@ -365,6 +372,8 @@ func (s *Shard) Swap(a, b int) {
 		s.touchAllWatched(a, b)
 		s.touchAllWatched(b, a)
 	}
+	s.markFlushed(a)
+	s.markFlushed(b)
 	s.dbs[a], s.dbs[b] = s.dbs[b], s.dbs[a]
 }
 

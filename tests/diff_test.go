@@ -139,11 +139,25 @@ func render(v resp.Value, mode string) string {
 	return v.String()
 }
 
-// sortValue sorts the elements of an array reply, and those of a SCAN-style
-// [cursor, [keys]] reply's key list.
+// sortValue sorts the elements of an array reply, the pairs of a map, and
+// the key list of a SCAN-style [cursor, [keys]] reply.
 func sortValue(v resp.Value) resp.Value {
 	if len(v.Elems) == 2 && v.Elems[1].Type == '*' && v.Elems[0].Type == '$' {
 		v.Elems[1] = sortValue(v.Elems[1])
+		return v
+	}
+	if v.Type == '%' {
+		type pair struct{ k, v resp.Value }
+		var ps []pair
+		for i := 0; i+1 < len(v.Elems); i += 2 {
+			ps = append(ps, pair{v.Elems[i], v.Elems[i+1]})
+		}
+		sort.Slice(ps, func(i, j int) bool { return ps[i].k.String() < ps[j].k.String() })
+		elems := make([]resp.Value, 0, len(v.Elems))
+		for _, p := range ps {
+			elems = append(elems, p.k, p.v)
+		}
+		v.Elems = elems
 		return v
 	}
 	elems := append([]resp.Value(nil), v.Elems...)

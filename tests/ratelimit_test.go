@@ -291,3 +291,60 @@ func TestRateLimitWithGoRedis(t *testing.T) {
 		_ = redis.Nil
 	}
 }
+
+// TestSeed000LoginListKeepsNewest: seed 000's filter read LINDEX 4, then
+// RPUSHed and LTRIMmed 0 4 — keeping the five OLDEST logins, so the list
+// froze — and raced between app servers. RL.LOGIN keeps the newest logins
+// at the head, decides and records atomically, and many app servers
+// logging the same user in at once get exactly the limit through.
+func TestSeed000LoginListKeepsNewest(t *testing.T) {
+	base := int64(1_800_000_000_000)
+	s, c := frozenServer(t, base)
+	var times []string
+	for i := 0; i < 5; i++ {
+		if d := decision(t, c.do("RL.LOGIN", "uid:9", "5", "1h", "KEEP", "5")); d[0] != 1 {
+			t.Fatalf("login %d refused: %v", i, d)
+		}
+		times = append([]string{strconv.FormatInt(base+int64(i)*1000, 10)}, times...)
+		advance(t, c, 1000)
+	}
+	if d := decision(t, c.do("RL.LOGIN", "uid:9", "5", "1h", "KEEP", "5")); d[0] != 0 {
+		t.Fatalf("6th login within the hour allowed: %v", d)
+	}
+	// An hour after the first login it has left the window: a login is
+	// allowed, goes to the head, and the oldest is dropped — the list moves
+	// with time instead of freezing on the first five.
+	advance(t, c, 3600*1000-5000)
+	now := base + 3600*1000
+	if d := decision(t, c.do("RL.LOGIN", "uid:9", "5", "1h", "KEEP", "5")); d[0] != 1 {
+		t.Fatalf("login an hour after the first refused: %v", d)
+	}
+	want := append([]string{strconv.FormatInt(now, 10)}, times[:4]...)
+	got := c.do("LRANGE", "uid:9", "0", "-1")
+	if len(got.Elems) != 5 {
+		t.Fatalf("history %s", got)
+	}
+	for i, e := range got.Elems {
+		if string(e.Str) != want[i] {
+			t.Fatalf("history %s, want %v (newest first)", got, want)
+		}
+	}
+	// App servers racing on one user.
+	const servers = 100
+	var ok atomic.Int64
+	var wg sync.WaitGroup
+	for i := 0; i < servers; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cc := dialRaw(t, s.addr)
+			if decision(t, cc.do("RL.LOGIN", "uid:race", "5", "1h"))[0] == 1 {
+				ok.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	if ok.Load() != 5 {
+		t.Fatalf("%d of %d simultaneous logins allowed, want 5", ok.Load(), servers)
+	}
+}

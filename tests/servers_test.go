@@ -181,6 +181,29 @@ func (s *server) exited() bool {
 	}
 }
 
+// runBinary runs limitkv to completion (it is expected to refuse to start)
+// and returns its output.
+func runBinary(t testing.TB, args ...string) (string, error) {
+	t.Helper()
+	cmd := exec.Command(limitkvBin, args...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		return out.String(), err
+	case <-time.After(20 * time.Second):
+		cmd.Process.Kill()
+		<-done
+		t.Fatalf("limitkv did not stop:\n%s", out.String())
+		return "", nil
+	}
+}
+
 // redisServerPath finds redis-server. Locally its tests skip when it is
 // missing; under CI (CI=true) they fail, so that a CI run cannot pass
 // without them.

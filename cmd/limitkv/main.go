@@ -19,11 +19,13 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
 	"limitkv/commands"
 	"limitkv/engine"
+	"limitkv/persist"
 )
 
 func main() {
@@ -97,6 +99,19 @@ func run(args []string, stderr io.Writer) int {
 	eng := engine.New(engine.Config{Databases: databases})
 	srv := commands.New(eng, cfg, log)
 
+	var store *persist.Store
+	if cfg.Get("persistence") == "yes" {
+		var err error
+		store, err = openStore(eng, cfg, log)
+		if err != nil {
+			log.Error("cannot use the data directory", "dir", cfg.Get("dir"), "err", err)
+			return 1
+		}
+		wireStore(srv, store, cfg)
+	} else {
+		log.Warn("persistence is off: the keyspace lives in memory only")
+	}
+
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var bg sync.WaitGroup
@@ -105,6 +120,13 @@ func run(args []string, stderr io.Writer) int {
 		defer bg.Done()
 		srv.Run(ctx)
 	}()
+	if store != nil {
+		bg.Add(1)
+		go func() {
+			defer bg.Done()
+			store.Run(ctx, func() time.Duration { return time.Duration(cfg.Int("snapshot-interval")) })
+		}()
+	}
 
 	listeners, err := listen(cfg.Get("bind"), cfg.Get("port"), log)
 	if err != nil {
@@ -119,10 +141,20 @@ func run(args []string, stderr io.Writer) int {
 		}(ln)
 	}
 
-	stop := make(chan string, 1)
-	srv.Hooks.Shutdown = func(save *bool) error {
+	// SHUTDOWN saves first (unless NOSAVE) and refuses to stop when that
+	// fails (unless FORCE), as Redis does; the final snapshot after the
+	// connections have drained then catches what ran meanwhile.
+	stop := make(chan bool, 1) // true: take a final snapshot
+	srv.Hooks.Shutdown = func(save *bool, force bool) error {
+		wantSave := store != nil && (save == nil || *save)
+		if wantSave {
+			if err := store.Snapshot(); err != nil && !force {
+				log.Error("SHUTDOWN refused: the snapshot failed", "err", err)
+				return err
+			}
+		}
 		select {
-		case stop <- "SHUTDOWN command":
+		case stop <- wantSave:
 		default:
 		}
 		return nil
@@ -135,11 +167,12 @@ func run(args []string, stderr io.Writer) int {
 	}
 	log.Info("limitkv ready", "version", commands.Version, "addr", strings.Join(addrs, " "), "pid", os.Getpid())
 
-	var why string
+	why, save := "", store != nil
 	select {
-	case s := <-sigs:
-		why = s.String()
-	case why = <-stop:
+	case sig := <-sigs:
+		why = sig.String()
+	case save = <-stop:
+		why = "SHUTDOWN command"
 	}
 	log.Info("shutting down", "reason", why)
 	shutCtx, shutCancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -149,8 +182,95 @@ func run(args []string, stderr io.Writer) int {
 	}
 	cancel()
 	bg.Wait()
+	code := 0
+	if store != nil {
+		if save {
+			code = finalSnapshot(store, sigs, log)
+		}
+		if err := store.Close(); err != nil {
+			log.Warn("closing the snapshot database", "err", err)
+		}
+	}
 	log.Info("limitkv stopped")
-	return 0
+	return code
+}
+
+// finalSnapshot saves before exit. If the disk fails, the server does not
+// throw away the changes silently: it keeps trying until the disk recovers
+// or it gets a second signal, which stops it without saving.
+func finalSnapshot(store *persist.Store, sigs chan os.Signal, log *slog.Logger) int {
+	for {
+		err := store.Snapshot()
+		if err == nil {
+			return 0
+		}
+		log.Error("final snapshot failed; retrying every 5s. Send SIGTERM again to stop without saving", "err", err)
+		select {
+		case <-sigs:
+			log.Error("stopping without the final snapshot: changes since the last snapshot are lost")
+			return 1
+		case <-time.After(5 * time.Second):
+		}
+	}
+}
+
+// openStore opens the data directory and loads its snapshot.
+func openStore(eng *engine.Engine, cfg *commands.Config, log *slog.Logger) (*persist.Store, error) {
+	store, err := persist.Open(eng, persist.Options{
+		Dir: cfg.Get("dir"),
+		Log: log,
+		Limits: func() persist.Limits {
+			he, hv, ze, zv := cfg.ListpackLimits()
+			return persist.Limits{
+				Hash: engine.HashLimits{Entries: he, Value: hv},
+				ZSet: engine.ZSetLimits{Entries: ze, Value: zv},
+			}
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	n, err := store.Load(eng.Now())
+	if err != nil {
+		store.Close()
+		return nil, err
+	}
+	log.Info("snapshot loaded", "dir", cfg.Get("dir"), "keys", n, "took", time.Since(start).Round(time.Millisecond))
+	return store, nil
+}
+
+// wireStore connects SAVE, BGSAVE, LASTSAVE and INFO to the store.
+func wireStore(srv *commands.Server, store *persist.Store, cfg *commands.Config) {
+	srv.Hooks.Save = store.Snapshot
+	var scheduled atomic.Bool
+	srv.Hooks.BgSave = func(schedule bool) (string, error) {
+		if store.Busy() {
+			if !schedule {
+				return "", errors.New("ERR Background save already in progress")
+			}
+			if !scheduled.Swap(true) {
+				go func() {
+					store.Snapshot() // waits for the running one, then runs
+					scheduled.Store(false)
+				}()
+			}
+			return "Background saving scheduled", nil
+		}
+		go store.Snapshot()
+		return "Background saving started", nil
+	}
+	srv.Hooks.LastSave = func() int64 { return store.Stats().LastSuccess.Unix() }
+	srv.Hooks.Persistence = func() commands.PersistenceInfo {
+		st := store.Stats()
+		return commands.PersistenceInfo{
+			LastSave: st.LastSuccess.Unix(), LastOK: st.LastOK, InProgress: st.InProgress,
+			LastDuration: st.LastDuration.Seconds(), LastKeys: st.LastKeys, LastBytes: st.LastBytes,
+			Errors: st.Errors, LastError: st.LastError, Snapshots: st.Snapshots,
+			Loaded: st.Loaded, LoadSeconds: st.LoadDuration.Seconds(),
+			Interval: cfg.Get("snapshot-interval"), PendingChanges: srv.Eng.PendingChanges(),
+		}
+	}
 }
 
 // listen opens a listener for every address in bind ("127.0.0.1 ::1"). An

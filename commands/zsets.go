@@ -1,0 +1,589 @@
+package commands
+
+import (
+	"strconv"
+
+	"limitkv/engine"
+)
+
+// Sorted set commands: ZADD ZINCRBY ZREM ZCARD ZCOUNT ZSCORE ZMSCORE ZRANK
+// ZREVRANK ZRANGE ZRANGEBYSCORE ZREVRANGEBYSCORE ZREVRANGE ZRANGEBYLEX
+// ZREVRANGEBYLEX ZLEXCOUNT ZREMRANGEBYSCORE ZREMRANGEBYRANK ZREMRANGEBYLEX
+// ZPOPMIN ZPOPMAX ZSCAN.
+
+const (
+	msgZNaN         = "ERR resulting score is not a number (NaN)"
+	msgZScoreRange  = "ERR min or max is not a float"
+	msgZLexRange    = "ERR min or max not valid string range item"
+	msgZPositive    = "ERR value is out of range, must be positive"
+	msgZLimitByRank = "ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX"
+	msgZLexScores   = "ERR syntax error, WITHSCORES not supported in combination with BYLEX"
+)
+
+// zsetLimits returns the compact encoding's limits, as configured now.
+func (c *Ctx) zsetLimits() engine.ZSetLimits {
+	_, _, entries, value := c.Srv.Cfg.ListpackLimits()
+	return engine.ZSetLimits{Entries: entries, Value: value}
+}
+
+// zsetAt looks key up for reading (counting a keyspace hit or miss) or for
+// writing. It replies WRONGTYPE and returns ok false when the key holds
+// another type; a missing key gives a nil set.
+func (c *Ctx) zsetAt(key []byte, write bool) (*engine.Shard, engine.Entry, *engine.ZSet, bool) {
+	s := c.Shard(key)
+	var e engine.Entry
+	var found bool
+	if write {
+		e, found = s.Find(c.DB, key, c.Now)
+	} else {
+		e, found = s.Lookup(c.DB, key, c.Now)
+	}
+	if !found {
+		return s, e, nil, true
+	}
+	if e.Kind() != engine.KindZSet {
+		c.W.Error(msgWrongType)
+		return s, e, nil, false
+	}
+	return s, e, s.Object(e).(*engine.ZSet), true
+}
+
+// zsetChanged records a change to the set under e: the key goes when the
+// set is empty, as in Redis.
+func zsetChanged(s *engine.Shard, e engine.Entry, z *engine.ZSet) {
+	if z.Len() == 0 {
+		s.DeleteEntry(e)
+	} else {
+		s.Touch(e)
+	}
+}
+
+func cmdZAdd(c *Ctx)    { zadd(c, 0) }
+func cmdZIncrBy(c *Ctx) { zadd(c, engine.ZAddIncr) }
+
+// zadd implements ZADD and ZINCRBY, which Redis parses alike: options are
+// taken until the first word that is not one, so "ZINCRBY k nx m" is a
+// syntax error rather than a bad float. Every score is parsed before the
+// key is touched, so that a bad one changes nothing.
+func zadd(c *Ctx, f engine.ZAddFlags) {
+	ch := false
+	i := 2
+options:
+	for ; i < len(c.Args); i++ {
+		a := c.Args[i]
+		switch {
+		case is(a, "NX"):
+			f |= engine.ZAddNX
+		case is(a, "XX"):
+			f |= engine.ZAddXX
+		case is(a, "GT"):
+			f |= engine.ZAddGT
+		case is(a, "LT"):
+			f |= engine.ZAddLT
+		case is(a, "CH"):
+			ch = true
+		case is(a, "INCR"):
+			f |= engine.ZAddIncr
+		default:
+			break options
+		}
+	}
+	n := len(c.Args) - i
+	if n == 0 || n%2 != 0 {
+		c.W.Error(msgSyntax)
+		return
+	}
+	has := func(x engine.ZAddFlags) bool { return f&x != 0 }
+	switch {
+	case has(engine.ZAddNX) && has(engine.ZAddXX):
+		c.W.Error("ERR XX and NX options at the same time are not compatible")
+		return
+	case has(engine.ZAddNX) && (has(engine.ZAddGT) || has(engine.ZAddLT)), has(engine.ZAddGT) && has(engine.ZAddLT):
+		c.W.Error("ERR GT, LT, and/or NX options at the same time are not compatible")
+		return
+	case has(engine.ZAddIncr) && n > 2:
+		c.W.Error("ERR INCR option supports a single increment-element pair")
+		return
+	}
+	var stack [16]float64
+	scores := stack[:0]
+	for j := i; j < len(c.Args); j += 2 {
+		sc, ok := c.Float(j)
+		if !ok {
+			return
+		}
+		scores = append(scores, sc)
+	}
+	key := c.Args[1]
+	s, e, z, ok := c.zsetAt(key, true)
+	if !ok {
+		return
+	}
+	incr := has(engine.ZAddIncr)
+	created := z == nil
+	if created {
+		if has(engine.ZAddXX) {
+			if incr {
+				c.W.Null()
+			} else {
+				c.W.Int(0)
+			}
+			return
+		}
+		z = engine.NewZSet()
+	}
+	lim := c.zsetLimits()
+	var added, updated, processed int64
+	var score float64
+	nan := false
+	for k, sc := range scores {
+		res, newScore := z.Add(c.Args[i+2*k+1], sc, f, lim)
+		switch res {
+		case engine.ZAddNaN:
+			nan = true
+		case engine.ZAddAdded:
+			added++
+		case engine.ZAddUpdated:
+			updated++
+		}
+		if nan {
+			break
+		}
+		if res != engine.ZAddSkipped {
+			processed++
+		}
+		score = newScore
+	}
+	switch {
+	case created && z.Len() > 0:
+		s.SetObject(c.DB, key, engine.KindZSet, z, 0)
+	case !created && added+updated > 0:
+		s.Touch(e)
+	}
+	switch {
+	case nan:
+		c.W.Error(msgZNaN)
+	case incr && processed > 0:
+		c.W.Double(score)
+	case incr:
+		c.W.Null()
+	case ch:
+		c.W.Int(added + updated)
+	default:
+		c.W.Int(added)
+	}
+}
+
+func cmdZRem(c *Ctx) {
+	s, e, z, ok := c.zsetAt(c.Args[1], true)
+	if !ok {
+		return
+	}
+	var n int64
+	if z != nil {
+		for _, m := range c.Args[2:] {
+			if z.Remove(m) {
+				n++
+				if z.Len() == 0 {
+					break
+				}
+			}
+		}
+		if n > 0 {
+			zsetChanged(s, e, z)
+		}
+	}
+	c.W.Int(n)
+}
+
+func cmdZCard(c *Ctx) {
+	_, _, z, ok := c.zsetAt(c.Args[1], false)
+	switch {
+	case !ok:
+	case z == nil:
+		c.W.Int(0)
+	default:
+		c.W.Int(int64(z.Len()))
+	}
+}
+
+func cmdZCount(c *Ctx) {
+	r, ok := engine.ParseScoreRange(c.Args[2], c.Args[3])
+	if !ok {
+		c.W.Error(msgZScoreRange)
+		return
+	}
+	_, _, z, ok := c.zsetAt(c.Args[1], false)
+	switch {
+	case !ok:
+	case z == nil:
+		c.W.Int(0)
+	default:
+		lo, hi := z.ScoreSpan(r)
+		c.W.Int(int64(hi - lo))
+	}
+}
+
+func cmdZLexCount(c *Ctx) {
+	r, ok := engine.ParseLexRange(c.Args[2], c.Args[3])
+	if !ok {
+		c.W.Error(msgZLexRange)
+		return
+	}
+	_, _, z, ok := c.zsetAt(c.Args[1], false)
+	switch {
+	case !ok:
+	case z == nil:
+		c.W.Int(0)
+	default:
+		lo, hi := z.LexWindow(r, false, 0, -1)
+		c.W.Int(int64(hi - lo))
+	}
+}
+
+func cmdZScore(c *Ctx) {
+	_, _, z, ok := c.zsetAt(c.Args[1], false)
+	if !ok {
+		return
+	}
+	if z != nil {
+		if sc, found := z.Score(c.Args[2]); found {
+			c.W.Double(sc)
+			return
+		}
+	}
+	c.W.Null()
+}
+
+func cmdZMScore(c *Ctx) {
+	_, _, z, ok := c.zsetAt(c.Args[1], false)
+	if !ok {
+		return
+	}
+	c.W.Array(len(c.Args) - 2)
+	for _, m := range c.Args[2:] {
+		if z != nil {
+			if sc, found := z.Score(m); found {
+				c.W.Double(sc)
+				continue
+			}
+		}
+		c.W.Null()
+	}
+}
+
+func cmdZRank(c *Ctx)    { zrank(c, false) }
+func cmdZRevRank(c *Ctx) { zrank(c, true) }
+
+func zrank(c *Ctx, rev bool) {
+	_, _, z, ok := c.zsetAt(c.Args[1], false)
+	if !ok {
+		return
+	}
+	if z != nil {
+		if r, found := z.Rank(c.Args[2]); found {
+			if rev {
+				r = z.Len() - 1 - r
+			}
+			c.W.Int(int64(r))
+			return
+		}
+	}
+	c.W.Null()
+}
+
+// zrangeBy is what a range selects members by; zrangeAuto lets ZRANGE's
+// BYSCORE and BYLEX options decide.
+type zrangeBy uint8
+
+const (
+	zrangeAuto zrangeBy = iota
+	zrangeRank
+	zrangeScore
+	zrangeLex
+)
+
+// zrangeDir is a range's direction; zrangeDirAuto lets ZRANGE's REV decide.
+type zrangeDir uint8
+
+const (
+	zrangeDirAuto zrangeDir = iota
+	zrangeForward
+	zrangeReverse
+)
+
+func cmdZRange(c *Ctx)           { zrange(c, zrangeAuto, zrangeDirAuto) }
+func cmdZRevRange(c *Ctx)        { zrange(c, zrangeRank, zrangeReverse) }
+func cmdZRangeByScore(c *Ctx)    { zrange(c, zrangeScore, zrangeForward) }
+func cmdZRevRangeByScore(c *Ctx) { zrange(c, zrangeScore, zrangeReverse) }
+func cmdZRangeByLex(c *Ctx)      { zrange(c, zrangeLex, zrangeForward) }
+func cmdZRevRangeByLex(c *Ctx)   { zrange(c, zrangeLex, zrangeReverse) }
+
+// zrange implements ZRANGE and its older forms, which Redis runs through
+// one parser: a form that fixes the kind of range or the direction simply
+// does not accept the option that would set it.
+func zrange(c *Ctx, by zrangeBy, dir zrangeDir) {
+	withScores := false
+	offset, limit := int64(0), int64(-1)
+	for j := 4; j < len(c.Args); j++ {
+		a := c.Args[j]
+		switch {
+		case is(a, "WITHSCORES"):
+			withScores = true
+		case is(a, "LIMIT") && j+2 < len(c.Args):
+			var ok bool
+			if offset, ok = c.Int(j + 1); !ok {
+				return
+			}
+			if limit, ok = c.Int(j + 2); !ok {
+				return
+			}
+			j += 2
+		case dir == zrangeDirAuto && is(a, "REV"):
+			dir = zrangeReverse
+		case by == zrangeAuto && is(a, "BYSCORE"):
+			by = zrangeScore
+		case by == zrangeAuto && is(a, "BYLEX"):
+			by = zrangeLex
+		default:
+			c.W.Error(msgSyntax)
+			return
+		}
+	}
+	if by == zrangeAuto {
+		by = zrangeRank
+	}
+	rev := dir == zrangeReverse
+	switch {
+	case limit != -1 && by == zrangeRank:
+		c.W.Error(msgZLimitByRank)
+		return
+	case withScores && by == zrangeLex:
+		c.W.Error(msgZLexScores)
+		return
+	}
+	minArg, maxArg := c.Args[2], c.Args[3]
+	if rev && by != zrangeRank {
+		minArg, maxArg = maxArg, minArg // given as max, min
+	}
+	var start, stop int64
+	var sr engine.ScoreRange
+	var lr engine.LexRange
+	var ok bool
+	switch by {
+	case zrangeRank:
+		if start, ok = c.Int(2); !ok {
+			return
+		}
+		if stop, ok = c.Int(3); !ok {
+			return
+		}
+	case zrangeScore:
+		if sr, ok = engine.ParseScoreRange(minArg, maxArg); !ok {
+			c.W.Error(msgZScoreRange)
+			return
+		}
+	case zrangeLex:
+		if lr, ok = engine.ParseLexRange(minArg, maxArg); !ok {
+			c.W.Error(msgZLexRange)
+			return
+		}
+	}
+	_, _, z, ok := c.zsetAt(c.Args[1], false)
+	if !ok {
+		return
+	}
+	if z == nil {
+		c.W.Array(0)
+		return
+	}
+	var lo, hi int
+	switch by {
+	case zrangeRank:
+		lo, hi = z.RankWindow(start, stop)
+		if rev {
+			// ZREVRANGE's indexes count from the highest score.
+			n := z.Len()
+			lo, hi = n-hi, n-lo
+		}
+	case zrangeScore:
+		lo, hi = z.ScoreWindow(sr, rev, offset, limit)
+	case zrangeLex:
+		lo, hi = z.LexWindow(lr, rev, offset, limit)
+	}
+	zreply(c, z, lo, hi, rev, withScores)
+}
+
+// zreply writes the members of ranks [lo, hi), with their scores if asked:
+// in RESP2 a flat array, in RESP3 an array of [member, score] pairs.
+func zreply(c *Ctx, z *engine.ZSet, lo, hi int, rev, withScores bool) {
+	n := max(hi-lo, 0)
+	pairs := withScores && c.W.Proto() == 3
+	if withScores && !pairs {
+		c.W.Array(2 * n)
+	} else {
+		c.W.Array(n)
+	}
+	z.Range(lo, hi, rev, c.buf[:0], func(m []byte, sc float64) bool {
+		if pairs {
+			c.W.Array(2)
+		}
+		c.W.Bulk(m)
+		if withScores {
+			c.W.Double(sc)
+		}
+		return true
+	})
+}
+
+func cmdZRemRangeByRank(c *Ctx)  { zremrange(c, zrangeRank) }
+func cmdZRemRangeByScore(c *Ctx) { zremrange(c, zrangeScore) }
+func cmdZRemRangeByLex(c *Ctx)   { zremrange(c, zrangeLex) }
+
+func zremrange(c *Ctx, by zrangeBy) {
+	var start, stop int64
+	var sr engine.ScoreRange
+	var lr engine.LexRange
+	var ok bool
+	switch by {
+	case zrangeRank:
+		if start, ok = c.Int(2); !ok {
+			return
+		}
+		if stop, ok = c.Int(3); !ok {
+			return
+		}
+	case zrangeScore:
+		if sr, ok = engine.ParseScoreRange(c.Args[2], c.Args[3]); !ok {
+			c.W.Error(msgZScoreRange)
+			return
+		}
+	case zrangeLex:
+		if lr, ok = engine.ParseLexRange(c.Args[2], c.Args[3]); !ok {
+			c.W.Error(msgZLexRange)
+			return
+		}
+	}
+	s, e, z, ok := c.zsetAt(c.Args[1], true)
+	if !ok {
+		return
+	}
+	if z == nil {
+		c.W.Int(0)
+		return
+	}
+	var lo, hi int
+	switch by {
+	case zrangeRank:
+		lo, hi = z.RankWindow(start, stop)
+	case zrangeScore:
+		lo, hi = z.ScoreSpan(sr)
+	case zrangeLex:
+		lo, hi = z.LexWindow(lr, false, 0, -1)
+	}
+	n := z.RemoveRange(lo, hi)
+	if n > 0 {
+		zsetChanged(s, e, z)
+	}
+	c.W.Int(int64(n))
+}
+
+func cmdZPopMin(c *Ctx) { zpop(c, false) }
+func cmdZPopMax(c *Ctx) { zpop(c, true) }
+
+// zpop replies with the popped members and scores: flat, except that
+// RESP3 with a count nests [member, score] pairs, as Redis 7.0 does.
+func zpop(c *Ctx, highest bool) {
+	if len(c.Args) > 3 {
+		c.W.Error(msgSyntax)
+		return
+	}
+	count := int64(-1) // no count: pop one
+	if len(c.Args) == 3 {
+		n, ok := engine.ParseInt(c.Args[2])
+		if !ok || n < 0 {
+			c.W.Error(msgZPositive)
+			return
+		}
+		count = n
+	}
+	s, e, z, ok := c.zsetAt(c.Args[1], true)
+	if !ok {
+		return
+	}
+	if z == nil || count == 0 {
+		c.W.Array(0)
+		return
+	}
+	nested := c.W.Proto() == 3 && count > 0
+	k := z.Len()
+	if count > 0 && count < int64(k) {
+		k = int(count)
+	} else if count < 0 {
+		k = 1
+	}
+	lo, hi := 0, k
+	if highest {
+		lo, hi = z.Len()-k, z.Len()
+	}
+	if nested {
+		c.W.Array(k)
+	} else {
+		c.W.Array(2 * k)
+	}
+	z.Range(lo, hi, highest, c.buf[:0], func(m []byte, sc float64) bool {
+		if nested {
+			c.W.Array(2)
+		}
+		c.W.Bulk(m)
+		c.W.Double(sc)
+		return true
+	})
+	z.RemoveRange(lo, hi)
+	zsetChanged(s, e, z)
+}
+
+// cmdZScan checks the cursor, then the key, and only then the options, in
+// Redis's order: a missing key answers an empty scan whatever follows.
+func cmdZScan(c *Ctx) {
+	cursor, ok := parseCursor(c.Args[2])
+	if !ok {
+		c.W.Error("ERR invalid cursor")
+		return
+	}
+	_, _, z, ok := c.zsetAt(c.Args[1], false)
+	if !ok {
+		return
+	}
+	if z == nil {
+		c.W.Array(2)
+		c.W.BulkString("0")
+		c.W.Array(0)
+		return
+	}
+	_, o, ok := c.parseScan(2, false)
+	if !ok {
+		return
+	}
+	// Members and scores go into one buffer: the reply's length is known
+	// only once the batch is complete.
+	var flat []byte
+	var ends []int
+	next := z.Scan(cursor, o.count, c.buf[:0], func(m []byte, sc float64) {
+		if !o.matchAll && !engine.Match(o.match, m, false) {
+			return
+		}
+		flat = append(flat, m...)
+		ends = append(ends, len(flat))
+		flat = z.AppendScanScore(flat, sc)
+		ends = append(ends, len(flat))
+	})
+	c.W.Array(2)
+	c.W.BulkString(strconv.FormatUint(next, 10))
+	c.W.Array(len(ends))
+	from := 0
+	for _, end := range ends {
+		c.W.Bulk(flat[from:end])
+		from = end
+	}
+}

@@ -1,0 +1,159 @@
+package engine
+
+import "encoding/binary"
+
+// Change tracking for incremental snapshots. While tracking is on, every
+// key written, deleted or expired is logged once per snapshot interval: the
+// record's dirty bit says it is already in the log. A snapshot takes each
+// shard's log, captures the current value of every key in it (or its
+// absence), and clears the dirty bits. FLUSHDB and SWAPDB mark whole
+// databases instead, which the snapshot rewrites from scratch.
+
+// TrackChanges turns change tracking on or off for every shard.
+func (e *Engine) TrackChanges(on bool) {
+	for i := range e.shards {
+		s := &e.shards[i]
+		s.mu.Lock()
+		s.track = on
+		if !on {
+			s.dirtyLog = nil
+			s.flushed = nil
+		}
+		s.mu.Unlock()
+	}
+}
+
+func (s *Shard) markFlushed(db int) {
+	if !s.track {
+		return
+	}
+	if s.flushed == nil {
+		s.flushed = make([]bool, len(s.dbs))
+	}
+	s.flushed[db] = true
+}
+
+// TakeFlushed returns the databases emptied or swapped since the last call
+// and clears the marks. It locks every shard, so that it sees a FLUSHDB
+// (which locks them all too) either on every shard or on none.
+func (e *Engine) TakeFlushed() []int {
+	e.Lock(AllShards)
+	defer e.Unlock(AllShards)
+	var out []int
+	seen := make([]bool, e.numDB)
+	for i := range e.shards {
+		s := &e.shards[i]
+		for db, f := range s.flushed {
+			if f && !seen[db] {
+				seen[db] = true
+				out = append(out, db)
+			}
+			s.flushed[db] = false
+		}
+	}
+	return out
+}
+
+// TakeChanges hands over the shard's change log, replacing it with spare
+// (emptied), which lets the caller recycle buffers. The caller holds the
+// shard's lock. The log is a sequence of [db uvarint][key length uvarint]
+// [key]; ReadChange decodes it.
+func (s *Shard) TakeChanges(spare []byte) []byte {
+	log := s.dirtyLog
+	s.dirtyLog = spare[:0]
+	s.pending = 0
+	return log
+}
+
+// PendingChanges counts the keys changed since the last snapshot took them.
+func (e *Engine) PendingChanges() int {
+	n := 0
+	for i := range e.shards {
+		s := &e.shards[i]
+		s.mu.Lock()
+		n += s.pending
+		s.mu.Unlock()
+	}
+	return n
+}
+
+// ReadChange decodes the first entry of a change log and returns the rest.
+func ReadChange(log []byte) (db int, key, rest []byte, ok bool) {
+	d, n := binary.Uvarint(log)
+	if n <= 0 {
+		return 0, nil, nil, false
+	}
+	log = log[n:]
+	l, n := binary.Uvarint(log)
+	if n <= 0 || uint64(len(log)-n) < l {
+		return 0, nil, nil, false
+	}
+	log = log[n:]
+	return int(d), log[:l], log[l:], true
+}
+
+// Capture reads a changed key for a snapshot. It returns the live entry and
+// true, clearing its dirty bit, or false when the key is gone (deleted,
+// expired, or expired but not yet removed: then it is removed now). A key
+// found clean was captured earlier in the same snapshot: skip says so.
+func (s *Shard) Capture(db int, key []byte, now int64) (e Entry, live, skip bool) {
+	e, live = s.Find(db, key, now)
+	if !live {
+		return e, false, false
+	}
+	if e.rec[1]&flagDirty == 0 {
+		return e, true, true
+	}
+	e.rec[1] &^= flagDirty
+	return e, true, false
+}
+
+// MarkChanged logs key as changed again, for a snapshot that failed to
+// reach the disk and must be retried.
+func (s *Shard) MarkChanged(db int, key []byte) {
+	if !s.track {
+		return
+	}
+	if e, ok := s.Find(db, key, 0); ok {
+		e.rec[1] &^= flagDirty
+		s.changed(db, e.rec)
+		return
+	}
+	s.dirtyLog = binary.AppendUvarint(s.dirtyLog, uint64(db))
+	s.dirtyLog = binary.AppendUvarint(s.dirtyLog, uint64(len(key)))
+	s.dirtyLog = append(s.dirtyLog, key...)
+	s.pending++
+}
+
+// Keys calls fn for up to max live keys of db from slot position from, and
+// returns where to continue (-1 when done). Snapshots use it to rewrite a
+// flushed database a chunk at a time, with the shard locked per chunk.
+func (s *Shard) Keys(db, from, max int, now int64, fn func(e Entry)) int {
+	t := &s.dbs[db]
+	n := 0
+	for i := from; i < len(t.slots); i++ {
+		if n == max {
+			return i
+		}
+		ref := slotRef(t.slots[i])
+		if ref == 0 {
+			continue
+		}
+		r := s.record(ref)
+		if expired(r, now) {
+			continue
+		}
+		n++
+		fn(Entry{rec: r, db: db, slot: uint32(i)})
+	}
+	return -1
+}
+
+// Value export for snapshots.
+
+// LimitBytes returns a rate-limit entry's state bytes.
+func (s *Shard) LimitBytes(e Entry) []byte { return limitBytes(s, e) }
+
+// MarkFlushed marks database db for a whole rewrite by the next snapshot,
+// for a snapshot that failed after taking the marks.
+func (s *Shard) MarkFlushed(db int) { s.markFlushed(db) }

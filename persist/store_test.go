@@ -1,0 +1,379 @@
+package persist
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"sort"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
+
+	"limitkv/engine"
+)
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+const t0 = int64(1_800_000_000_000)
+
+func newEngine(clock *engine.ManualClock) *engine.Engine {
+	return engine.New(engine.Config{Databases: 4, Clock: clock})
+}
+
+func open(t testing.TB, eng *engine.Engine, fs vfs.FS) *Store {
+	t.Helper()
+	st, err := Open(eng, Options{Dir: "/data", FS: fs, Log: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+// dump renders every key of every database with its encoding, for
+// comparing two engines.
+func dump(t testing.TB, eng *engine.Engine) []string {
+	t.Helper()
+	var out []string
+	now := eng.Now()
+	for db := 0; db < eng.Databases(); db++ {
+		for i := 0; i < engine.Shards; i++ {
+			sh := eng.Shard(i)
+			sh.Lock()
+			sh.Keys(db, 0, math.MaxInt, now, func(e engine.Entry) {
+				v, err := encodeValue(nil, sh, e)
+				if err != nil {
+					t.Fatal(err)
+				}
+				out = append(out, fmt.Sprintf("%d %q %x", db, e.Key(), v))
+			})
+			sh.Unlock()
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func with(eng *engine.Engine, key string, fn func(s *engine.Shard, k []byte)) {
+	k := []byte(key)
+	s := eng.ShardFor(k)
+	s.Lock()
+	fn(s, k)
+	s.Unlock()
+}
+
+// fill writes one key of every type, in several databases, with and
+// without TTLs, binary and empty names, and rate-limit states.
+func fill(eng *engine.Engine) {
+	now := eng.Now()
+	with(eng, "str", func(s *engine.Shard, k []byte) { s.SetString(0, k, []byte("hello"), 0) })
+	with(eng, "int", func(s *engine.Shard, k []byte) { s.SetInt(0, k, -42, now+60_000) })
+	with(eng, "", func(s *engine.Shard, k []byte) { s.SetString(1, k, []byte{}, 0) })
+	with(eng, "bin\x00\xff", func(s *engine.Shard, k []byte) { s.SetString(2, k, []byte("\r\n\x00"), 0) })
+	with(eng, "big", func(s *engine.Shard, k []byte) { s.SetString(0, k, bytes.Repeat([]byte("x"), 5000), 0) })
+	with(eng, "list", func(s *engine.Shard, k []byte) {
+		l := engine.NewList()
+		for i := 0; i < 300; i++ {
+			l.PushTail([]byte(strconv.Itoa(i)))
+		}
+		s.SetObject(0, k, engine.KindList, l, now+3_600_000)
+	})
+	with(eng, "hash", func(s *engine.Shard, k []byte) {
+		h := engine.NewHash()
+		lim := engine.HashLimits{Entries: 512, Value: 64}
+		for i := 0; i < 20; i++ {
+			h.Set([]byte("f"+strconv.Itoa(i)), []byte("v"+strconv.Itoa(i)), lim)
+		}
+		s.SetObject(3, k, engine.KindHash, h, 0)
+	})
+	with(eng, "zset", func(s *engine.Shard, k []byte) {
+		z := engine.NewZSet()
+		lim := engine.ZSetLimits{Entries: 128, Value: 64}
+		for i := 0; i < 200; i++ {
+			z.Add([]byte(strconv.Itoa(i)), float64(i)/3, 0, lim)
+		}
+		z.Add([]byte("inf"), math.Inf(1), 0, lim)
+		z.Add([]byte("negzero"), math.Copysign(0, -1), 0, lim)
+		s.SetObject(0, k, engine.KindZSet, z, 0)
+	})
+	with(eng, "fixed", func(s *engine.Shard, k []byte) {
+		var sc engine.FixedScratch
+		_, st, exp, _ := engine.DecideFixed(nil, []engine.Rule{{Limit: 5, Window: 60_000}}, now, engine.FixedOptions{Cost: 5}, &sc, nil)
+		s.SetLimitState(0, k, now, st, exp)
+	})
+	with(eng, "slide", func(s *engine.Shard, k []byte) {
+		var sc engine.SlideScratch
+		var st []byte
+		for i := int64(0); i < 10; i++ {
+			var exp int64
+			_, st, exp, _ = engine.DecideSlide(st, []engine.Rule{{Limit: 100, Window: 60_000}}, now+i*7, engine.SlideOptions{Cost: 1}, &sc, nil)
+			s.SetLimitState(0, k, now, st, exp)
+		}
+	})
+	with(eng, "gcra", func(s *engine.Shard, k []byte) {
+		_, st, exp, _, _ := engine.DecideGCRA(nil, engine.GCRA{MaxBurst: 5, Count: 1, Period: 1, Quantity: 3}, now, nil)
+		s.SetLimitState(0, k, now, st, exp)
+	})
+}
+
+// sameDump fails the test at the first difference between two dumps.
+func sameDump(t testing.TB, got, want []string) {
+	t.Helper()
+	for i := 0; i < len(got) || i < len(want); i++ {
+		var g, w string
+		if i < len(got) {
+			g = got[i]
+		}
+		if i < len(want) {
+			w = want[i]
+		}
+		if g != w {
+			t.Fatalf("key %d differs (%d keys, want %d):\n got %.300s\nwant %.300s", i, len(got), len(want), g, w)
+		}
+	}
+}
+
+func restart(t testing.TB, fs vfs.FS, clock *engine.ManualClock) (*engine.Engine, *Store) {
+	t.Helper()
+	eng := newEngine(clock)
+	st := open(t, eng, fs)
+	if _, err := st.Load(clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	return eng, st
+}
+
+func TestRoundTripEveryType(t *testing.T) {
+	fs := vfs.NewMem()
+	clock := engine.NewManualClock(t0)
+	eng := newEngine(clock)
+	st := open(t, eng, fs)
+	if _, err := st.Load(t0); err != nil {
+		t.Fatal(err)
+	}
+	fill(eng)
+	if err := st.Snapshot(); err != nil {
+		t.Fatal(err)
+	}
+	want := dump(t, eng)
+	st.Close()
+	eng2, _ := restart(t, fs, clock)
+	sameDump(t, dump(t, eng2), want)
+	// An exhausted rate limit is still exhausted after the restart.
+	with(eng2, "fixed", func(s *engine.Shard, k []byte) {
+		old, _, err := s.LimitState(0, k, t0, engine.LimitFixed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var sc engine.FixedScratch
+		d, _, _, _ := engine.DecideFixed(old, []engine.Rule{{Limit: 5, Window: 60_000}}, t0+1, engine.FixedOptions{Cost: 1}, &sc, nil)
+		if d.Allowed {
+			t.Fatal("an exhausted limit was allowed again after a restart")
+		}
+	})
+}
+
+// TestIncrementalChanges: writes, deletes, expiries, FLUSHDB and SWAPDB
+// between snapshots all reach the disk.
+func TestIncrementalChanges(t *testing.T) {
+	fs := vfs.NewMem()
+	clock := engine.NewManualClock(t0)
+	eng, st := restart(t, fs, clock)
+	fill(eng)
+	for i := 0; i < 1000; i++ {
+		with(eng, "k"+strconv.Itoa(i), func(s *engine.Shard, k []byte) { s.SetInt(i%4, k, int64(i), 0) })
+	}
+	if err := st.Snapshot(); err != nil {
+		t.Fatal(err)
+	}
+	with(eng, "str", func(s *engine.Shard, k []byte) { s.SetString(0, k, []byte("changed"), 0) })
+	with(eng, "k5", func(s *engine.Shard, k []byte) { s.Delete(1, k, clock.Now()) })
+	with(eng, "short", func(s *engine.Shard, k []byte) { s.SetString(0, k, []byte("v"), t0+10) })
+	eng.FlushDB(3, false)
+	with(eng, "afterflush", func(s *engine.Shard, k []byte) { s.SetString(3, k, []byte("v"), 0) })
+	eng.SwapDB(1, 2, false)
+	if err := st.Snapshot(); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(100) // "short" expires, and the sweeper removes it
+	eng.ActiveExpire(clock.Now(), 1e9)
+	if err := st.Snapshot(); err != nil {
+		t.Fatal(err)
+	}
+	want := dump(t, eng)
+	st.Close()
+	eng2, _ := restart(t, fs, clock)
+	sameDump(t, dump(t, eng2), want)
+}
+
+// TestExpiredWhileDown: keys whose time passed while the server was down
+// are not loaded, and are gone from disk afterwards.
+func TestExpiredWhileDown(t *testing.T) {
+	fs := vfs.NewMem()
+	clock := engine.NewManualClock(t0)
+	eng, st := restart(t, fs, clock)
+	with(eng, "soon", func(s *engine.Shard, k []byte) { s.SetString(0, k, []byte("v"), t0+1000) })
+	with(eng, "later", func(s *engine.Shard, k []byte) { s.SetString(0, k, []byte("v"), t0+100_000) })
+	if err := st.Snapshot(); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	clock.Advance(5000)
+	eng2, st2 := restart(t, fs, clock)
+	if eng2.DBSize(0, false) != 1 {
+		t.Fatalf("loaded %d keys, want only the one still alive", eng2.DBSize(0, false))
+	}
+	if n := st2.Stats().Loaded; n != 1 {
+		t.Fatalf("Loaded = %d", n)
+	}
+	st2.Close()
+	clock.Set(t0) // even with the clock back, the expired key is gone from disk
+	eng3, _ := restart(t, fs, clock)
+	if eng3.DBSize(0, false) != 1 {
+		t.Fatal("the expired key was not deleted from disk")
+	}
+}
+
+// TestWriteFailuresAreRetried injects write and sync failures: the
+// snapshot fails with an error, nothing is lost, and once the disk works
+// again the next snapshot writes everything.
+func TestWriteFailuresAreRetried(t *testing.T) {
+	for _, kind := range []string{"write", "sync"} {
+		t.Run(kind, func(t *testing.T) {
+			mem := vfs.NewMem()
+			var failing atomic.Bool
+			inj := errorfs.InjectorFunc(func(op errorfs.Op) error {
+				if !failing.Load() {
+					return nil
+				}
+				switch {
+				case kind == "write" && (op.Kind == errorfs.OpFileWrite || op.Kind == errorfs.OpFileWriteAt || op.Kind == errorfs.OpCreate):
+					return errors.New("injected write error (ENOSPC)")
+				case kind == "sync" && (op.Kind == errorfs.OpFileSync || op.Kind == errorfs.OpFileSyncData || op.Kind == errorfs.OpFileSyncTo):
+					return errors.New("injected sync error (EIO)")
+				}
+				return nil
+			})
+			fs := errorfs.Wrap(mem, inj)
+			clock := engine.NewManualClock(t0)
+			eng := newEngine(clock)
+			st, err := Open(eng, Options{Dir: "/data", FS: fs, Log: quiet, OpTimeout: 500 * time.Millisecond})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close()
+			st.Load(t0)
+			fill(eng)
+			if err := st.Snapshot(); err != nil {
+				t.Fatal(err)
+			}
+			with(eng, "during", func(s *engine.Shard, k []byte) { s.SetString(0, k, []byte("outage"), 0) })
+			with(eng, "str", func(s *engine.Shard, k []byte) { s.Delete(0, k, t0) })
+			failing.Store(true)
+			for i := 0; i < 3; i++ {
+				if err := st.Snapshot(); err == nil {
+					t.Fatal("a snapshot succeeded while the disk fails")
+				}
+			}
+			if s := st.Stats(); s.LastOK || s.Errors < 3 || s.LastError == "" {
+				t.Fatalf("stats after failures: %+v", s)
+			}
+			failing.Store(false)
+			// The interval loop retries; a few attempts may wait on Pebble
+			// recovering from the failure in the background.
+			var err2 error
+			for i := 0; i < 20; i++ {
+				if err2 = st.Snapshot(); err2 == nil {
+					break
+				}
+			}
+			if err2 != nil {
+				t.Fatalf("snapshot after the disk recovered: %v", err2)
+			}
+			want := dump(t, eng)
+			st.Close()
+			eng2, _ := restart(t, mem, clock)
+			sameDump(t, dump(t, eng2), want)
+		})
+	}
+}
+
+// TestRefusesForeignNewerAndDamaged: a directory that is not limitkv's, of
+// a newer format, or damaged is refused with a message, never emptied.
+func TestRefusesForeignNewerAndDamaged(t *testing.T) {
+	t.Run("foreign files", func(t *testing.T) {
+		fs := vfs.NewMem()
+		fs.MkdirAll("/data", 0o755)
+		f, _ := fs.Create("/data/notes.txt", vfs.WriteCategoryUnspecified)
+		f.Write([]byte("mine"))
+		f.Close()
+		_, err := Open(newEngine(engine.NewManualClock(t0)), Options{Dir: "/data", FS: fs, Log: quiet})
+		if !errors.Is(err, ErrForeign) {
+			t.Fatalf("err = %v", err)
+		}
+		if names, _ := fs.List("/data"); len(names) != 1 {
+			t.Fatalf("directory touched: %v", names)
+		}
+	})
+	t.Run("foreign pebble", func(t *testing.T) {
+		fs := vfs.NewMem()
+		db, err := pebble.Open("/data", &pebble.Options{FS: fs, Logger: pebbleLogger{quiet, &Store{}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		db.Set([]byte("someone"), []byte("else"), pebble.Sync)
+		db.Close()
+		_, err = Open(newEngine(engine.NewManualClock(t0)), Options{Dir: "/data", FS: fs, Log: quiet})
+		if !errors.Is(err, ErrForeign) {
+			t.Fatalf("err = %v", err)
+		}
+	})
+	t.Run("newer format", func(t *testing.T) {
+		fs := vfs.NewMem()
+		db, _ := pebble.Open("/data", &pebble.Options{FS: fs, Logger: pebbleLogger{quiet, &Store{}}})
+		db.Set(metaKey, append(append([]byte(magic), 0), 99), pebble.Sync)
+		db.Close()
+		_, err := Open(newEngine(engine.NewManualClock(t0)), Options{Dir: "/data", FS: fs, Log: quiet})
+		if !errors.Is(err, ErrNewerFormat) {
+			t.Fatalf("err = %v", err)
+		}
+	})
+	t.Run("damaged value", func(t *testing.T) {
+		fs := vfs.NewMem()
+		db, _ := pebble.Open("/data", &pebble.Options{FS: fs, Logger: pebbleLogger{quiet, &Store{}}})
+		db.Set(metaKey, metaValue(), pebble.Sync)
+		db.Set(dataKey(nil, 0, []byte("k")), []byte{typeList, 0, 200}, pebble.Sync)
+		db.Close()
+		eng := newEngine(engine.NewManualClock(t0))
+		st, err := Open(eng, Options{Dir: "/data", FS: fs, Log: quiet})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		if _, err := st.Load(t0); !errors.Is(err, ErrDamaged) {
+			t.Fatalf("err = %v", err)
+		}
+	})
+	t.Run("too few databases", func(t *testing.T) {
+		fs := vfs.NewMem()
+		clock := engine.NewManualClock(t0)
+		eng := engine.New(engine.Config{Databases: 16, Clock: clock})
+		st := open(t, eng, fs)
+		st.Load(t0)
+		with(eng, "k", func(s *engine.Shard, k []byte) { s.SetString(9, k, []byte("v"), 0) })
+		st.Snapshot()
+		st.Close()
+		st2 := open(t, newEngine(clock), fs)
+		if _, err := st2.Load(t0); err == nil {
+			t.Fatal("keys of database 9 were dropped silently")
+		}
+	})
+}

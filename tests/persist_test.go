@@ -1,0 +1,200 @@
+package tests
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"limitkv/resp"
+)
+
+// Persistence, black box: restarts, crashes at random moments, refusals.
+
+// TestRestartKeepsEverything: a clean shutdown loses nothing, every type
+// and TTL included, in several databases.
+func TestRestartKeepsEverything(t *testing.T) {
+	dir := t.TempDir()
+	s := startLimitkvIn(t, dir, "--snapshot-interval", "1h")
+	c := dialRaw(t, s.addr)
+	script := [][]string{
+		{"SET", "str", "hello", "EX", "1000"},
+		{"SET", "n", "41"}, {"INCR", "n"},
+		{"RPUSH", "list", "a", "b", "c"},
+		{"HSET", "hash", "f", "v", "g", "w"},
+		{"ZADD", "zset", "1.5", "a", "-inf", "b"},
+		{"SETBIT", "bits", "3649", "1"},
+		{"SELECT", "7"}, {"SET", "in7", "v"},
+		{"SELECT", "0"},
+		{"RL.FIXED", "fixed", "2", "1h"}, {"RL.FIXED", "fixed", "2", "1h"},
+		{"RL.SLIDE", "slide", "3", "1h"},
+		{"RL.LOGIN", "login", "5", "1h"},
+		{"CL.THROTTLE", "gcra", "5", "1", "60", "3"},
+		{"SET", "gone", "v"}, {"DEL", "gone"},
+	}
+	for _, cmd := range script {
+		if v := c.do(cmd...); v.Type == '-' {
+			t.Fatalf("%v: %s", cmd, v)
+		}
+	}
+	probe := [][]string{
+		{"GET", "str"}, {"TTL", "str"}, {"GET", "n"}, {"LRANGE", "list", "0", "-1"},
+		{"HGETALL", "hash"}, {"ZRANGE", "zset", "0", "-1", "WITHSCORES"}, {"BITCOUNT", "bits"},
+		{"STRLEN", "bits"}, {"EXISTS", "gone"}, {"TYPE", "fixed"}, {"OBJECT", "ENCODING", "slide"},
+		{"LLEN", "login"}, {"DBSIZE"},
+	}
+	var before []string
+	for _, p := range probe {
+		before = append(before, c.do(p...).String())
+	}
+	c.do("SELECT", "7")
+	in7 := c.do("GET", "in7").String()
+	s.stop()
+	if !strings.Contains(s.log.String(), "limitkv stopped") {
+		t.Fatalf("unclean stop:\n%s", s.log.String())
+	}
+
+	s2 := startLimitkvIn(t, dir)
+	if !strings.Contains(s2.log.String(), "snapshot loaded") {
+		t.Fatalf("log:\n%s", s2.log.String())
+	}
+	c2 := dialRaw(t, s2.addr)
+	for i, p := range probe {
+		if got := c2.do(p...).String(); got != before[i] {
+			t.Errorf("%v after restart: %s, before: %s", p, got, before[i])
+		}
+	}
+	c2.do("SELECT", "7")
+	if got := c2.do("GET", "in7").String(); got != in7 {
+		t.Errorf("db 7: %s", got)
+	}
+	c2.do("SELECT", "0")
+	// The exhausted limit is still exhausted.
+	if d := decision(t, c2.do("RL.FIXED", "fixed", "2", "1h")); d[0] != 0 {
+		t.Fatalf("exhausted limit allowed after restart: %v", d)
+	}
+}
+
+// TestSaveAndInfo: SAVE, BGSAVE, LASTSAVE and INFO persistence.
+func TestSaveAndInfo(t *testing.T) {
+	s := startLimitkv(t, "--snapshot-interval", "1h")
+	c := dialRaw(t, s.addr)
+	c.do("SET", "k", "v")
+	info := c.do("INFO", "persistence").String()
+	if !strings.Contains(info, "rdb_changes_since_last_save:1") {
+		t.Fatalf("INFO before SAVE: %s", info)
+	}
+	if v := c.do("SAVE"); v.String() != "+OK" {
+		t.Fatal(v)
+	}
+	info = c.do("INFO", "persistence").String()
+	for _, want := range []string{"rdb_changes_since_last_save:0", "rdb_last_bgsave_status:ok", "snapshot_last_keys:1", "snapshot_errors:0"} {
+		if !strings.Contains(info, want) {
+			t.Fatalf("INFO after SAVE lacks %s: %s", want, info)
+		}
+	}
+	if v := c.do("LASTSAVE"); v.Int < time.Now().Unix()-5 {
+		t.Fatalf("LASTSAVE %s", v)
+	}
+	if v := c.do("BGSAVE"); v.String() != "+Background saving started" {
+		t.Fatal(v)
+	}
+	if v := c.do("BGSAVE", "NOW"); v.String() != "-ERR syntax error" {
+		t.Fatal(v)
+	}
+	// Without persistence, SAVE says so.
+	m := startLimitkv(t, "--persistence", "no")
+	mc := dialRaw(t, m.addr)
+	if v := mc.do("SAVE"); !strings.Contains(v.String(), "persistence is off") {
+		t.Fatal(v)
+	}
+	if entries, _ := os.ReadDir(m.dir); len(entries) != 0 {
+		t.Fatalf("--persistence no wrote %d files", len(entries))
+	}
+}
+
+// TestCrashRecovery writes from many connections and kills the server with
+// SIGKILL at random moments, during snapshots too (one every 20 ms). After
+// each restart the data directory opens and every write acknowledged
+// before the last SAVE that completed is there, with its TTL.
+func TestCrashRecovery(t *testing.T) {
+	dir := t.TempDir()
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))
+	const conns, rounds = 16, 4
+	type keyState struct{ saved, sent int64 }
+	all := map[string]*keyState{}
+	check := func(c *rawConn) {
+		t.Helper()
+		for k, st := range all {
+			v := c.do("GET", k)
+			n, _ := strconv.ParseInt(string(v.Str), 10, 64)
+			if v.Null || n < st.saved || n > st.sent {
+				t.Fatalf("%s = %s after a crash; saved %d, last sent %d", k, v, st.saved, st.sent)
+			}
+			if ttl := c.do("TTL", k).Int; ttl <= 0 || ttl > 3600 {
+				t.Fatalf("%s lost its TTL: %d", k, ttl)
+			}
+		}
+	}
+	for round := 0; round < rounds; round++ {
+		s := startLimitkvIn(t, dir, "--snapshot-interval", "20ms")
+		ctl := dialRaw(t, s.addr)
+		check(ctl)
+		var acked, sent [conns]atomic.Int64
+		var wg sync.WaitGroup
+		for i := 0; i < conns; i++ {
+			wg.Add(1)
+			go func(i int) {
+				defer wg.Done()
+				c := dialRaw(t, s.addr)
+				key := []byte(fmt.Sprintf("ctr:%d:%d", round, i))
+				for n := int64(1); n < 1_000_000; n++ {
+					sent[i].Store(n)
+					c.send(resp.AppendCommand(nil, []byte("SET"), key, []byte(strconv.FormatInt(n, 10)), []byte("EX"), []byte("3600")))
+					v, err := resp.ReadValue(c.r)
+					if err != nil || v.String() != "+OK" {
+						return // the server was killed
+					}
+					acked[i].Store(n)
+				}
+			}(i)
+		}
+		time.Sleep(time.Duration(50+rng.IntN(100)) * time.Millisecond)
+		var atSave [conns]int64
+		for i := range atSave {
+			atSave[i] = acked[i].Load()
+		}
+		if v := ctl.do("SAVE"); v.String() != "+OK" {
+			t.Fatalf("SAVE: %s", v)
+		}
+		time.Sleep(time.Duration(rng.IntN(120)) * time.Millisecond)
+		s.kill()
+		wg.Wait()
+		for i := 0; i < conns; i++ {
+			all[fmt.Sprintf("ctr:%d:%d", round, i)] = &keyState{saved: atSave[i], sent: sent[i].Load()}
+		}
+	}
+	s := startLimitkvIn(t, dir)
+	check(dialRaw(t, s.addr))
+}
+
+// TestRefusesDamagedAndForeignDirs: the server refuses to start on a
+// directory that is not limitkv's, and leaves it as it was.
+func TestRefusesDamagedAndForeignDirs(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "important.txt"), []byte("mine"), 0o644)
+	port := freePort(t)
+	out, err := runBinary(t, "--port", strconv.Itoa(port), "--dir", dir)
+	if err == nil || !strings.Contains(out, "not a limitkv data directory") {
+		t.Fatalf("started on a foreign directory: %v\n%s", err, out)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "important.txt")); string(b) != "mine" {
+		t.Fatal("foreign file touched")
+	}
+}
