@@ -88,17 +88,23 @@ var luaOpSetsA = map[int]bool{
 	opTailCall: true, opForLoop: true, opForPrep: true, opClosure: true, opVararg: true,
 }
 
-// stackBytes is the size of the state's value stack.
-func (r *luaRunner) stackBytes() int {
-	reg := reflect.ValueOf(r.L).Elem().FieldByName("reg")
+// valueStack finds the state's value stack (its registry's array), which
+// gopher-lua does not export; the Value reads the live field.
+func valueStack(L *lua.LState) (reflect.Value, bool) {
+	reg := reflect.ValueOf(L).Elem().FieldByName("reg")
 	if !reg.IsValid() || reg.Kind() != reflect.Pointer || reg.IsNil() {
-		return 0
+		return reflect.Value{}, false
 	}
 	regs := reg.Elem().FieldByName("array")
-	if !regs.IsValid() || regs.Kind() != reflect.Slice {
+	return regs, regs.IsValid() && regs.Kind() == reflect.Slice
+}
+
+// stackBytes is the size of the state's value stack.
+func (r *luaRunner) stackBytes() int {
+	if !r.stackOK {
 		return 0
 	}
-	return regs.Cap() * 16
+	return r.stack.Cap() * 16
 }
 
 // luaFrame is what the error rewriting needs of the function that failed.
@@ -121,12 +127,8 @@ func inspectFrame(L *lua.LState, dbg *lua.Debug) (luaFrame, bool) {
 	}
 	pc := frame.Elem().FieldByName("Pc")
 	base := frame.Elem().FieldByName("LocalBase")
-	reg := reflect.ValueOf(L).Elem().FieldByName("reg")
-	if !pc.IsValid() || !base.IsValid() || !reg.IsValid() || reg.Kind() != reflect.Pointer || reg.IsNil() {
-		return luaFrame{}, false
-	}
-	regs := reg.Elem().FieldByName("array")
-	if !regs.IsValid() || regs.Kind() != reflect.Slice {
+	regs, ok := valueStack(L)
+	if !pc.IsValid() || !base.IsValid() || !ok {
 		return luaFrame{}, false
 	}
 	f := luaFrame{proto: fn.Proto, pc: int(pc.Int()) - 1, base: int(base.Int()), regs: regs}
@@ -299,14 +301,15 @@ func (f luaFrame) typeError(op string, rk int, typ string) string {
 // lua51Message turns the message of an error raised while a script ran
 // into Lua 5.1's. Messages that are not the virtual machine's pass as
 // they are.
-func (r *luaRunner) lua51Message(L *lua.LState, msg string) string {
+// level is where the function that raised the error is on the stack.
+func (r *luaRunner) lua51Message(L *lua.LState, msg string, level int) string {
 	pos, text := splitErrorPosition(msg)
 	if strings.Contains(text, "registry overflow") {
 		return pos + "stack overflow"
 	}
 	if strings.HasPrefix(text, "bad argument #") && !strings.Contains(text, " to '") {
 		// gopher-lua's own library (limitkv's functions word theirs as Lua).
-		return pos + quoteFunctionName(missingArgument(L, text))
+		return pos + quoteFunctionName(missingArgument(L, text, level))
 	}
 	if strings.HasPrefix(text, "attempt to compare ") {
 		if a, b, ok := strings.Cut(strings.TrimPrefix(text, "attempt to compare "), " with "); ok && a == b {
@@ -314,7 +317,7 @@ func (r *luaRunner) lua51Message(L *lua.LState, msg string) string {
 		}
 		return msg
 	}
-	dbg, ok := L.GetStack(1)
+	dbg, ok := L.GetStack(level)
 	if !ok {
 		return msg
 	}
@@ -330,8 +333,8 @@ func (r *luaRunner) lua51Message(L *lua.LState, msg string) string {
 
 // missingArgument turns gopher-lua's "got nil" into Lua's "got no value"
 // when the argument was not passed at all: the library function that
-// raised the error is at level 1, and its frame says how many it got.
-func missingArgument(L *lua.LState, text string) string {
+// raised the error is at level, and its frame says how many it got.
+func missingArgument(L *lua.LState, text string, level int) string {
 	const gotNil = ", got nil)"
 	if !strings.HasSuffix(text, gotNil) {
 		return text
@@ -340,7 +343,7 @@ func missingArgument(L *lua.LState, text string) string {
 	if _, err := fmt.Sscanf(text, "bad argument #%d", &n); err != nil {
 		return text
 	}
-	dbg, ok := L.GetStack(1)
+	dbg, ok := L.GetStack(level)
 	if !ok {
 		return text
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"log/slog"
 	"math"
+	"reflect"
 	"strconv"
 	"strings"
 
@@ -23,6 +24,8 @@ const (
 	// luaMaxCalls is Lua 5.1's LUAI_MAXCALLS: the call depth at which
 	// Redis's Lua reports a stack overflow.
 	luaMaxCalls = 20000
+	// luaCoroutineCalls is the call depth of a coroutine.
+	luaCoroutineCalls = 4096
 	// luaMaxRegistry bounds the Lua value stack (16 bytes a slot).
 	luaMaxRegistry = 1 << 22
 	// luaKeptStack is the value stack a state may keep after a script;
@@ -44,8 +47,13 @@ type luaRunner struct {
 	// read-only views.
 	views      map[*lua.LTable]*lua.LTable
 	viewOfMeta map[*lua.LTable]*lua.LTable
-	onError    *lua.LFunction
-	reword     *lua.LFunction // rewordError, for the script's own pcalls
+	// runScript and runProtected call a function with the state's Panic
+	// set to raiseInScript or raiseInPcall, which see an error while the
+	// frames that raised it are still there.
+	runScript    *lua.LFunction
+	runProtected *lua.LFunction
+	panicScript  func(*lua.LState) // raiseInScript and raiseInPcall, bound
+	panicPcall   func(*lua.LState) // once rather than at every call
 	// replies captures the replies of the commands a script calls; sub is
 	// the context they run with, client the script's own client (its own
 	// SELECTed database, as Redis's Lua client has).
@@ -55,6 +63,8 @@ type luaRunner struct {
 	sub      Ctx
 	client   *Client
 	progress scriptRun
+	stack    reflect.Value // the value stack, to see how much it grew
+	stackOK  bool
 	rand     lrand48
 	cjson    *cjsonConfig
 	// chunkNames maps the names chunks loaded during the run show in
@@ -83,22 +93,19 @@ func newLuaRunner(srv *Server) *luaRunner {
 	r.progress.stop.done = make(chan struct{})
 	r.rand.x = lrand48Start
 	r.L = lua.NewState(lua.Options{
-		SkipOpenLibs:    true,
+		SkipOpenLibs: true,
+		// A call stack of fixed size: overflowing it raises a Lua error
+		// ("stack overflow", with its line) where the growing kind panics.
+		// Coroutines get smaller, growing ones (newCoroutine).
 		CallStackSize:   luaMaxCalls,
 		RegistrySize:    1024,
 		RegistryMaxSize: luaMaxRegistry,
 		// gopher-lua grows the value stack linearly, copying it each time:
 		// large steps keep deep recursion from costing quadratic time.
 		RegistryGrowStep: 1 << 16,
-		// Coroutines get a state of their own: let their call stacks grow
-		// as needed rather than allocate luaMaxCalls frames each.
-		MinimizeStackMemory: true,
-		// Only a call stack overflow escapes the error handler (there is
-		// no room left to call it); the Lua traceback gopher-lua then
-		// attaches is where its line is found.
-		IncludeGoStackTrace: true,
 	})
 	r.L.SetContext(&r.progress.stop)
+	r.stack, r.stackOK = valueStack(r.L)
 	r.sandbox()
 	return r
 }
@@ -132,9 +139,14 @@ func (r *luaRunner) sandbox() {
 	g.RawSetString("bit", bitLibrary(L))
 	g.RawSetString("struct", structLibrary(L))
 	g.RawSetString("cmsgpack", cmsgpackLibrary(L))
-	r.onError = L.NewFunction(r.errorHandler)
-	// Redis defines its error handler as a global too; scripts can see it.
-	g.RawSetString("__redis__err__handler", r.onError)
+	r.runScript = L.NewFunction(r.callScript)
+	r.runProtected = L.NewFunction(r.callProtected)
+	r.panicScript, r.panicPcall = r.raiseInScript, r.raiseInPcall
+	// Redis's error handler is a global scripts can see (and call).
+	g.RawSetString("__redis__err__handler", L.NewFunction(func(L *lua.LState) int {
+		L.Push(r.errorTable(L, L.Get(1), 1))
+		return 1
+	}))
 
 	for _, name := range []string{"string", "table", "math", "coroutine", "redis", "cjson", "bit", "struct", "cmsgpack"} {
 		g.RawSetString(name, r.readOnlyView(g.RawGetString(name).(*lua.LTable)))
@@ -303,7 +315,6 @@ func (r *luaRunner) patchLibraries(g *lua.LTable) {
 		L.Push(lua.LNumber(0))
 		return 3
 	}))
-	r.reword = L.NewFunction(r.rewordError)
 	g.RawSetString("loadstring", L.NewFunction(r.loadString))
 	g.RawSetString("load", L.NewFunction(r.load))
 	g.RawSetString("error", L.NewFunction(luaErrorFunction))
@@ -315,6 +326,20 @@ func (r *luaRunner) patchLibraries(g *lua.LTable) {
 	str.RawSetString("format", L.NewFunction(luaStringFormat))
 	str.RawSetString("byte", L.NewFunction(luaStringByte))
 	g.RawSetString("unpack", L.NewFunction(luaUnpack))
+
+	// Coroutines get their own call stacks: growing ones, smaller than the
+	// script's, rather than a fixed luaMaxCalls frames each.
+	co := g.RawGetString("coroutine").(*lua.LTable)
+	for _, name := range []string{"create", "wrap"} {
+		fn := co.RawGetString(name).(*lua.LFunction)
+		co.RawSetString(name, L.NewFunction(func(L *lua.LState) int {
+			saved := L.Options
+			defer func() { L.Options = saved }()
+			L.Options.MinimizeStackMemory = true
+			L.Options.CallStackSize = luaCoroutineCalls
+			return callOrig(L, fn)
+		}))
+	}
 
 	tbl := g.RawGetString("table").(*lua.LTable)
 	for _, name := range []string{"insert", "remove", "sort"} {
@@ -438,7 +463,8 @@ func (r *luaRunner) pcall(L *lua.LState) int {
 		L.Push(lua.LString("attempt to call a " + f.Type().String() + " value"))
 		return 2
 	}
-	if err := L.PCall(L.GetTop()-1, lua.MultRet, r.reword); err != nil {
+	L.Insert(r.runProtected, 1)
+	if err := L.PCall(L.GetTop()-1, lua.MultRet, nil); err != nil {
 		v := errorValue(err)
 		if t, ok := v.(*lua.LTable); ok {
 			if msg := t.RawGetString("err"); lua.LVCanConvToString(msg) {
@@ -459,8 +485,10 @@ func (r *luaRunner) xpcall(L *lua.LState) int {
 	handler := L.CheckAny(2)
 	L.SetTop(0)
 	onError := L.NewFunction(func(L *lua.LState) int {
-		r.rewordError(L)
-		msg := L.Get(-1)
+		msg := L.Get(1)
+		if s, ok := msg.(lua.LString); ok {
+			msg = lua.LString(r.lua51Message(L, string(s), 1))
+		}
 		L.SetTop(0)
 		L.Push(handler)
 		L.Push(msg)
@@ -484,17 +512,27 @@ func errorValue(err error) lua.LValue {
 	return lua.LString(err.Error())
 }
 
-// rewordError is the error handler of the pcalls scripts make: it words
-// the errors of the virtual machine as Lua 5.1 does, while the frame that
-// raised them is still there.
-func (r *luaRunner) rewordError(L *lua.LState) int {
-	e := L.Get(1)
-	if s, ok := e.(lua.LString); ok {
-		e = lua.LString(r.lua51Message(L, string(s)))
-	}
-	L.Push(e)
-	return 1
+// callProtected calls its first argument with the rest, for pcall.
+func (r *luaRunner) callProtected(L *lua.LState) int {
+	L.Panic = r.panicPcall
+	L.Call(L.GetTop()-1, lua.MultRet)
+	return L.GetTop()
 }
+
+// raiseInPcall words the errors of the virtual machine as Lua 5.1 does,
+// while the frame that raised them is still there.
+func (r *luaRunner) raiseInPcall(L *lua.LState) {
+	v := L.Get(-1)
+	if s, ok := v.(lua.LString); ok {
+		v = lua.LString(r.lua51Message(L, string(s), 0))
+	}
+	panic(&lua.ApiError{Type: lua.ApiErrorRun, Object: v, StackTrace: noTrace})
+}
+
+// noTrace fills ApiError.StackTrace so that gopher-lua does not collect a
+// trace, walking the whole stack once per frame, for an error nobody reads
+// one of.
+const noTrace = "(not collected)"
 
 // redisLibrary builds the "redis" table.
 func (r *luaRunner) redisLibrary() *lua.LTable {
@@ -572,8 +610,9 @@ func (r *luaRunner) exec(c *Ctx, sc *luaScript, keys, argv [][]byte, readOnly bo
 	r.argv = r.argTable(r.argv, argv)
 	r.globals.RawSetString("KEYS", r.keys)
 	r.globals.RawSetString("ARGV", r.argv)
+	L.Push(r.runScript)
 	L.Push(sc.fn)
-	if err := L.PCall(0, 1, r.onError); err != nil {
+	if err := L.PCall(1, 1, nil); err != nil {
 		r.writeScriptError(c.W, err)
 	} else {
 		writeLuaReply(c.W, L.Get(-1), r.proto, 2)
@@ -838,23 +877,38 @@ func (r *luaRunner) aclCheckCmd(L *lua.LState) int {
 	return 1
 }
 
-// errorHandler is Redis's __redis__err__handler: it turns what a script
-// raised into an error table and records where it happened (the innermost
-// Lua function, not a library function it called).
-func (r *luaRunner) errorHandler(L *lua.LState) int {
-	e := L.Get(1)
+// callScript runs the script's function with errors raised through
+// raiseInScript.
+func (r *luaRunner) callScript(L *lua.LState) int {
+	L.Panic = r.panicScript
+	L.Call(0, 1)
+	return 1
+}
+
+// raiseInScript turns an error escaping the script into the table Redis's
+// error handler makes, while the frames are still there to say where it
+// happened.
+func (r *luaRunner) raiseInScript(L *lua.LState) {
+	panic(&lua.ApiError{Type: lua.ApiErrorRun, Object: r.errorTable(L, L.Get(-1), 0), StackTrace: noTrace})
+}
+
+// errorTable is what Redis's __redis__err__handler makes of an error: a
+// table with the message (with its error code) and where it happened (the
+// innermost Lua function, not a library function it called), looking at
+// the frames from level on.
+func (r *luaRunner) errorTable(L *lua.LState, e lua.LValue, level int) *lua.LTable {
 	t, ok := e.(*lua.LTable)
 	if !ok {
 		msg := luaString(e)
 		if r.progress.state.Load() == runKilled && strings.HasSuffix(msg, errScriptKilled.Error()) {
 			msg = errScriptKilled.Error()
 		} else {
-			msg = "ERR " + r.lua51Message(L, msg)
+			msg = "ERR " + r.lua51Message(L, msg, level)
 		}
 		t = L.CreateTable(0, 3)
 		t.RawSetString("err", lua.LString(msg))
 	}
-	if dbg, ok := errorFrame(L); ok {
+	if dbg, ok := errorFrame(L, level); ok {
 		source := dbg.Source
 		if source == luaChunkName {
 			source = "@" + source
@@ -864,15 +918,14 @@ func (r *luaRunner) errorHandler(L *lua.LState) int {
 		t.RawSetString("source", lua.LString(source))
 		t.RawSetString("line", lua.LNumber(dbg.CurrentLine))
 	}
-	L.Push(t)
-	return 1
+	return t
 }
 
-// errorFrame finds the function an error comes from: the one that raised
-// it, or its caller when that is a library (Go) function.
-func errorFrame(L *lua.LState) (*lua.Debug, bool) {
-	for level := 1; level <= 2; level++ {
-		dbg, ok := L.GetStack(level)
+// errorFrame finds the function an error comes from: the one at level, or
+// its caller when that is a library (Go) function.
+func errorFrame(L *lua.LState, level int) (*lua.Debug, bool) {
+	for l := level; l <= level+1; l++ {
+		dbg, ok := L.GetStack(l)
 		if !ok {
 			return nil, false
 		}
@@ -889,20 +942,10 @@ func errorFrame(L *lua.LState) (*lua.Debug, bool) {
 // writeScriptError replies with a script's error as Redis does:
 // "<message> script: <sha>, on @user_script:<line>."
 func (r *luaRunner) writeScriptError(w *resp.Writer, err error) {
-	var obj lua.LValue = lua.LString(err.Error())
-	var trace string
-	if ae, ok := err.(*lua.ApiError); ok {
-		obj, trace = ae.Object, ae.StackTrace
-	}
-	t, ok := obj.(*lua.LTable)
+	t, ok := errorValue(err).(*lua.LTable)
 	if !ok {
-		// The error handler could not run: the call stack is full.
-		msg := luaString(obj)
-		if strings.Contains(msg, "callstack overflow") {
-			msg = "stack overflow"
-		}
-		line := tracebackLine(trace)
-		w.ErrorVerbatim("ERR " + luaChunkName + ":" + line + ": " + msg + " script: " + r.script.sha + ", on @" + luaChunkName + ":" + line + ".")
+		// Not raised through raiseInScript: a Go panic gopher-lua caught.
+		w.ErrorVerbatim("ERR " + luaString(errorValue(err)) + " script: " + r.script.sha)
 		return
 	}
 	msgv := t.RawGetString("err")
@@ -924,22 +967,4 @@ func (r *luaRunner) writeScriptError(w *resp.Writer, err error) {
 		b.WriteByte('.')
 	}
 	w.ErrorVerbatim(b.String())
-}
-
-// tracebackLine finds the line of the innermost script frame in a Lua
-// traceback ("user_script:12: in function ..."), "1" when there is none.
-func tracebackLine(trace string) string {
-	at := strings.Index(trace, "\t"+luaChunkName+":")
-	if at < 0 {
-		return "1"
-	}
-	rest := trace[at+len(luaChunkName)+2:]
-	end := 0
-	for end < len(rest) && rest[end] >= '0' && rest[end] <= '9' {
-		end++
-	}
-	if end == 0 {
-		return "1"
-	}
-	return rest[:end]
 }
