@@ -21,8 +21,9 @@ import (
 const (
 	// luaChunkName is the name errors give scripts: "user_script:1: ...".
 	luaChunkName = "user_script"
-	// luaMaxCalls is Lua 5.1's LUAI_MAXCALLS: the call depth at which
-	// Redis's Lua reports a stack overflow.
+	// luaMaxCalls is Lua 5.1's LUAI_MAXCALLS. Redis's Lua reports a stack
+	// overflow somewhere between 16383 calls deep (the first time its call
+	// array must grow past 16384) and this.
 	luaMaxCalls = 20000
 	// luaCoroutineCalls is the call depth of a coroutine.
 	luaCoroutineCalls = 4096
@@ -96,7 +97,7 @@ func newLuaRunner(srv *Server) *luaRunner {
 		SkipOpenLibs: true,
 		// A call stack of fixed size: overflowing it raises a Lua error
 		// ("stack overflow", with its line) where the growing kind panics.
-		// Coroutines get smaller, growing ones (newCoroutine).
+		// Coroutines get smaller, growing ones (see patchLibraries).
 		CallStackSize:   luaMaxCalls,
 		RegistrySize:    1024,
 		RegistryMaxSize: luaMaxRegistry,
