@@ -326,6 +326,7 @@ func (r *luaRunner) patchLibraries(g *lua.LTable) {
 	str.RawSetString("gfind", str.RawGetString("gmatch"))
 	str.RawSetString("format", L.NewFunction(luaStringFormat))
 	str.RawSetString("byte", L.NewFunction(luaStringByte))
+	str.RawSetString("rep", L.NewFunction(luaStringRep))
 	g.RawSetString("unpack", L.NewFunction(luaUnpack))
 
 	// Coroutines get their own call stacks: growing ones, smaller than the
@@ -352,6 +353,7 @@ func (r *luaRunner) patchLibraries(g *lua.LTable) {
 			return callOrig(L, fn)
 		}))
 	}
+	tbl.RawSetString("concat", L.NewFunction(luaTableConcat))
 	tbl.RawSetString("foreach", L.NewFunction(luaTableForeach))
 	tbl.RawSetString("foreachi", L.NewFunction(luaTableForeachi))
 	tbl.RawSetString("setn", L.NewFunction(func(L *lua.LState) int {

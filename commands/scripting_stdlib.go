@@ -349,6 +349,26 @@ func luaStringByte(L *lua.LState) int {
 	return int(n)
 }
 
+// luaMaxString bounds the strings string.rep makes: Redis's largest bulk
+// string (proto-max-bulk-len's default).
+const luaMaxString = 512 << 20
+
+// luaStringRep is Lua 5.1's string.rep (the count is a C int), refusing
+// to build a string larger than any reply could carry.
+func luaStringRep(L *lua.LState) int {
+	s := luaCheckString(L, 1, "rep")
+	n := int64(luaCheckInt(L, 2, "rep"))
+	if n <= 0 || s == "" {
+		L.Push(lua.LString(""))
+		return 1
+	}
+	if int64(len(s))*n > luaMaxString {
+		L.RaiseError("not enough memory")
+	}
+	L.Push(lua.LString(strings.Repeat(s, int(n))))
+	return 1
+}
+
 // luaUnpack is Lua 5.1's unpack, which refuses more results than the
 // stack may hold rather than trying to push them.
 func luaUnpack(L *lua.LState) int {
@@ -369,6 +389,36 @@ func luaUnpack(L *lua.LState) int {
 		L.Push(t.RawGetInt(int(i)))
 	}
 	return int(n)
+}
+
+// luaTableConcat is Lua 5.1's table.concat, numbers written with "%.14g".
+func luaTableConcat(L *lua.LState) int {
+	sep := ""
+	if L.GetTop() >= 2 && L.Get(2) != lua.LNil {
+		sep = luaCheckString(L, 2, "concat")
+	}
+	t := L.CheckTable(1)
+	first := luaOptInt(L, 3, "concat", 1)
+	last := int64(t.Len())
+	if L.GetTop() >= 4 && L.Get(4) != lua.LNil {
+		last = int64(luaCheckInt(L, 4, "concat"))
+	}
+	var out []byte
+	for i := first; i <= last; i++ {
+		v := t.RawGetInt(int(i))
+		if !lua.LVCanConvToString(v) {
+			L.RaiseError("invalid value (%s) at index %d in table for 'concat'", v.Type().String(), i)
+		}
+		out = append(out, luaString(v)...)
+		if i < last {
+			out = append(out, sep...)
+		}
+		if len(out) > luaMaxString {
+			L.RaiseError("not enough memory")
+		}
+	}
+	L.Push(lua.LString(out))
+	return 1
 }
 
 // luaTableForeach is Lua 5.1's table.foreach (deprecated, still in Redis).
