@@ -3,6 +3,7 @@ package commands
 import (
 	"bytes"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -945,12 +946,28 @@ func compileChunk(src []byte, chunk string) (*lua.FunctionProto, string) {
 			// Lua 5.1's main chunk has no "arg" table (gopher-lua would
 			// build one, with a hash part, on every run).
 			proto.IsVarArg &^= lua.VarArgNeedsArg
+			compactProto(proto)
 			return proto, ""
 		}
 		err = cerr
 	}
 	// Valid Lua 5.1 that gopher-lua refuses: one of its own limits.
 	return nil, chunk + ": " + strings.TrimSpace(err.Error())
+}
+
+// compactProto trims the slices gopher-lua's compiler leaves with room to
+// grow (1024 instructions and positions for any function): a cached script
+// costs its size rather than 16 KB more.
+func compactProto(p *lua.FunctionProto) {
+	p.Code = slices.Clip(slices.Clone(p.Code))
+	p.DbgSourcePositions = slices.Clip(slices.Clone(p.DbgSourcePositions))
+	p.Constants = slices.Clip(slices.Clone(p.Constants))
+	p.DbgLocals = slices.Clip(slices.Clone(p.DbgLocals))
+	p.DbgCalls = slices.Clip(slices.Clone(p.DbgCalls))
+	p.DbgUpvalues = slices.Clip(slices.Clone(p.DbgUpvalues))
+	for _, child := range p.FunctionPrototypes {
+		compactProto(child)
+	}
 }
 
 // luaChunkID is Lua 5.1's luaO_chunkid: how a chunk name is shown in
