@@ -831,7 +831,8 @@ func (r *luaRunner) log(L *lua.LState) int {
 		}
 		msg.WriteString(luaString(v))
 	}
-	slogLevel := [...]slog.Level{slog.LevelDebug, slog.LevelDebug, slog.LevelInfo, slog.LevelWarn}[int(level)]
+	// Redis's levels as the loglevel setting maps them onto slog's.
+	slogLevel := [...]slog.Level{slog.LevelDebug, slog.LevelDebug + 2, slog.LevelInfo, slog.LevelWarn}[int(level)]
 	r.srv.Log.Log(context.Background(), slogLevel, msg.String(), "source", "script")
 	return 0
 }
