@@ -188,6 +188,19 @@ func TestScriptStateDoesNotLeak(t *testing.T) {
 	}
 }
 
+// TestScriptLog: redis.log writes through the server's logger, at the
+// level asked, its arguments joined by spaces (numbers as Lua writes them).
+func TestScriptLog(t *testing.T) {
+	s := newScriptServer(t)
+	var buf bytes.Buffer
+	s.srv.Log = slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	s.do("EVAL", "redis.log(redis.LOG_WARNING, 'limit', 'reached:', 3, 0.5) redis.log(redis.LOG_DEBUG, 'hidden')", "0")
+	out := buf.String()
+	if !strings.Contains(out, "level=WARN") || !strings.Contains(out, `msg="limit reached: 3 0.5"`) || strings.Contains(out, "hidden") {
+		t.Fatalf("log output: %s", out)
+	}
+}
+
 // TestScriptCoroutinesLeakNothing: a coroutine left suspended must not
 // keep a goroutine (the context package starts one per derived context
 // unless the parent offers AfterFunc).
