@@ -80,6 +80,9 @@ type Stats struct {
 func New(eng *engine.Engine, cfg *Config, log *slog.Logger) *Server {
 	s := &Server{Eng: eng, Cfg: cfg, Log: log, Table: NewTable(commandTable()), startTime: time.Now()}
 	s.shutdownSpec = s.Table.Lookup([]byte("shutdown"))
+	for _, name := range []string{"eval", "evalsha", "eval_ro", "evalsha_ro"} {
+		s.Table.Lookup([]byte(name)).runsScript = true
+	}
 	s.clients.init()
 	s.mem.startup.Store(heapInUse())
 	s.mem.note(s.mem.startup.Load())
@@ -176,6 +179,37 @@ func (s *Server) execute(cl *Client, w *resp.Writer, args [][]byte, now int64) {
 		cl.flagTx()
 		return
 	}
+	// While a script runs, commands wait for it and get BUSY once it runs
+	// too long (inside MULTI too, before anything is queued, as in Redis);
+	// SHUTDOWN NOSAVE then stops it.
+	// gated: the command counts itself in flight (see scriptEngine); not
+	// for scripts themselves, nor for the commands allowed while one runs.
+	gated := spec.Flags&AllowBusy == 0 && !spec.runsScript
+	counted := false
+	defer func() {
+		if counted {
+			s.scripts.inFlight.exit(cl.ID)
+		}
+	}()
+	for spec.Flags&AllowBusy == 0 || spec == s.shutdownSpec {
+		waited, ok := s.awaitScript()
+		if !ok && (spec != s.shutdownSpec || !s.scripts.stopForShutdown(args)) {
+			s.reject(cl, w, spec, msgBusy)
+			return
+		}
+		if waited {
+			now = s.Eng.Now() // the script's run took time
+		}
+		if !gated {
+			break
+		}
+		s.scripts.inFlight.enter(cl.ID)
+		if s.scripts.running.Load() == nil {
+			counted = true
+			break
+		}
+		s.scripts.inFlight.exit(cl.ID) // a script started meanwhile: wait for it
+	}
 	if cl.multi {
 		if spec.Flags&NoMulti != 0 {
 			spec.reject.Add(1)
@@ -189,23 +223,25 @@ func (s *Server) execute(cl *Client, w *resp.Writer, args [][]byte, now int64) {
 			return
 		}
 	}
-	// While a script runs, commands wait for it and get BUSY once it runs
-	// too long; SHUTDOWN NOSAVE then stops it.
-	if spec.Flags&AllowBusy == 0 || spec == s.shutdownSpec {
-		waited, ok := s.awaitScript()
-		if !ok && (spec != s.shutdownSpec || !s.scripts.stopForShutdown(args)) {
-			spec.reject.Add(1)
-			w.Error(msgBusy)
-			return
-		}
-		if waited {
-			now = s.Eng.Now() // the script's run took time
-		}
-	}
 	c := &cl.ctx
 	*c = Ctx{Srv: s, Client: cl, W: w, Args: args, Now: now, DB: cl.DB(), Spec: spec}
 	s.run(c)
 	c.Args = nil
+}
+
+// reject refuses a request as Redis's rejectCommand does: inside MULTI the
+// transaction is flagged, and an EXEC refused this way discards it, giving
+// the reason.
+func (s *Server) reject(cl *Client, w *resp.Writer, spec *Spec, msg string) {
+	spec.reject.Add(1)
+	if cl.multi && spec.Name == "exec" {
+		cl.discardTx()
+		cl.unwatchAll()
+		w.Error("EXECABORT Transaction discarded because of: " + msg)
+		return
+	}
+	cl.flagTx()
+	w.Error(msg)
 }
 
 // run executes a resolved, admitted request: it locks the shards of the

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	lua "github.com/yuin/gopher-lua"
 
@@ -29,8 +30,12 @@ import (
 // Other connections: a command that arrives while a script runs waits for
 // its end, as on Redis's single thread, and gets BUSY once the script has
 // run longer than busy-reply-threshold (except those flagged allow_busy,
-// such as SCRIPT KILL); see awaitScript. A command that already held its
-// shard locks when the script started runs first: the script waits for it.
+// such as SCRIPT KILL); see awaitScript. A command that was already past
+// that check when the script started runs first: commands count themselves
+// in flight (inFlight) before looking for a script, and a script that has
+// taken every shard lock while one is in flight lets go and tries again, so
+// that no command ends up waiting on a lock behind a script it could have
+// been told BUSY about.
 
 // scriptFlags are the flags a script declares in its shebang line.
 type scriptFlags uint8
@@ -59,6 +64,7 @@ type luaScript struct {
 	sha   string // 40 lower-case hex digits
 	proto *lua.FunctionProto
 	flags scriptFlags
+	size  int64 // source and compiled code, for INFO's used_memory_scripts
 	// fn is the compiled chunk bound to the sandbox of runner fnOf; made
 	// on first use, by the holder of the shard locks.
 	fn   *lua.LFunction
@@ -84,6 +90,48 @@ type scriptEngine struct {
 	// stop channel of a run that has ended.
 	running atomic.Pointer[scriptRun]
 	killMu  sync.Mutex
+
+	// inFlight counts the commands between their look for a running
+	// script and their end, per stripe of client IDs.
+	inFlight flightCounter
+
+	// vmBytes is the runner's stacks after its last run (INFO's
+	// used_memory_lua), kept here because the runner itself is read only by
+	// the holder of every lock.
+	vmBytes atomic.Int64
+}
+
+// cacheStats returns the number of cached scripts and their bytes.
+func (se *scriptEngine) cacheStats() (n int, bytes int64) {
+	se.mu.RLock()
+	defer se.mu.RUnlock()
+	for _, sc := range se.bySHA {
+		bytes += sc.size
+	}
+	return len(se.bySHA), bytes
+}
+
+// protoBytes estimates a compiled chunk's memory: its code, constants,
+// debug tables and nested functions.
+func protoBytes(p *lua.FunctionProto) int64 {
+	n := int64(unsafe.Sizeof(*p)) + int64(cap(p.Code))*4 + int64(cap(p.Constants))*16 +
+		int64(cap(p.DbgSourcePositions))*8 + int64(cap(p.DbgLocals)+cap(p.FunctionPrototypes))*8 +
+		int64(cap(p.DbgCalls))*24 + int64(cap(p.DbgUpvalues))*16
+	for _, c := range p.Constants {
+		if str, ok := c.(lua.LString); ok {
+			n += int64(len(str))
+		}
+	}
+	for _, up := range p.DbgUpvalues {
+		n += int64(len(up))
+	}
+	for _, l := range p.DbgLocals {
+		n += int64(unsafe.Sizeof(*l)) + int64(len(l.Name))
+	}
+	for _, f := range p.FunctionPrototypes {
+		n += protoBytes(f)
+	}
+	return n
 }
 
 // scriptRun is the state of one script execution that other connections
@@ -233,27 +281,48 @@ func evalGeneric(c *Ctx, bySHA, readOnly bool) {
 	readOnly = readOnly || sc.flags&(scriptCompat|scriptNoWrites) == scriptNoWrites
 	keys := c.Args[3 : 3+numKeys]
 	argv := c.Args[3+numKeys:]
-	if !c.held {
-		se.queue.Lock()
-		defer se.queue.Unlock()
-		c.Srv.Eng.Lock(engine.AllShards)
-		defer c.Srv.Eng.Unlock(engine.AllShards)
+	if c.held {
+		se.run(c, sc, keys, argv, readOnly, se.begin(c.Srv))
+		return
 	}
-	se.run(c, sc, keys, argv, readOnly)
+	se.queue.Lock()
+	defer se.queue.Unlock()
+	// Announced before locking: from here on commands wait in awaitScript
+	// rather than on a shard lock.
+	run := se.begin(c.Srv)
+	eng := c.Srv.Eng
+	for {
+		eng.Lock(engine.AllShards)
+		if se.inFlight.idle() {
+			break
+		}
+		// A command that missed the announcement may be blocked on one of
+		// these locks: let it finish first.
+		eng.Unlock(engine.AllShards)
+		time.Sleep(20 * time.Microsecond)
+	}
+	defer eng.Unlock(engine.AllShards)
+	se.run(c, sc, keys, argv, readOnly, run)
 }
 
-// run executes a script; the caller holds every shard lock.
-func (se *scriptEngine) run(c *Ctx, sc *luaScript, keys, argv [][]byte, readOnly bool) {
+// begin announces a script run to other connections.
+func (se *scriptEngine) begin(srv *Server) *scriptRun {
 	if se.runner == nil {
-		se.runner = newLuaRunner(c.Srv)
+		se.runner = newLuaRunner(srv)
 	}
-	r := se.runner
-	run := &r.progress
+	run := &se.runner.progress
 	se.killMu.Lock()
 	run.state.Store(runClean)
 	run.startNs.Store(monoNow())
 	se.running.Store(run)
 	se.killMu.Unlock()
+	return run
+}
+
+// run executes a script announced by begin; the caller holds every shard
+// lock.
+func (se *scriptEngine) run(c *Ctx, sc *luaScript, keys, argv [][]byte, readOnly bool, run *scriptRun) {
+	r := se.runner
 	defer func() {
 		se.killMu.Lock()
 		se.running.Store(nil)
@@ -272,6 +341,7 @@ func (se *scriptEngine) run(c *Ctx, sc *luaScript, keys, argv [][]byte, readOnly
 		fresh.rand = r.rand // Redis never reseeds math.random
 		se.runner = fresh
 	}
+	se.vmBytes.Store(int64(se.runner.stackBytes() + callStackBytes(se.runner.L)))
 }
 
 // lookup finds a cached script by SHA1, in any case.
@@ -312,7 +382,8 @@ func (se *scriptEngine) load(body []byte) (*luaScript, string) {
 	if msg != "" {
 		return nil, msg
 	}
-	sc = &luaScript{sha: string(sha[:]), proto: proto, flags: flags}
+	sc = &luaScript{sha: string(sha[:]), proto: proto, flags: flags,
+		size: int64(len(body)+len(sha)) + protoBytes(proto)}
 	se.mu.Lock()
 	if old := se.bySHA[sc.sha]; old != nil {
 		sc = old // compiled meanwhile by another connection
@@ -540,3 +611,28 @@ func (s *stopSignal) endRun(fired bool) {
 }
 
 var errScriptKilled = errReply("ERR Script killed by user with SCRIPT KILL...")
+
+// flightCounter counts commands in flight on stripes of their own cache
+// line, so that counting costs a command no line shared with other cores.
+type flightCounter struct {
+	stripe [64]struct {
+		n atomic.Int64
+		_ [56]byte
+	}
+}
+
+func (f *flightCounter) enter(who int64) { f.stripe[who&63].n.Add(1) }
+func (f *flightCounter) exit(who int64)  { f.stripe[who&63].n.Add(-1) }
+
+// idle reports that no command counted before the caller's announcement is
+// still in flight. Each stripe is read once; a command entering a stripe
+// after it was read sees the announcement, as the counts and the
+// announcement are sequentially consistent atomics.
+func (f *flightCounter) idle() bool {
+	for i := range f.stripe {
+		if f.stripe[i].n.Load() != 0 {
+			return false
+		}
+	}
+	return true
+}

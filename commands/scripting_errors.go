@@ -99,6 +99,25 @@ func valueStack(L *lua.LState) (reflect.Value, bool) {
 	return regs, regs.IsValid() && regs.Kind() == reflect.Slice
 }
 
+// callStackBytes is the size of the state's fixed call stack (the bulk of
+// an idle state), read the same way as the value stack; 0 if gopher-lua's
+// layout changed.
+func callStackBytes(L *lua.LState) int {
+	st := reflect.ValueOf(L).Elem().FieldByName("stack")
+	if !st.IsValid() || st.Kind() != reflect.Interface || st.IsNil() {
+		return 0
+	}
+	impl := st.Elem()
+	if impl.Kind() != reflect.Pointer || impl.IsNil() {
+		return 0
+	}
+	arr := impl.Elem().FieldByName("array")
+	if !arr.IsValid() || arr.Kind() != reflect.Slice {
+		return 0
+	}
+	return arr.Cap() * int(arr.Type().Elem().Size())
+}
+
 // stackBytes is the size of the state's value stack.
 func (r *luaRunner) stackBytes() int {
 	if !r.stackOK {

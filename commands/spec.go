@@ -83,9 +83,12 @@ type Spec struct {
 
 	parent *Spec
 	args   []*argDoc
-	calls  stripedCounter
-	failed atomic.Int64
-	reject atomic.Int64
+	// runsScript: EVAL and its kin, which take every shard lock themselves
+	// once no other command is in flight.
+	runsScript bool
+	calls      stripedCounter
+	failed     atomic.Int64
+	reject     atomic.Int64
 }
 
 // FullName is the name Redis uses in errors and stats: "get", "client|list".

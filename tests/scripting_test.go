@@ -138,6 +138,18 @@ func TestScriptBusyAndKill(t *testing.T) {
 	if v := other.do("DISCARD"); v.String() != "+OK" {
 		t.Fatalf("DISCARD: %s", v)
 	}
+	// Inside MULTI a command is refused before it is queued, and EXEC
+	// (not allowed while busy) discards the transaction saying why.
+	other.do("MULTI")
+	if v := other.do("INCR", "x"); !strings.HasPrefix(v.String(), "-BUSY ") {
+		t.Fatalf("INCR queued while busy: %s", v)
+	}
+	if v := other.do("EXEC"); v.String() != "-EXECABORT Transaction discarded because of: BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE." {
+		t.Fatalf("EXEC while busy: %s", v)
+	}
+	if v := other.do("DISCARD"); v.String() != "-ERR DISCARD without MULTI" {
+		t.Fatalf("DISCARD after the aborted transaction: %s", v)
+	}
 	if v := other.do("SCRIPT", "KILL"); v.String() != "+OK" {
 		t.Fatalf("SCRIPT KILL: %s", v)
 	}
