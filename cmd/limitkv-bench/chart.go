@@ -13,7 +13,7 @@ import (
 
 const (
 	chartWidth  = 980
-	chartLabelW = 210 // workload names left of the bars
+	chartLabelW = 230 // workload names left of the bars
 	chartBarMax = 560 // the longest bar
 	chartBarH   = 14
 	chartBarGap = 3
@@ -119,6 +119,29 @@ func chart(r *results) string {
 			y += chartGroup
 		}
 		y += 6
+	}
+	if sn := r.Snapshot; sn != nil {
+		text(10, y+4, "start", "bold", 15, "p99 latency, depth 1, while a snapshot of the dirty keys runs (target < 2 ms)")
+		y += 22
+		legend(y, [][3]string{{"#7f7f7f", "1", "without snapshot"}, {"#e08a1e", "1", "during the snapshot"}})
+		y += 14
+		top := 2000.0
+		for _, name := range []string{snapGet, snapSlide} {
+			top = max(top, sn.Baseline[name].P99us, sn.During[name].P99us)
+		}
+		scale := chartBarMax / top
+		groupTop := y
+		for _, name := range []string{snapGet, snapSlide} {
+			text(chartLabelW-8, y+chartBarH+4, "end", "normal", 12, "limitkv "+name)
+			bar(y, sn.Baseline[name].P99us*scale, "#7f7f7f", 1, fmt.Sprintf("%.0f µs", sn.Baseline[name].P99us))
+			y += chartBarH + chartBarGap
+			bar(y, sn.During[name].P99us*scale, "#e08a1e", 1, fmt.Sprintf("%.0f µs", sn.During[name].P99us))
+			y += chartBarH + chartBarGap + chartGroup
+		}
+		x := chartLabelW + int(2000*scale+0.5)
+		fmt.Fprintf(&body, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="black" stroke-dasharray="4 3"/>`+"\n", x, groupTop-4, x, y-chartGroup)
+		text(x+4, y-chartGroup+10, "start", "normal", 10, "2 ms")
+		y += 16
 	}
 	text(10, y+8, "start", "normal", 10, fmt.Sprintf("limitkv-bench, %s, %s, %d cores. See results.md for latencies, conditions and targets.",
 		r.Meta.Started.Format("2006-01-02"), r.Meta.CPU, r.Meta.Cores))

@@ -89,6 +89,9 @@ func run(args []string) int {
 	}()
 
 	code, err := b.run(ctx)
+	if ctx.Err() != nil {
+		select {} // interrupted: the signal handler stops the servers and exits
+	}
 	stopAll()
 	if b.tmp != "" {
 		os.RemoveAll(b.tmp)

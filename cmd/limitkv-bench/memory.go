@@ -69,7 +69,7 @@ func memShapes(n int) []memShape {
 	slideKeys := max(n/10, 1)
 	return []memShape{
 		{
-			id: "fixed", name: "fixed-window key (1 decision, TTL)", keys: n,
+			id: "fixed", name: "fixed-window key", keys: n,
 			limitkv: []op{{cmd("RL.FIXED", keyArg("user:"), lit("100"), lit("1h"), lit("ALIGN"), lit("FIRST"))}},
 			redis:   []op{{evalsha("fixed", "user:", lit("100"), lit("3600000"))}},
 			verify: func(kind string, c *client) (string, error) {
@@ -80,7 +80,7 @@ func memShapes(n int) []memShape {
 			// 100 requests 100 per 60s on N/10 keys: the passes must end
 			// within the 60 s window, and 100 passes over 100k keys would
 			// take Redis minutes.
-			id: "slide", name: "sliding window holding 100 requests", keys: slideKeys,
+			id: "slide", name: "sliding window, 100 requests", keys: slideKeys,
 			limitkv: repeatOp(op{cmd("RL.SLIDE", keyArg("user:"), lit("100"), lit("60s"))}, 100),
 			redis:   repeatOp(op{evalsha("slide", "user:", lit("100"), lit("60000"), nonceArg())}, 100),
 			verify: func(kind string, c *client) (string, error) {
@@ -106,7 +106,7 @@ func memShapes(n int) []memShape {
 			},
 		},
 		{
-			id: "bitmap", name: "10-year day bitmap (5 days set)", keys: n,
+			id: "bitmap", name: "10-year day bitmap, 5 days", keys: n,
 			limitkv: bitOps, redis: bitOps,
 			verify: func(kind string, c *client) (string, error) {
 				return expectInt(c, 457, 457, "STRLEN", "user:0")
