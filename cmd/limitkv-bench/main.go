@@ -204,7 +204,20 @@ func (b *bench) run(ctx context.Context) (int, error) {
 	if b.tmp, err = os.MkdirTemp(filepath.Join(b.cfg.out, "tmp"), "run-"); err != nil {
 		return 1, err
 	}
+	// The servers run in their own directories: every path they get is
+	// absolute.
+	if b.tmp, err = filepath.Abs(b.tmp); err != nil {
+		return 1, err
+	}
+	if b.redisBin, err = filepath.Abs(b.redisBin); err != nil {
+		return 1, err
+	}
 	b.limitkvBin = b.cfg.limitkvBin
+	if b.limitkvBin != "" {
+		if b.limitkvBin, err = filepath.Abs(b.limitkvBin); err != nil {
+			return 1, err
+		}
+	}
 	if b.limitkvBin == "" {
 		b.logf("building limitkv...")
 		if b.limitkvBin, err = buildLimitkv(b.tmp); err != nil {
