@@ -18,6 +18,7 @@ type results struct {
 	BigKeys    []bigResult     `json:"big_keys"`
 	Snapshot   *snapshotResult `json:"snapshot"`
 	Runs       []runRecord     `json:"runs"`
+	SetAside   []runRecord     `json:"runs_set_aside"` // measured while others loaded the machine (-quiet-wait)
 }
 
 type meta struct {
@@ -43,6 +44,8 @@ type meta struct {
 	MemKeys        int        `json:"mem_keys"`
 	SnapshotKeys   int        `json:"snapshot_keys"`
 	Quick          bool       `json:"quick"`
+	QuietWait      string     `json:"quiet_wait,omitempty"`
+	QuietCores     float64    `json:"quiet_cores,omitempty"`
 }
 
 // runRecord is one measured run: one workload, one server, one depth.
@@ -319,6 +322,10 @@ func markdown(r *results) string {
 	p("- Servers: %s; %s, commit %s, built with %s. Redis runs with `--save '' --appendonly no`, limitkv with `--persistence no` (both memory-only) except in the snapshot scenario.", m.RedisVersion, m.LimitkvVersion, m.Commit, m.GoVersion)
 	p("- Client: the Go load generator in `cmd/limitkv-bench`, on the same machine: %d connections, keys of %s users drawn uniformly per request, %s warmup then %s measured per run, %d round(s), servers alternating (the first server of a pair flips from one round to the next).",
 		m.Conns, commas(float64(m.Users)), m.Warmup, m.Duration, m.Rounds)
+	if m.QuietWait != "" {
+		p("- Shared machine: before each run the benchmark waited (up to %s) for a second with under %.2f cores busy, and measured a run again (at most twice) when other processes took more than %.2f cores during its window. %d run(s) were set aside that way; they are listed in results.json (`runs_set_aside`).",
+			m.QuietWait, m.QuietCores, m.QuietCores, len(r.SetAside))
+	}
 	p("")
 	p("![throughput and memory per key](results.svg)")
 	p("")
@@ -444,7 +451,8 @@ func markdown(r *results) string {
 			p("| %d | %s | %s | %.0f ms | %.0f ms | %.2f | %.2f | %.2f |", i+1, commas(float64(x.SnapshotKeys)), mib(x.SnapshotBytes), x.SnapshotMs, x.WindowMs, c.Server, c.Client, c.Other)
 		}
 		p("")
-		p("Loading the %s keys took %.1f s.", commas(float64(s.Keys)), s.LoadSec)
+		p("Loading the %s keys took %.1f s. CPU during the baseline: limitkv %.2f, client %.2f, other %.2f cores.", commas(float64(s.Keys)), s.LoadSec,
+			s.BaselineCPU.Server, s.BaselineCPU.Client, s.BaselineCPU.Other)
 		p("")
 	}
 	if len(r.Runs) > 0 {

@@ -46,14 +46,15 @@ type snapshotRound struct {
 }
 
 type snapshotResult struct {
-	Keys     int                      `json:"keys"`
-	Users    int                      `json:"slide_users"`
-	Conns    int                      `json:"conns"`
-	Baseline map[string]*latencyStats `json:"baseline"`
-	During   map[string]*latencyStats `json:"during_snapshot"`
-	Rounds   []snapshotRound          `json:"rounds"`
-	LoadSec  float64                  `json:"load_seconds"`
-	CPU      []cpuUse                 `json:"cpu_during_snapshot"`
+	Keys        int                      `json:"keys"`
+	Users       int                      `json:"slide_users"`
+	Conns       int                      `json:"conns"`
+	Baseline    map[string]*latencyStats `json:"baseline"`
+	During      map[string]*latencyStats `json:"during_snapshot"`
+	Rounds      []snapshotRound          `json:"rounds"`
+	LoadSec     float64                  `json:"load_seconds"`
+	CPU         []cpuUse                 `json:"cpu_during_snapshot"`
+	BaselineCPU cpuUse                   `json:"cpu_baseline"`
 }
 
 const (
@@ -101,11 +102,15 @@ func (b *bench) snapshotScenario(ctx context.Context) (*snapshotResult, error) {
 
 	// Baseline: the same traffic, no snapshot running.
 	spec.measure = sleepFor(b.cfg.duration)
+	if b.cfg.quietWait > 0 {
+		b.waitQuiet(ctx)
+	}
 	lr, err := runLoad(ctx, spec)
 	if err != nil {
 		return nil, err
 	}
 	addLatency(res.Baseline, lr)
+	res.BaselineCPU = lr.cpu
 
 	for round := 0; round < b.cfg.rounds; round++ {
 		if round > 0 { // make every key dirty again
@@ -116,6 +121,9 @@ func (b *bench) snapshotScenario(ctx context.Context) (*snapshotResult, error) {
 		var sr snapshotRound
 		spec.measure = func(ctx context.Context) error {
 			return b.forceSnapshot(ctx, c, &sr)
+		}
+		if b.cfg.quietWait > 0 {
+			b.waitQuiet(ctx)
 		}
 		lr, err := runLoad(ctx, spec)
 		if err != nil {
