@@ -140,7 +140,7 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&cfg.limitkvBin, "limitkv-bin", "", "use this limitkv binary instead of building ./cmd/limitkv")
 	fs.StringVar(&cfg.redisBin, "redis-bin", "", "use this redis-server (default: redis-server from PATH)")
 	fs.DurationVar(&cfg.quietWait, "quiet-wait", 0, "on a shared machine: wait up to this long for quiet before each run, and measure a run again when others took more than -quiet cores")
-	fs.Float64Var(&cfg.quietCores, "quiet", 0.3, "cores other processes may use for the machine to count as quiet (with -quiet-wait)")
+	fs.Float64Var(&cfg.quietCores, "quiet", 0.3, "cores other processes may use during a run for it to count as quiet (runs above are marked busy)")
 	fs.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write the load generator's own CPU profile to this file (is the client lean?)")
 	fs.BoolVar(&cfg.quick, "quick", false, "short runs, small key counts, no big keyspaces: a smoke test")
 	if err := fs.Parse(args); err != nil {
@@ -311,8 +311,9 @@ func (b *bench) meta(started time.Time, redisVersion string) meta {
 		Conns: b.cfg.conns, Users: b.cfg.users, Depths: b.cfg.depths, MemKeys: b.cfg.memKeys,
 		SnapshotKeys: b.cfg.snapshotKeys, Quick: b.cfg.quick,
 	}
+	m.QuietCores = b.cfg.quietCores
 	if b.cfg.quietWait > 0 {
-		m.QuietWait, m.QuietCores = b.cfg.quietWait.String(), b.cfg.quietCores
+		m.QuietWait = b.cfg.quietWait.String()
 	}
 	if out, err := exec.Command(b.limitkvBin, "--version").CombinedOutput(); err == nil {
 		m.LimitkvVersion = strings.TrimSpace(string(out))
@@ -420,7 +421,7 @@ func (b *bench) throughput(ctx context.Context) error {
 			}
 		}
 	}
-	b.res.Throughput = summarize(b.res.Runs, selected, b.cfg.depths)
+	b.res.Throughput = summarize(b.res.Runs, selected, b.cfg.depths, b.cfg.quietCores)
 	return nil
 }
 

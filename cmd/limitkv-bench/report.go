@@ -45,7 +45,7 @@ type meta struct {
 	SnapshotKeys   int        `json:"snapshot_keys"`
 	Quick          bool       `json:"quick"`
 	QuietWait      string     `json:"quiet_wait,omitempty"`
-	QuietCores     float64    `json:"quiet_cores,omitempty"`
+	QuietCores     float64    `json:"quiet_cores"` // other processes' CPU above which a run is marked busy
 }
 
 // runRecord is one measured run: one workload, one server, one depth.
@@ -89,6 +89,7 @@ type serverSummary struct {
 	ClientCores float64   `json:"median_client_cores"`
 	OtherCores  float64   `json:"median_other_cores"`
 	StealCores  float64   `json:"median_steal_cores"`
+	BusyRuns    int       `json:"busy_runs"` // rounds during which other processes took more than quiet_cores
 }
 
 type rowSummary struct {
@@ -101,7 +102,7 @@ type rowSummary struct {
 	Ratio    float64        `json:"limitkv_over_redis"`
 }
 
-func summarize(runs []runRecord, selected []*workload, depths []int) []rowSummary {
+func summarize(runs []runRecord, selected []*workload, depths []int, quietCores float64) []rowSummary {
 	var rows []rowSummary
 	for _, w := range selected {
 		for _, d := range depths {
@@ -126,6 +127,9 @@ func summarize(runs []runRecord, selected []*workload, depths []int) []rowSummar
 					}
 					allowed += r.Allowed
 					denied += r.Denied
+					if r.CPU.Other > quietCores {
+						s.BusyRuns++
+					}
 					srv, cli = append(srv, r.CPU.Server), append(cli, r.CPU.Client)
 					oth, st = append(oth, r.CPU.Other), append(st, r.CPU.Steal)
 				}
@@ -370,17 +374,17 @@ func markdown(r *results) string {
 		p("")
 		p("### Conditions of the runs")
 		p("")
-		p("Medians over the rounds, in cores busy during the measured window (2 = the whole machine): the server, the load generator, everything else on the machine (other users' processes; the idle server of the pair), and time stolen by the hypervisor. Spread is (max − min) / median of the rounds' throughputs. Denied is the share of decisions refused.")
+		p("Medians over the rounds, in cores busy during the measured window (2 = the whole machine): the server, the load generator, everything else on the machine (other users' processes; the idle server of the pair), and time stolen by the hypervisor. Busy rounds are those in which everything else took more than %.2f cores: their numbers are lower than the machine gives. Spread is (max − min) / median of the rounds' throughputs. Denied is the share of decisions refused.", m.QuietCores)
 		p("")
-		p("| workload | depth | server | spread | denied | server CPU | client CPU | other CPU | steal |")
-		p("|---|---|---|---:|---:|---:|---:|---:|---:|")
+		p("| workload | depth | server | busy rounds | spread | denied | server CPU | client CPU | other CPU | steal |")
+		p("|---|---|---|---:|---:|---:|---:|---:|---:|---:|")
 		for _, row := range r.Throughput {
 			for _, s := range []*serverSummary{row.Limitkv, row.Redis} {
 				denied := "–"
 				if row.Decision {
 					denied = fmt.Sprintf("%.1f%%", s.DeniedPct)
 				}
-				p("| %s | %d | %s | %.1f%% | %s | %.2f | %.2f | %.2f | %.2f |", row.Workload, row.Depth, s.Server, 100*s.Spread, denied,
+				p("| %s | %d | %s | %d of %d | %.1f%% | %s | %.2f | %.2f | %.2f | %.2f |", row.Workload, row.Depth, s.Server, s.BusyRuns, len(s.PerRound), 100*s.Spread, denied,
 					s.ServerCores, s.ClientCores, s.OtherCores, s.StealCores)
 			}
 		}
@@ -458,15 +462,21 @@ func markdown(r *results) string {
 	if len(r.Runs) > 0 {
 		p("## Every run")
 		p("")
+		p("A run marked *busy* had other processes take more than %.2f cores during its window.", m.QuietCores)
+		p("")
 		p("| round | workload | depth | server | ops/s | p50 µs | p99 µs | p99.9 µs | max µs | errors | denied | server CPU | client CPU | other CPU | load (1 min) |")
 		p("|---:|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 		for _, x := range r.Runs {
+			other := fmt.Sprintf("%.2f", x.CPU.Other)
+			if x.CPU.Other > m.QuietCores {
+				other += " *busy*"
+			}
 			denied := "–"
 			if x.Allowed+x.Denied > 0 {
 				denied = fmt.Sprintf("%.1f%%", 100*float64(x.Denied)/float64(x.Allowed+x.Denied))
 			}
-			p("| %d | %s | %d | %s | %s | %.0f | %.0f | %.0f | %.0f | %d | %s | %.2f | %.2f | %.2f | %.2f |", x.Round, x.Workload, x.Depth, x.Server,
-				commas(x.OpsPerSec), x.P50us, x.P99us, x.P999us, x.MaxUs, x.Errors, denied, x.CPU.Server, x.CPU.Client, x.CPU.Other, x.Load1)
+			p("| %d | %s | %d | %s | %s | %.0f | %.0f | %.0f | %.0f | %d | %s | %.2f | %.2f | %s | %.2f |", x.Round, x.Workload, x.Depth, x.Server,
+				commas(x.OpsPerSec), x.P50us, x.P99us, x.P999us, x.MaxUs, x.Errors, denied, x.CPU.Server, x.CPU.Client, other, x.Load1)
 		}
 		p("")
 	}
