@@ -6,7 +6,7 @@
 // alternating servers over several rounds, and writes results.md,
 // results.svg and results.json to bench-results/.
 //
-//	go run ./cmd/limitkv-bench            # the full run (about 12 minutes)
+//	go run ./cmd/limitkv-bench            # the full run (about 10 minutes)
 //	go run ./cmd/limitkv-bench -quick     # a smoke test (under a minute)
 package main
 

@@ -24,6 +24,7 @@ type memShape struct {
 	keys     int
 	limitkv  []op // one op per pass
 	redis    []op
+	loadText string // how the passes read, when they differ from one another
 	// verify checks a loaded key on each server (the window is full, the
 	// list holds 5...), so that the figure is for the shape it names.
 	verify func(kind string, c *client) (string, error)
@@ -108,6 +109,7 @@ func memShapes(n int) []memShape {
 		{
 			id: "bitmap", name: "10-year day bitmap, 5 days", keys: n,
 			limitkv: bitOps, redis: bitOps,
+			loadText: "SETBIT user:<n> <day> 1 for days " + strings.Join(days, ", "),
 			verify: func(kind string, c *client) (string, error) {
 				return expectInt(c, 457, 457, "STRLEN", "user:0")
 			},
@@ -156,7 +158,10 @@ func (b *bench) measureShape(ctx context.Context, sh memShape, kind string) (mem
 		ops = sh.redis
 	}
 	r.Command = describe(ops[0])
-	if len(ops) > 1 {
+	switch {
+	case sh.loadText != "":
+		r.Command = sh.loadText
+	case len(ops) > 1:
 		r.Command = fmt.Sprintf("%d × %s", len(ops), r.Command)
 	}
 	if r.UsedBefore, r.RSSBefore, err = memoryReading(s, c); err != nil {
