@@ -1,0 +1,508 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+type results struct {
+	Meta       meta            `json:"meta"`
+	Targets    []targetResult  `json:"targets"`
+	Throughput []rowSummary    `json:"throughput"`
+	Memory     []memResult     `json:"memory"`
+	BigKeys    []bigResult     `json:"big_keys"`
+	Snapshot   *snapshotResult `json:"snapshot"`
+	Runs       []runRecord     `json:"runs"`
+	SetAside   []runRecord     `json:"runs_set_aside"` // measured while others loaded the machine (-quiet-wait)
+}
+
+type meta struct {
+	Started        time.Time  `json:"started"`
+	Finished       time.Time  `json:"finished"`
+	TookSeconds    float64    `json:"took_seconds"`
+	Command        string     `json:"command"`
+	CPU            string     `json:"cpu"`
+	Cores          int        `json:"cores"`
+	Kernel         string     `json:"kernel"`
+	GoVersion      string     `json:"go_version"`
+	RedisVersion   string     `json:"redis_version"`
+	LimitkvVersion string     `json:"limitkv_version"`
+	Commit         string     `json:"limitkv_commit"`
+	LoadStart      [3]float64 `json:"load_average_start"`
+	LoadEnd        [3]float64 `json:"load_average_end"`
+	Duration       string     `json:"duration"`
+	Warmup         string     `json:"warmup"`
+	Rounds         int        `json:"rounds"`
+	Conns          int        `json:"conns"`
+	Users          int        `json:"users"`
+	Depths         []int      `json:"depths"`
+	MemKeys        int        `json:"mem_keys"`
+	SnapshotKeys   int        `json:"snapshot_keys"`
+	Quick          bool       `json:"quick"`
+	QuietWait      string     `json:"quiet_wait,omitempty"`
+	QuietCores     float64    `json:"quiet_cores"` // other processes' CPU above which a run is marked busy
+}
+
+// runRecord is one measured run: one workload, one server, one depth.
+type runRecord struct {
+	Round      int       `json:"round"`
+	Workload   string    `json:"workload"`
+	Server     string    `json:"server"`
+	Depth      int       `json:"depth"`
+	Ops        int64     `json:"ops"`
+	WindowSec  float64   `json:"window_seconds"`
+	OpsPerSec  float64   `json:"ops_per_sec"`
+	Errors     int64     `json:"error_replies"`
+	FirstError string    `json:"first_error,omitempty"`
+	Allowed    int64     `json:"allowed"`
+	Denied     int64     `json:"denied"`
+	P50us      float64   `json:"p50_us"`
+	P99us      float64   `json:"p99_us"`
+	P999us     float64   `json:"p999_us"`
+	MaxUs      float64   `json:"max_us"`
+	MeanUs     float64   `json:"mean_us"`
+	Samples    uint64    `json:"latency_samples"`
+	CPU        cpuUse    `json:"cpu"`
+	Load1      float64   `json:"load_average_1m_before"`
+	hist       histogram // merged into the summary's percentiles
+}
+
+type serverSummary struct {
+	Server      string    `json:"server"`
+	Command     string    `json:"command"`
+	OpsPerSec   float64   `json:"median_ops_per_sec"`
+	PerRound    []float64 `json:"ops_per_sec_per_round"`
+	Spread      float64   `json:"spread"` // (max-min)/median over the rounds
+	P50us       float64   `json:"p50_us"` // over all rounds' latencies
+	P99us       float64   `json:"p99_us"`
+	P999us      float64   `json:"p999_us"`
+	MaxUs       float64   `json:"max_us"`
+	Errors      int64     `json:"error_replies"`
+	FirstError  string    `json:"first_error,omitempty"`
+	DeniedPct   float64   `json:"denied_pct"`
+	ServerCores float64   `json:"median_server_cores"`
+	ClientCores float64   `json:"median_client_cores"`
+	OtherCores  float64   `json:"median_other_cores"`
+	StealCores  float64   `json:"median_steal_cores"`
+	BusyRuns    int       `json:"busy_runs"` // rounds during which other processes took more than quiet_cores
+}
+
+type rowSummary struct {
+	Workload string         `json:"workload"`
+	Name     string         `json:"name"`
+	Depth    int            `json:"depth"`
+	Decision bool           `json:"decision"`
+	Limitkv  *serverSummary `json:"limitkv"`
+	Redis    *serverSummary `json:"redis"`
+	Ratio    float64        `json:"limitkv_over_redis"`
+}
+
+func summarize(runs []runRecord, selected []*workload, depths []int, quietCores float64) []rowSummary {
+	var rows []rowSummary
+	for _, w := range selected {
+		for _, d := range depths {
+			row := rowSummary{Workload: w.id, Name: w.name, Depth: d, Decision: w.decision}
+			for _, kind := range []string{kindLimitkv, kindRedis} {
+				s := &serverSummary{Server: kind, Command: describe(w.opFor(kind))}
+				if name := scriptName(w.opFor(kind)); name != "" {
+					s.Command = "EVALSHA " + name
+				}
+				var hist histogram
+				var srv, cli, oth, st []float64
+				var allowed, denied int64
+				for _, r := range runs {
+					if r.Workload != w.id || r.Depth != d || r.Server != kind {
+						continue
+					}
+					s.PerRound = append(s.PerRound, r.OpsPerSec)
+					hist.merge(&r.hist)
+					s.Errors += r.Errors
+					if s.FirstError == "" {
+						s.FirstError = r.FirstError
+					}
+					allowed += r.Allowed
+					denied += r.Denied
+					if r.CPU.Other > quietCores {
+						s.BusyRuns++
+					}
+					srv, cli = append(srv, r.CPU.Server), append(cli, r.CPU.Client)
+					oth, st = append(oth, r.CPU.Other), append(st, r.CPU.Steal)
+				}
+				if len(s.PerRound) == 0 {
+					continue
+				}
+				s.OpsPerSec = median(s.PerRound)
+				lo, hi := s.PerRound[0], s.PerRound[0]
+				for _, v := range s.PerRound {
+					lo, hi = math.Min(lo, v), math.Max(hi, v)
+				}
+				if s.OpsPerSec > 0 {
+					s.Spread = (hi - lo) / s.OpsPerSec
+				}
+				s.P50us, s.P99us, s.P999us = us(hist.quantile(0.5)), us(hist.quantile(0.99)), us(hist.quantile(0.999))
+				s.MaxUs = us(time.Duration(hist.max))
+				if allowed+denied > 0 {
+					s.DeniedPct = 100 * float64(denied) / float64(allowed+denied)
+				}
+				s.ServerCores, s.ClientCores, s.OtherCores, s.StealCores = median(srv), median(cli), median(oth), median(st)
+				if kind == kindLimitkv {
+					row.Limitkv = s
+				} else {
+					row.Redis = s
+				}
+			}
+			if row.Limitkv == nil || row.Redis == nil {
+				continue
+			}
+			if row.Redis.OpsPerSec > 0 {
+				row.Ratio = row.Limitkv.OpsPerSec / row.Redis.OpsPerSec
+			}
+			rows = append(rows, row)
+		}
+	}
+	return rows
+}
+
+type targetResult struct {
+	Name   string `json:"name"`
+	Want   string `json:"want"`
+	Got    string `json:"got"`
+	Status string `json:"status"` // PASS, FAIL, INVALID (error replies), NOT MEASURED
+}
+
+func status(ok bool) string {
+	if ok {
+		return "PASS"
+	}
+	return "FAIL"
+}
+
+func evaluateTargets(r *results) []targetResult {
+	var out []targetResult
+	row := func(w string, d int) *rowSummary {
+		for i := range r.Throughput {
+			if r.Throughput[i].Workload == w && r.Throughput[i].Depth == d {
+				return &r.Throughput[i]
+			}
+		}
+		return nil
+	}
+	ratio := func(name, w string, d int, want float64) {
+		t := targetResult{Name: name, Want: fmt.Sprintf("≥ %.1fx Redis", want), Status: "NOT MEASURED"}
+		if x := row(w, d); x != nil {
+			t.Got = fmt.Sprintf("%.2fx (%s vs %s ops/s)", x.Ratio, commas(x.Limitkv.OpsPerSec), commas(x.Redis.OpsPerSec))
+			t.Status = status(x.Ratio >= want)
+			if x.Limitkv.Errors+x.Redis.Errors > 0 {
+				t.Status = "INVALID"
+			}
+		}
+		out = append(out, t)
+	}
+	ratio("RL.SLIDE vs Lua sliding window, unpipelined", "slide", 1, 2)
+	ratio("RL.SLIDE vs Lua sliding window, pipeline 16", "slide", 16, 8)
+	ratio("RL.FIXED vs Lua fixed window, unpipelined", "fixed", 1, 1.3)
+	ratio("RL.FIXED vs Lua fixed window, pipeline 16", "fixed", 16, 3)
+	for _, w := range []string{"get", "set", "incr"} {
+		for _, d := range []int{1, 16} {
+			ratio(fmt.Sprintf("%s, depth %d", strings.ToUpper(w), d), w, d, 0.9)
+		}
+	}
+	for _, w := range []struct{ id, cmd string }{{"slide", "RL.SLIDE"}, {"fixed", "RL.FIXED"}, {"login", "RL.LOGIN"}} {
+		t := targetResult{Name: w.cmd + " p99 latency, unpipelined, " + fmt.Sprint(r.Meta.Conns) + " connections", Want: "< 1 ms", Status: "NOT MEASURED"}
+		if x := row(w.id, 1); x != nil {
+			t.Got = fmt.Sprintf("%.0f µs", x.Limitkv.P99us)
+			t.Status = status(x.Limitkv.P99us < 1000)
+			if x.Limitkv.Errors > 0 {
+				t.Status = "INVALID"
+			}
+		}
+		out = append(out, t)
+	}
+	mem := func(shape string) *memResult {
+		for i := range r.Memory {
+			if r.Memory[i].Shape == shape {
+				return &r.Memory[i]
+			}
+		}
+		return nil
+	}
+	t := targetResult{Name: "fixed-window key, with its name and expiry (used_memory growth)", Want: "≤ 64 B", Status: "NOT MEASURED"}
+	if m := mem("fixed"); m != nil {
+		t.Got = fmt.Sprintf("%.1f B (RSS growth %.1f B)", m.Limitkv.UsedPerKey, m.Limitkv.RSSPerKey)
+		t.Status = status(m.Limitkv.UsedPerKey <= 64)
+	}
+	out = append(out, t)
+	memRatio := func(name, shape string, want float64, wantText string) {
+		t := targetResult{Name: name, Want: wantText, Status: "NOT MEASURED"}
+		if m := mem(shape); m != nil && m.Redis.UsedPerKey > 0 {
+			x := m.Limitkv.UsedPerKey / m.Redis.UsedPerKey
+			t.Got = fmt.Sprintf("%.2f (%.0f B vs %.0f B; RSS %.0f B vs %.0f B)", x, m.Limitkv.UsedPerKey, m.Redis.UsedPerKey, m.Limitkv.RSSPerKey, m.Redis.RSSPerKey)
+			t.Status = status(x <= want)
+		}
+		out = append(out, t)
+	}
+	memRatio("full 100-request sliding window vs Redis's zset (used_memory)", "slide", 0.2, "≤ 1/5 of Redis")
+	memRatio("5-entry login list vs Redis's list (used_memory)", "login", 0.5, "≤ 1/2 of Redis")
+	for _, name := range []string{snapGet, snapSlide} {
+		t := targetResult{Name: name + " p99 latency while a snapshot of the dirty keys runs", Want: "< 2 ms", Status: "NOT MEASURED"}
+		if s := r.Snapshot; s != nil && s.During[name] != nil {
+			l := s.During[name]
+			t.Got = fmt.Sprintf("%.0f µs (without snapshot %.0f µs)", l.P99us, s.Baseline[name].P99us)
+			t.Status = status(l.P99us < 2000)
+			if l.Errors > 0 {
+				t.Status = "INVALID"
+			}
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
+func writeResults(dir string, r *results) error {
+	js, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "results.json"), append(js, '\n'), 0o644); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "results.md"), []byte(markdown(r)), 0o644); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "results.svg"), []byte(chart(r)), 0o644)
+}
+
+// commas formats a count with thousands separators.
+func commas(v float64) string {
+	n := int64(math.Round(v))
+	s := fmt.Sprint(n)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}
+
+func latencyCell(s *serverSummary) string {
+	return fmt.Sprintf("%.0f / %.0f / %.0f", s.P50us, s.P99us, s.P999us)
+}
+
+func opsCell(s *serverSummary) string {
+	c := commas(s.OpsPerSec)
+	if s.Errors > 0 {
+		c += fmt.Sprintf(" **INVALID: %d error replies**", s.Errors)
+	}
+	return c
+}
+
+func markdown(r *results) string {
+	var b strings.Builder
+	m := r.Meta
+	p := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
+	p("# limitkv vs Redis: benchmark results")
+	p("")
+	p("Generated by `%s` on %s; the run took %s.", strings.TrimSpace(m.Command), m.Started.Format("2006-01-02 15:04 MST"),
+		time.Duration(m.TookSeconds*float64(time.Second)).Round(time.Second))
+	if m.Quick {
+		p("")
+		p("**This is a `-quick` smoke test: short runs and small key counts. Do not quote these numbers.**")
+	}
+	p("")
+	p("- Machine: %s, %d cores, %s. Load average (1/5/15 min) %.2f %.2f %.2f at the start, %.2f %.2f %.2f at the end.",
+		m.CPU, m.Cores, m.Kernel, m.LoadStart[0], m.LoadStart[1], m.LoadStart[2], m.LoadEnd[0], m.LoadEnd[1], m.LoadEnd[2])
+	p("- Servers: %s; %s, commit %s, built with %s. Redis runs with `--save '' --appendonly no`, limitkv with `--persistence no` (both memory-only) except in the snapshot scenario.", m.RedisVersion, m.LimitkvVersion, m.Commit, m.GoVersion)
+	p("- Client: the Go load generator in `cmd/limitkv-bench`, on the same machine: %d connections, keys of %s users drawn uniformly per request, %s warmup then %s measured per run, %d round(s), servers alternating (the first server of a pair flips from one round to the next).",
+		m.Conns, commas(float64(m.Users)), m.Warmup, m.Duration, m.Rounds)
+	if m.QuietWait != "" {
+		p("- Shared machine: before each run the benchmark waited (up to %s) for a second with under %.2f cores busy, and measured a run again (at most twice) when other processes took more than %.2f cores during its window. %d run(s) were set aside that way; they are listed in results.json (`runs_set_aside`).",
+			m.QuietWait, m.QuietCores, m.QuietCores, len(r.SetAside))
+	}
+	p("")
+	p("![throughput and memory per key](results.svg)")
+	p("")
+
+	p("## Targets")
+	p("")
+	p("| target | wanted | measured | |")
+	p("|---|---|---|---|")
+	for _, t := range r.Targets {
+		p("| %s | %s | %s | **%s** |", t.Name, t.Want, orDash(t.Got), t.Status)
+	}
+	p("")
+
+	if len(r.Throughput) > 0 {
+		p("## Throughput and latency")
+		p("")
+		p("Throughput: the median over the rounds of operations completed in the measured window / window. Latency percentiles (µs) over every round's operations: **per request at depth 1, per batch of 16 at depth 16** (the time to send the batch and read all its replies). The bitmap operation is the `SETBIT` + `BITCOUNT` pair, sent together.")
+		p("")
+		p("| workload | depth (latency of) | limitkv ops/s | Redis ops/s | limitkv / Redis | limitkv p50 / p99 / p99.9 µs | Redis p50 / p99 / p99.9 µs |")
+		p("|---|---|---:|---:|---:|---|---|")
+		for _, row := range r.Throughput {
+			unit := "request"
+			if row.Depth > 1 {
+				unit = fmt.Sprintf("batch of %d", row.Depth)
+			}
+			p("| %s | %d (%s) | %s | %s | **%.2fx** | %s | %s |", row.Name, row.Depth, unit, opsCell(row.Limitkv), opsCell(row.Redis),
+				row.Ratio, latencyCell(row.Limitkv), latencyCell(row.Redis))
+		}
+		p("")
+		p("What each workload sends (`<n>` is the user, `<id>` a request id unique in the run, `<day>` a random day of ten years):")
+		p("")
+		p("| workload | limitkv | Redis |")
+		p("|---|---|---|")
+		seen := map[string]bool{}
+		for _, row := range r.Throughput {
+			if seen[row.Workload] {
+				continue
+			}
+			seen[row.Workload] = true
+			p("| %s | `%s` | `%s` |", row.Name, row.Limitkv.Command, row.Redis.Command)
+		}
+		p("")
+		p("### Conditions of the runs")
+		p("")
+		p("Medians over the rounds, in cores busy during the measured window (2 = the whole machine): the server, the load generator, everything else on the machine (other users' processes; the idle server of the pair), and time stolen by the hypervisor. Busy rounds are those in which everything else took more than %.2f cores: their numbers are lower than the machine gives. Spread is (max − min) / median of the rounds' throughputs. Denied is the share of decisions refused.", m.QuietCores)
+		p("")
+		p("| workload | depth | server | busy rounds | spread | denied | server CPU | client CPU | other CPU | steal |")
+		p("|---|---|---|---:|---:|---:|---:|---:|---:|---:|")
+		for _, row := range r.Throughput {
+			for _, s := range []*serverSummary{row.Limitkv, row.Redis} {
+				denied := "–"
+				if row.Decision {
+					denied = fmt.Sprintf("%.1f%%", s.DeniedPct)
+				}
+				p("| %s | %d | %s | %d of %d | %.1f%% | %s | %.2f | %.2f | %.2f | %.2f |", row.Workload, row.Depth, s.Server, s.BusyRuns, len(s.PerRound), 100*s.Spread, denied,
+					s.ServerCores, s.ClientCores, s.OtherCores, s.StealCores)
+			}
+		}
+		p("")
+	}
+
+	if len(r.Memory) > 0 {
+		p("## Memory per key")
+		p("")
+		p("Growth of a fresh server's memory while N keys of the shape are loaded, divided by N: INFO `used_memory` (Redis: what jemalloc holds; limitkv: the live Go heap) and the process's RSS from `/proc/<pid>/statm`. Both servers get `MEMORY PURGE` before each reading: on limitkv it runs Go's garbage collector, so garbage is not counted; on Redis it returns jemalloc's dirty pages. Every shape is checked on a loaded key before the reading (last column).")
+		p("")
+		p("| key shape | N | limitkv used_memory | Redis used_memory | limitkv / Redis | limitkv RSS | Redis RSS | limitkv / Redis (RSS) |")
+		p("|---|---:|---:|---:|---:|---:|---:|---:|")
+		for _, x := range r.Memory {
+			p("| %s | %s | %.1f B | %.1f B | %.2f | %.1f B | %.1f B | %.2f |", x.Name, commas(float64(x.Keys)),
+				x.Limitkv.UsedPerKey, x.Redis.UsedPerKey, div(x.Limitkv.UsedPerKey, x.Redis.UsedPerKey),
+				x.Limitkv.RSSPerKey, x.Redis.RSSPerKey, div(x.Limitkv.RSSPerKey, x.Redis.RSSPerKey))
+		}
+		p("")
+		p("How each shape is loaded, the check made on a loaded key, and the server's own estimate for that key (`MEMORY USAGE user:0`, a per-key estimate that does not see memory the allocator keeps around the key: free blocks, fragmentation, table slack):")
+		p("")
+		p("| key shape | limitkv loads with | check | MEMORY USAGE | Redis loads with | check | MEMORY USAGE |")
+		p("|---|---|---|---:|---|---|---:|")
+		for _, x := range r.Memory {
+			p("| %s | `%s` | %s | %d B | `%s` | %s | %d B |", x.Name, x.Limitkv.Command, x.Limitkv.Verified, x.Limitkv.KeyUsage,
+				x.Redis.Command, x.Redis.Verified, x.Redis.KeyUsage)
+		}
+		p("")
+		p("The sliding-window shape uses N/10 keys: its 100 passes must end within the 60 s window, and 100 script calls on 100k keys would take Redis minutes. The passes are at least 2 ms apart, so a key's 100 requests fall in 100 different milliseconds (limitkv keeps one log entry per millisecond).")
+		p("")
+	}
+	if len(r.BigKeys) > 0 {
+		p("### Large keyspaces")
+		p("")
+		p("Fixed-window keys loaded by pipelined commands (4 connections, 512 deep) into one fresh server; RSS and used_memory after `MEMORY PURGE`; per key = growth from the empty server / keys.")
+		p("")
+		p("| server | loads with | keys | RSS | RSS per key | used_memory | used_memory per key | load time |")
+		p("|---|---|---:|---:|---:|---:|---:|---:|")
+		for _, x := range r.BigKeys {
+			for _, pt := range x.Points {
+				p("| %s | `%s` | %s | %s | %.1f B | %s | %.1f B | %.1f s |", x.Server, x.Command, commas(float64(pt.Keys)), mib(pt.RSS), pt.RSSPerKey,
+					mib(pt.Used), pt.UsedPerKey, pt.LoadSeconds)
+			}
+		}
+		p("")
+	}
+	if s := r.Snapshot; s != nil {
+		p("## Latency during a snapshot")
+		p("")
+		p("limitkv with persistence on (`--snapshot-interval 1h`: only forced snapshots), %s keys `SET key:<i> <32 bytes>` all changed since the last snapshot, and traffic at depth 1 from %d connections: half send `GET key:<random of the %s>`, half `RL.SLIDE slide:<random of %s> 100 60s`. The baseline measures the same traffic for %s without a snapshot; then a `BGSAVE` is sent and the latency of the requests completed until INFO shows the snapshot finished is recorded, %d time(s), every key made dirty again before each.",
+			commas(float64(s.Keys)), s.Conns, commas(float64(s.Keys)), commas(float64(s.Users)), m.Duration, len(s.Rounds))
+		p("")
+		p("| | GET ops/s | GET p50 / p99 / p99.9 / max µs | RL.SLIDE ops/s | RL.SLIDE p50 / p99 / p99.9 / max µs |")
+		p("|---|---:|---|---:|---|")
+		for _, x := range []struct {
+			name string
+			m    map[string]*latencyStats
+		}{{"without snapshot", s.Baseline}, {"during the snapshot", s.During}} {
+			g, sl := x.m[snapGet], x.m[snapSlide]
+			p("| %s | %s | %.0f / %.0f / %.0f / %.0f | %s | %.0f / %.0f / %.0f / %.0f |", x.name,
+				commas(g.OpsPerSec), g.P50us, g.P99us, g.P999us, g.MaxUs, commas(sl.OpsPerSec), sl.P50us, sl.P99us, sl.P999us, sl.MaxUs)
+		}
+		p("")
+		p("| snapshot | keys written (INFO snapshot_last_keys) | bytes | duration (INFO snapshot_last_duration_ms) | traffic measured over | limitkv CPU | client CPU | other CPU |")
+		p("|---|---:|---:|---:|---:|---:|---:|---:|")
+		for i, x := range s.Rounds {
+			c := s.CPU[i]
+			p("| %d | %s | %s | %.0f ms | %.0f ms | %.2f | %.2f | %.2f |", i+1, commas(float64(x.SnapshotKeys)), mib(x.SnapshotBytes), x.SnapshotMs, x.WindowMs, c.Server, c.Client, c.Other)
+		}
+		p("")
+		p("Loading the %s keys took %.1f s. CPU during the baseline: limitkv %.2f, client %.2f, other %.2f cores.", commas(float64(s.Keys)), s.LoadSec,
+			s.BaselineCPU.Server, s.BaselineCPU.Client, s.BaselineCPU.Other)
+		p("")
+	}
+	if len(r.Runs) > 0 {
+		p("## Every run")
+		p("")
+		p("A run marked *busy* had other processes take more than %.2f cores during its window.", m.QuietCores)
+		p("")
+		p("| round | workload | depth | server | ops/s | p50 µs | p99 µs | p99.9 µs | max µs | errors | denied | server CPU | client CPU | other CPU | load (1 min) |")
+		p("|---:|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+		for _, x := range r.Runs {
+			other := fmt.Sprintf("%.2f", x.CPU.Other)
+			if x.CPU.Other > m.QuietCores {
+				other += " *busy*"
+			}
+			denied := "–"
+			if x.Allowed+x.Denied > 0 {
+				denied = fmt.Sprintf("%.1f%%", 100*float64(x.Denied)/float64(x.Allowed+x.Denied))
+			}
+			p("| %d | %s | %d | %s | %s | %.0f | %.0f | %.0f | %.0f | %d | %s | %.2f | %.2f | %s | %.2f |", x.Round, x.Workload, x.Depth, x.Server,
+				commas(x.OpsPerSec), x.P50us, x.P99us, x.P999us, x.MaxUs, x.Errors, denied, x.CPU.Server, x.CPU.Client, other, x.Load1)
+		}
+		p("")
+	}
+	p("## The Lua scripts run on Redis")
+	p("")
+	for _, name := range []string{"slide", "fixed", "login"} {
+		p("`%s.lua` (SHA1 %s):", name, scriptSHA(scripts[name]))
+		p("")
+		p("```lua")
+		b.WriteString(scripts[name])
+		p("```")
+		p("")
+	}
+	return b.String()
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "–"
+	}
+	return s
+}
+
+func div(a, b float64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return a / b
+}

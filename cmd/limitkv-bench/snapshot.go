@@ -1,0 +1,202 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"time"
+)
+
+// The snapshot scenario (issue 5): limitkv with persistence on and only
+// forced snapshots, K small keys all changed since the last snapshot, and
+// GET plus RL.SLIDE traffic at depth 1 from 50 connections. The latency of
+// the requests completed while a BGSAVE writes the K dirty keys is
+// compared with a run without a snapshot.
+
+type latencyStats struct {
+	Ops       int64   `json:"ops"`
+	OpsPerSec float64 `json:"ops_per_sec"`
+	P50us     float64 `json:"p50_us"`
+	P99us     float64 `json:"p99_us"`
+	P999us    float64 `json:"p999_us"`
+	MaxUs     float64 `json:"max_us"`
+	Errors    int64   `json:"errors"`
+	hist      histogram
+	window    time.Duration
+}
+
+func (l *latencyStats) fill() {
+	l.P50us = us(l.hist.quantile(0.50))
+	l.P99us = us(l.hist.quantile(0.99))
+	l.P999us = us(l.hist.quantile(0.999))
+	l.MaxUs = us(time.Duration(l.hist.max))
+	if l.window > 0 {
+		l.OpsPerSec = float64(l.Ops) / l.window.Seconds()
+	}
+}
+
+func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
+
+type snapshotRound struct {
+	WindowMs      float64 `json:"window_ms"`      // load measured while the snapshot ran
+	SnapshotMs    float64 `json:"snapshot_ms"`    // INFO snapshot_last_duration_ms
+	SnapshotKeys  int64   `json:"snapshot_keys"`  // INFO snapshot_last_keys
+	SnapshotBytes int64   `json:"snapshot_bytes"` // INFO snapshot_last_bytes
+}
+
+type snapshotResult struct {
+	Keys        int                      `json:"keys"`
+	Users       int                      `json:"slide_users"`
+	Conns       int                      `json:"conns"`
+	Baseline    map[string]*latencyStats `json:"baseline"`
+	During      map[string]*latencyStats `json:"during_snapshot"`
+	Rounds      []snapshotRound          `json:"rounds"`
+	LoadSec     float64                  `json:"load_seconds"`
+	CPU         []cpuUse                 `json:"cpu_during_snapshot"`
+	BaselineCPU cpuUse                   `json:"cpu_baseline"`
+}
+
+const (
+	snapGet   = "GET"
+	snapSlide = "RL.SLIDE"
+)
+
+func (b *bench) snapshotScenario(ctx context.Context) (*snapshotResult, error) {
+	keys := b.cfg.snapshotKeys
+	res := &snapshotResult{Keys: keys, Users: b.cfg.users, Conns: b.cfg.conns,
+		Baseline: map[string]*latencyStats{}, During: map[string]*latencyStats{}}
+	dir := filepath.Join(b.tmp, fmt.Sprintf("snapshot-%d", time.Now().UnixNano()))
+	s, err := startLimitkv(b.limitkvBin, dir, true)
+	if err != nil {
+		return nil, err
+	}
+	defer s.stop()
+	c, err := dial(s.addr)
+	if err != nil {
+		return nil, err
+	}
+	defer c.close()
+	l, err := newLoader(s.addr, 4, 256)
+	if err != nil {
+		return nil, err
+	}
+	defer l.close()
+	setOp := op{cmd("SET", keyArg("key:"), lit(value32))}
+	start := time.Now()
+	if _, err := l.pass(ctx, setOp, 0, keys); err != nil {
+		return nil, err
+	}
+	res.LoadSec = time.Since(start).Seconds()
+	b.logf("  loaded %d keys in %.1f s", keys, res.LoadSec)
+
+	plans := []plan{
+		{name: snapGet, op: op{cmd("GET", keyArg("key:"))}, users: keys},
+		{name: snapSlide, op: op{cmd("RL.SLIDE", keyArg("slide:"), lit("100"), lit("60s"))}, users: b.cfg.users, decision: true},
+	}
+	spec := loadSpec{addr: s.addr, pid: s.pid(), conns: b.cfg.conns, depth: 1, plans: plans, warmup: b.cfg.warmup, seed: 5}
+	for _, p := range plans {
+		res.Baseline[p.name] = &latencyStats{}
+		res.During[p.name] = &latencyStats{}
+	}
+
+	// Baseline: the same traffic, no snapshot running.
+	spec.measure = sleepFor(b.cfg.duration)
+	if b.cfg.quietWait > 0 {
+		b.waitQuiet(ctx)
+	}
+	lr, err := runLoad(ctx, spec)
+	if err != nil {
+		return nil, err
+	}
+	addLatency(res.Baseline, lr)
+	res.BaselineCPU = lr.cpu
+
+	for round := 0; round < b.cfg.rounds; round++ {
+		if round > 0 { // make every key dirty again
+			if _, err := l.pass(ctx, setOp, 0, keys); err != nil {
+				return nil, err
+			}
+		}
+		var sr snapshotRound
+		spec.measure = func(ctx context.Context) error {
+			return b.forceSnapshot(ctx, c, &sr)
+		}
+		if b.cfg.quietWait > 0 {
+			b.waitQuiet(ctx)
+		}
+		lr, err := runLoad(ctx, spec)
+		if err != nil {
+			return nil, err
+		}
+		sr.WindowMs = float64(lr.window) / float64(time.Millisecond)
+		res.Rounds = append(res.Rounds, sr)
+		res.CPU = append(res.CPU, lr.cpu)
+		addLatency(res.During, lr)
+		b.logf("  snapshot %d: %d keys in %.0f ms (INFO), load measured over %.0f ms", round+1, sr.SnapshotKeys, sr.SnapshotMs, sr.WindowMs)
+	}
+	for _, m := range []map[string]*latencyStats{res.Baseline, res.During} {
+		for _, l := range m {
+			l.fill()
+		}
+	}
+	return res, nil
+}
+
+// forceSnapshot sends BGSAVE and returns once INFO says it has finished.
+func (b *bench) forceSnapshot(ctx context.Context, c *client, sr *snapshotRound) error {
+	before, err := c.info("persistence")
+	if err != nil {
+		return err
+	}
+	count, _ := strconv.ParseInt(before["snapshot_count"], 10, 64)
+	errs, _ := strconv.ParseInt(before["snapshot_errors"], 10, 64)
+	if v, err := c.ok("BGSAVE"); err != nil {
+		return err
+	} else if string(v.Str) != "Background saving started" {
+		return fmt.Errorf("BGSAVE answered %v", v)
+	}
+	deadline := time.Now().Add(10 * time.Minute)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		time.Sleep(5 * time.Millisecond)
+		f, err := c.info("persistence")
+		if err != nil {
+			return err
+		}
+		n, _ := strconv.ParseInt(f["snapshot_count"], 10, 64)
+		if n <= count || f["rdb_bgsave_in_progress"] != "0" {
+			continue
+		}
+		if e, _ := strconv.ParseInt(f["snapshot_errors"], 10, 64); e != errs {
+			return fmt.Errorf("the snapshot failed: %s", f["snapshot_last_error"])
+		}
+		sr.SnapshotMs, _ = strconv.ParseFloat(f["snapshot_last_duration_ms"], 64)
+		sr.SnapshotKeys, _ = strconv.ParseInt(f["snapshot_last_keys"], 10, 64)
+		sr.SnapshotBytes, _ = strconv.ParseInt(f["snapshot_last_bytes"], 10, 64)
+		return nil
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return fmt.Errorf("the snapshot did not finish in 10 minutes")
+}
+
+func addLatency(into map[string]*latencyStats, lr *loadResult) {
+	for _, p := range lr.plans {
+		l := into[p.name]
+		l.Ops += p.ops
+		l.Errors += p.errors
+		l.hist.merge(&p.hist)
+		l.window += lr.window
+	}
+}
+
+func sleepFor(d time.Duration) func(context.Context) error {
+	return func(ctx context.Context) error {
+		select {
+		case <-time.After(d):
+		case <-ctx.Done():
+		}
+		return nil
+	}
+}
