@@ -1,12 +1,14 @@
 package engine
 
+import "unsafe"
+
 // The arena holds the records of one shard in large pointer-free chunks, so
 // that millions of small keys cost neither a Go allocation each nor any work
 // for the garbage collector: a chunk is a []byte, which the collector never
 // scans. Records are addressed by a 32-bit ref counted in 8-byte units.
 //
-// Blocks come in size classes (16 B up to maxBlock); freed blocks go on a
-// free list per class, linked through their first four bytes.
+// Blocks come in size classes (16 B up to maxBlock), kept in 8 KiB pages
+// of one class each.
 
 const (
 	unitShift  = 3
@@ -15,6 +17,11 @@ const (
 	chunkUnits = 1 << chunkShift
 	chunkBytes = chunkUnits * unitSize
 	maxBlock   = 1024 // larger records live on the Go heap behind a stub
+
+	pageShift     = 10 // units per page = 1024, i.e. 8 KiB pages
+	pageUnits     = 1 << pageShift
+	pagesPerChunk = chunkUnits / pageUnits
+	noPage        = ^uint32(0)
 )
 
 // classSizes lists block sizes in bytes. Steps grow with size so that
@@ -55,15 +62,34 @@ func classFor(n int) uint8 {
 }
 
 type arena struct {
-	chunks [][]byte
-	free   []uint32 // head ref of each class's free list, 0 = empty
-	bump   uint32   // next unallocated unit in the last chunk
-	end    uint32   // first unit past the last chunk
-	used   int64    // bytes in live blocks
+	chunks  [][]byte
+	pages   []page   // one per page of every chunk
+	partial []uint32 // per class: first page with room for a block, noPage = none
+	empty   []uint32 // pages holding no block, ready for any class
+	used    int64    // bytes in live blocks
+}
+
+// A page holds blocks of one class while any of them is live. Blocks are
+// carved from the page's start on demand; freed ones go on the page's own
+// free list, linked through their first four bytes. A page whose last block
+// is freed goes back to the arena's empty pages for any class to take: a
+// per-class free list alone would keep every block a growing value ever
+// left behind (a sliding log growing through fifteen classes kept fifteen
+// blocks, ten times its size) for that class alone.
+type page struct {
+	free       uint32 // first freed block, 0 = none
+	next, prev uint32 // neighbours in the class's list of pages with room
+	carved     uint16 // units handed out from the page's start
+	live       uint16 // blocks in use
+	class      uint8
+	listed     bool // in partial[class]
 }
 
 func (a *arena) init() {
-	a.free = make([]uint32, len(classSizes))
+	a.partial = make([]uint32, len(classSizes))
+	for i := range a.partial {
+		a.partial[i] = noPage
+	}
 }
 
 // bytes returns the n-byte block at ref.
@@ -76,60 +102,111 @@ func (a *arena) bytes(ref uint32, n int) []byte {
 // alloc returns a block of class c. The block's contents are undefined.
 func (a *arena) alloc(c uint8) uint32 {
 	size := classSizes[c]
+	units := uint16(size >> unitShift)
+	p := a.partial[c]
+	if p == noPage {
+		p = a.takePage(c)
+	}
+	pg := &a.pages[p]
+	var ref uint32
+	if pg.free != 0 {
+		ref = pg.free
+		pg.free = le32(a.bytes(ref, 4))
+	} else {
+		ref = p<<pageShift | uint32(pg.carved)
+		pg.carved += units
+	}
+	pg.live++
+	if pg.free == 0 && int(pg.carved)+int(units) > pageUnits {
+		a.unlist(p)
+	}
 	a.used += int64(size)
-	if ref := a.free[c]; ref != 0 {
-		b := a.bytes(ref, 4)
-		a.free[c] = le32(b)
-		return ref
-	}
-	units := uint32(size >> unitShift)
-	if a.bump+units > a.end || a.chunks == nil {
-		a.grow()
-	}
-	ref := a.bump
-	a.bump += units
 	return ref
 }
 
-// grow starts a new chunk, first handing the unused tail of the current one
-// to the free lists so that nothing is lost.
-func (a *arena) grow() {
-	for a.chunks != nil && a.end-a.bump >= 2 {
-		rest := int(a.end-a.bump) << unitShift
-		c := len(classSizes) - 1
-		for classSizes[c] > rest {
-			c--
-		}
-		ref := a.bump
-		a.bump += uint32(classSizes[c] >> unitShift)
-		put32(a.bytes(ref, 4), a.free[c])
-		a.free[c] = ref
+// takePage gives class c an empty page, growing the arena when none is left.
+func (a *arena) takePage(c uint8) uint32 {
+	if len(a.empty) == 0 {
+		a.grow()
 	}
+	p := a.empty[len(a.empty)-1]
+	a.empty = a.empty[:len(a.empty)-1]
+	pg := &a.pages[p]
+	*pg = page{class: c}
+	if p == 0 {
+		pg.carved = 2 // ref 0 means "empty"; keep the first unit pair unused
+	}
+	a.list(p)
+	return p
+}
+
+// grow adds a chunk, its pages empty, lowest page taken first.
+func (a *arena) grow() {
 	a.chunks = append(a.chunks, make([]byte, chunkBytes))
-	a.bump = uint32(len(a.chunks)-1) << chunkShift
-	a.end = a.bump + chunkUnits
-	if a.bump == 0 {
-		a.bump = 2 // ref 0 means "empty"; keep the first block unused
+	first := uint32(len(a.pages))
+	a.pages = append(a.pages, make([]page, pagesPerChunk)...)
+	for i := uint32(pagesPerChunk); i > 0; i-- {
+		a.empty = append(a.empty, first+i-1)
 	}
 }
 
-// release returns the block at ref, of class c, to its free list.
+// release returns the block at ref, of class c.
 func (a *arena) release(ref uint32, c uint8) {
 	a.used -= int64(classSizes[c])
-	put32(a.bytes(ref, 4), a.free[c])
-	a.free[c] = ref
+	p := ref >> pageShift
+	pg := &a.pages[p]
+	pg.live--
+	if pg.live == 0 {
+		if pg.listed {
+			a.unlist(p)
+		}
+		a.empty = append(a.empty, p)
+		return
+	}
+	put32(a.bytes(ref, 4), pg.free)
+	pg.free = ref
+	if !pg.listed {
+		a.list(p)
+	}
+}
+
+// list puts page p at the head of its class's pages with room.
+func (a *arena) list(p uint32) {
+	pg := &a.pages[p]
+	head := a.partial[pg.class]
+	pg.prev, pg.next, pg.listed = noPage, head, true
+	if head != noPage {
+		a.pages[head].prev = p
+	}
+	a.partial[pg.class] = p
+}
+
+// unlist takes page p off its class's pages with room.
+func (a *arena) unlist(p uint32) {
+	pg := &a.pages[p]
+	if pg.prev != noPage {
+		a.pages[pg.prev].next = pg.next
+	} else {
+		a.partial[pg.class] = pg.next
+	}
+	if pg.next != noPage {
+		a.pages[pg.next].prev = pg.prev
+	}
+	pg.listed = false
 }
 
 // reset drops every chunk.
 func (a *arena) reset() {
-	a.chunks = nil
-	a.bump, a.end, a.used = 0, 0, 0
-	clear(a.free)
+	a.chunks, a.pages, a.empty = nil, nil, nil
+	a.used = 0
+	for i := range a.partial {
+		a.partial[i] = noPage
+	}
 }
 
 // footprint is the memory the arena holds from the Go heap.
 func (a *arena) footprint() int64 {
-	return int64(len(a.chunks)) * chunkBytes
+	return int64(len(a.chunks))*chunkBytes + int64(cap(a.pages))*int64(unsafe.Sizeof(page{}))
 }
 
 func le32(b []byte) uint32 {
