@@ -341,7 +341,7 @@ func (se *scriptEngine) run(c *Ctx, sc *luaScript, keys, argv [][]byte, readOnly
 		fresh.rand = r.rand // Redis never reseeds math.random
 		se.runner = fresh
 	}
-	se.vmBytes.Store(int64(se.runner.stackBytes() + callStackBytes(se.runner.L)))
+	se.vmBytes.Store(int64(se.runner.stackBytes() + se.runner.callLen))
 }
 
 // lookup finds a cached script by SHA1, in any case.

@@ -66,6 +66,7 @@ type luaRunner struct {
 	progress scriptRun
 	stack    reflect.Value // the value stack, to see how much it grew
 	stackOK  bool
+	callLen  int // bytes of the call stack, fixed when the state is made
 	rand     lrand48
 	cjson    *cjsonConfig
 	// chunkNames maps the names chunks loaded during the run show in
@@ -107,6 +108,7 @@ func newLuaRunner(srv *Server) *luaRunner {
 	})
 	r.L.SetContext(&r.progress.stop)
 	r.stack, r.stackOK = valueStack(r.L)
+	r.callLen = callStackBytes(r.L) // by reflection: too slow for every run
 	r.sandbox()
 	return r
 }
