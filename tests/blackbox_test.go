@@ -261,9 +261,21 @@ func TestAuth(t *testing.T) {
 
 func TestMaxClients(t *testing.T) {
 	s := startLimitkv(t, "--maxclients", "2")
-	a, b := dialRaw(t, s.addr), dialRaw(t, s.addr)
-	a.do("PING")
-	b.do("PING")
+	// The start-up probe's connection may still count until the server
+	// has seen it close: dial until both clients are admitted.
+	admitted := func() *rawConn {
+		for range 100 {
+			c := dialRaw(t, s.addr)
+			if v := c.do("PING"); v.String() == "+PONG" {
+				return c
+			}
+			c.c.Close()
+			time.Sleep(20 * time.Millisecond)
+		}
+		t.Fatal("a client within maxclients was never admitted")
+		return nil
+	}
+	a, _ := admitted(), admitted()
 	c := dialRaw(t, s.addr)
 	if got := c.readAll(); got != "-ERR max number of clients reached\r\n" {
 		t.Fatalf("third client: %q", got)
