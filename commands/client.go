@@ -38,8 +38,9 @@ type Client struct {
 	watch    engine.Watch
 	watching []watchedKey
 
-	ctx Ctx       // reused for every request
-	rl  rlScratch // rate-limit decisions' buffers
+	ctx  Ctx        // reused for every request
+	rl   rlScratch  // rate-limit decisions' buffers
+	eval scriptCall // this client's EVAL while it waits for the combiner
 }
 
 type queuedCmd struct {

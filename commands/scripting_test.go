@@ -5,11 +5,14 @@ import (
 	"bytes"
 	"crypto/sha1"
 	"encoding/hex"
+	"fmt"
 	"io"
 	"log/slog"
 	"math"
 	"runtime"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"limitkv/engine"
@@ -315,3 +318,59 @@ end
 local retry_after = -1
 return {cost, remaining, tostring(retry_after), tostring(reset_after)}
 `
+
+// EVALs from many clients at once are run by whichever of them holds the
+// queue: every one runs exactly once, atomically, with its own client's
+// reply, and plain commands in between still get their turn.
+func TestScriptsFromManyClientsCombine(t *testing.T) {
+	base := newScriptServer(t)
+	const clients, each = 8, 300
+	script := "local v = redis.call('INCR', KEYS[1]) redis.call('RPUSH', KEYS[2], v) return v"
+	var wg sync.WaitGroup
+	fail := make(chan string, clients+2)
+	for i := range clients + 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s := &scriptServer{t: t, srv: base.srv, w: resp.NewWriter(2), client: newTestClient(base.srv)}
+			last := int64(0)
+			for range each {
+				var args [][]byte
+				if i < clients {
+					args = [][]byte{[]byte("EVAL"), []byte(script), []byte("2"), []byte("n"), []byte("log")}
+				} else {
+					args = [][]byte{[]byte("INCR"), []byte("plain")}
+				}
+				s.w.Reset()
+				s.run(args...)
+				v, err := resp.ReadValue(bufio.NewReader(bytes.NewReader(s.w.Bytes())))
+				if err != nil || v.Type != ':' || v.Int <= last {
+					fail <- fmt.Sprintf("client %d: reply %q after %d", i, s.w.Bytes(), last)
+					return
+				}
+				last = v.Int
+			}
+		}()
+	}
+	wg.Wait()
+	close(fail)
+	for msg := range fail {
+		t.Fatal(msg)
+	}
+	if got := base.do("GET", "n"); got != fmt.Sprintf(`"%d"`, clients*each) {
+		t.Fatalf("n = %s after %d script runs", got, clients*each)
+	}
+	if got := base.do("GET", "plain"); got != fmt.Sprintf(`"%d"`, 2*each) {
+		t.Fatalf("plain = %s after %d INCRs", got, 2*each)
+	}
+	// The log holds 1..n in order: no two runs interleaved.
+	if got := base.do("LLEN", "log"); got != fmt.Sprintf(":%d", clients*each) {
+		t.Fatalf("LLEN log = %s", got)
+	}
+	for _, i := range []int{0, 1, clients*each/2 - 1, clients*each - 1} {
+		want := fmt.Sprintf(`"%d"`, i+1)
+		if got := base.do("LINDEX", "log", strconv.Itoa(i)); got != want {
+			t.Fatalf("LINDEX log %d = %s, want %s", i, got, want)
+		}
+	}
+}
