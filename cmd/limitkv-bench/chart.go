@@ -120,8 +120,13 @@ func chart(r *results) string {
 		}
 		y += 6
 	}
-	if sn := r.Snapshot; sn != nil {
-		text(10, y+4, "start", "bold", 15, "p99 latency, depth 1, while a snapshot of the dirty keys runs (target < 2 ms)")
+	if r.Snapshot != nil {
+		// The target is judged at the fixed rate when there is one.
+		sn := &r.Snapshot.snapshotLoad
+		if r.Snapshot.Paced != nil {
+			sn = r.Snapshot.Paced
+		}
+		text(10, y+4, "start", "bold", 15, "p99 latency, depth 1, "+offeredLoad(sn.Rate)+", while a snapshot of the dirty keys runs (target < 2 ms)")
 		y += 22
 		legend(y, [][3]string{{"#7f7f7f", "1", "without snapshot"}, {"#e08a1e", "1", "during the snapshot"}})
 		y += 14

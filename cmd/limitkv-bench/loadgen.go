@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"os"
 	"sync"
@@ -17,6 +18,13 @@ import (
 // PRNG. Nothing is allocated per request: requests are encoded into a
 // reused buffer, replies are skipped in place, latencies go to a
 // per-connection histogram.
+//
+// Two ways to load: closed loop (rate 0), where each connection sends its
+// next batch as soon as the previous one is answered, which finds the
+// server's capacity and measures latency at saturation (mostly queueing);
+// and open loop (rate > 0), where the connections together send rate
+// requests per second on a fixed schedule whatever the server does, which
+// measures latency at that load. See drive for the schedule.
 
 // plan is what a group of connections sends.
 type plan struct {
@@ -36,6 +44,9 @@ type loadSpec struct {
 	// measure runs the measured window; it returns when the window ends.
 	measure func(ctx context.Context) error
 	seed    uint64
+	// rate paces the load: requests per second over all connections (each
+	// connection sends rate/conns). 0 is the closed loop.
+	rate float64
 }
 
 // planResult is what the connections of one plan did in the window.
@@ -47,6 +58,12 @@ type planResult struct {
 	allowed  int64
 	denied   int64
 	hist     histogram // per operation at depth 1, per batch above
+	// Paced only, for diagnosis: lag is how late each batch was sent after
+	// its intended time, the client's own delay (a sleep overshooting, a
+	// goroutine waiting for a core) or the backlog of a late reply; it is
+	// part of hist. sent is the latency from the actual send instead, as
+	// if there were no lag.
+	lag, sent histogram
 }
 
 type loadResult struct {
@@ -92,8 +109,24 @@ func cpuBetween(a, b cpuMark) cpuUse {
 const (
 	phaseWarmup = iota
 	phaseMeasure
+	phaseDrain // paced: the window is over, requests due in it finish
 	phaseStop
 )
+
+// drainLimit bounds how long a paced run waits, after its window, for the
+// replies to requests that were due in it.
+const drainLimit = 10 * time.Second
+
+// window is a paced run's measured window, in ns after the schedule's
+// origin: requests whose intended send time falls in [from, until) are
+// the ones measured, whenever their replies come.
+type window struct {
+	from, until atomic.Int64
+}
+
+func (w *window) holds(due time.Duration) bool {
+	return int64(due) >= w.from.Load() && int64(due) < w.until.Load()
+}
 
 // connState is one connection's counters; each is allocated on its own,
 // so connections do not share cache lines.
@@ -105,6 +138,9 @@ type connState struct {
 func runLoad(ctx context.Context, spec loadSpec) (*loadResult, error) {
 	if spec.depth < 1 || spec.conns < 1 || len(spec.plans) == 0 {
 		return nil, errors.New("load needs conns, depth and a plan")
+	}
+	if spec.rate < 0 {
+		return nil, errors.New("negative rate")
 	}
 	var phase atomic.Int32
 	start := make(chan struct{})
@@ -122,13 +158,21 @@ func runLoad(ctx context.Context, spec loadSpec) (*loadResult, error) {
 		states[i] = &connState{}
 	}
 	var wg sync.WaitGroup
+	// The schedule's origin: a little ahead, so that the connections'
+	// first intended times are not already past when they start.
+	origin := time.Now().Add(time.Millisecond)
+	win := &window{}
+	win.from.Store(math.MaxInt64)
+	win.until.Store(math.MaxInt64)
 	for i := range conns {
+		sched := newPacing(spec.rate, spec.conns, spec.depth, i, origin)
+		sched.win = win
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			p := spec.plans[i%len(spec.plans)]
 			e := newEncoder(i, spec.conns, spec.seed)
-			states[i].err = drive(conns[i], e, p, spec.depth, &phase, start, states[i])
+			states[i].err = drive(conns[i], e, p, spec.depth, sched, &phase, start, states[i])
 		}()
 	}
 	// A server that stops answering must not hang the benchmark: closing
@@ -151,12 +195,31 @@ func runLoad(ctx context.Context, spec loadSpec) (*loadResult, error) {
 	case <-ctx.Done():
 	}
 	before := markCPU(spec.pid)
+	win.from.Store(int64(before.at.Sub(origin)))
 	phase.Store(phaseMeasure)
 	if ctx.Err() == nil {
 		measureErr = spec.measure(ctx)
 	}
-	phase.Store(phaseStop)
 	after := markCPU(spec.pid)
+	if spec.rate > 0 {
+		// Paced, the requests due in the window are measured even when
+		// their replies come after it: those are the ones a stall at the
+		// end of the window delays. The connections stop sending at the
+		// first request due after the window and return.
+		win.until.Store(int64(after.at.Sub(origin)))
+		phase.Store(phaseDrain)
+		drained := make(chan struct{})
+		go func() {
+			wg.Wait()
+			close(drained)
+		}()
+		select {
+		case <-drained:
+		case <-time.After(drainLimit):
+		case <-ctx.Done():
+		}
+	}
+	phase.Store(phaseStop)
 	close(stopped) // unblocks connections waiting on a dead server
 	wg.Wait()
 
@@ -181,6 +244,8 @@ func runLoad(ctx context.Context, spec loadSpec) (*loadResult, error) {
 		r.allowed += st.allowed
 		r.denied += st.denied
 		r.hist.merge(&st.hist)
+		r.lag.merge(&st.lag)
+		r.sent.merge(&st.sent)
 	}
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
@@ -188,11 +253,70 @@ func runLoad(ctx context.Context, spec loadSpec) (*loadResult, error) {
 	return res, measureErr
 }
 
+// pacing is one connection's schedule in the open loop: its k-th batch
+// (from 0) is meant to be sent at origin + offset + k*interval. A zero
+// interval is the closed loop.
+type pacing struct {
+	origin   time.Time
+	offset   float64 // ns
+	interval float64 // ns between this connection's batches
+	win      *window
+}
+
+// newPacing returns connection i's schedule when conns connections send
+// rate requests/s together in batches of depth: a batch every
+// conns*depth/rate seconds, connection i shifted by i/conns of that
+// interval so that the connections' sends are spread evenly instead of
+// all falling on the same instants. Rate 0 is the closed loop.
+func newPacing(rate float64, conns, depth, i int, origin time.Time) pacing {
+	if rate <= 0 {
+		return pacing{}
+	}
+	interval := float64(time.Second) * float64(conns) * float64(depth) / rate
+	return pacing{origin: origin, offset: interval * float64(i) / float64(conns), interval: interval}
+}
+
+// intended returns the intended send time of batch k.
+func (s *pacing) intended(k int64) time.Time {
+	return s.origin.Add(time.Duration(s.offset + float64(k)*s.interval))
+}
+
 // drive is one connection's loop.
-func drive(conn net.Conn, e *encoder, p plan, depth int, phase *atomic.Int32, start <-chan struct{}, st *connState) error {
+//
+// In the closed loop it sends a batch as soon as the previous one is
+// answered, and a batch's latency runs from its send to its last reply.
+//
+// Paced, batch k is due at sched.intended(k). drive sleeps until then when
+// it is early, and sends at once when it is late (the previous reply came
+// after the due time): it never sends two batches to catch up, there is
+// never more than one batch in flight, and the due times keep advancing
+// whatever happens. The latency of a batch runs from its intended send
+// time, not from the moment it was actually sent. That is the point of
+// the open loop: when the server stalls for 50 ms, a closed-loop client
+// (or one timing from the actual send) waits with it and records one slow
+// request, then carries on as if nothing happened, although the requests
+// a real client would have sent during the stall all waited too. This is
+// coordinated omission: the client, by slowing down with the server,
+// leaves out exactly the samples that show the stall. Timing from the
+// intended time counts every request that should have been sent, each
+// with the wait it would have seen; a backlog shows as latency, and the
+// achieved rate falls short of the requested one. For the same reason a
+// paced run measures the requests due in its window (and waits for their
+// replies after it), not those whose replies happen to come in it. The
+// achieved rate still counts the replies that came in the window. The
+// client's own
+// lateness is counted as latency too: time.Sleep can wake up to a
+// millisecond late when the Go runtime is idle (its network poller waits
+// in whole milliseconds), and a goroutine may wait for a core the server
+// is using. So drive also records how late each batch was sent (st.lag)
+// and its latency from the actual send (st.sent), for the report to show
+// how much of the latency is the client's.
+func drive(conn net.Conn, e *encoder, p plan, depth int, sched pacing, phase *atomic.Int32, start <-chan struct{}, st *connState) error {
 	replies := depth * len(p.op)
 	out := make([]byte, 0, 4096)
 	in := make([]byte, 64<<10)
+	paced := sched.interval > 0
+	var batch int64 // the next batch's number, for the schedule
 	<-start
 	for {
 		out = out[:0]
@@ -200,6 +324,18 @@ func drive(conn net.Conn, e *encoder, p plan, depth int, phase *atomic.Int32, st
 			out = e.appendOp(out, p.op, e.rng.IntN(p.users))
 		}
 		t0 := time.Now()
+		var due time.Time
+		if paced {
+			due = sched.intended(batch)
+			batch++
+			if int64(due.Sub(sched.origin)) >= sched.win.until.Load() {
+				return nil // the window is over, and all its requests answered
+			}
+			if wait := due.Sub(t0); wait > 0 {
+				time.Sleep(wait)
+				t0 = time.Now()
+			}
+		}
 		if _, err := conn.Write(out); err != nil {
 			if phase.Load() == phaseStop {
 				return nil
@@ -255,18 +391,29 @@ func drive(conn net.Conn, e *encoder, p plan, depth int, phase *atomic.Int32, st
 		if r != w {
 			return fmt.Errorf("%d bytes after the last expected reply", w-r)
 		}
-		lat := time.Since(t0)
+		now := time.Now()
 		st.errors += errs
 		if firstErr != "" {
 			st.firstErr = firstErr
 		}
-		switch phase.Load() {
-		case phaseMeasure:
-			st.ops += int64(depth)
+		ph := phase.Load()
+		if ph == phaseMeasure {
+			st.ops += int64(depth) // answered in the window: the throughput
+		}
+		// Measured: closed loop, the batches answered in the window;
+		// paced, those due in it.
+		if paced && sched.win.holds(due.Sub(sched.origin)) || !paced && ph == phaseMeasure {
 			st.allowed += allowed
 			st.denied += denied
-			st.hist.record(lat)
-		case phaseStop:
+			if paced {
+				st.hist.record(now.Sub(due))
+				st.lag.record(t0.Sub(due))
+				st.sent.record(now.Sub(t0))
+			} else {
+				st.hist.record(now.Sub(t0))
+			}
+		}
+		if ph == phaseStop {
 			return nil
 		}
 	}

@@ -6,7 +6,12 @@
 // alternating servers over several rounds, and writes results.md,
 // results.svg and results.json to bench-results/.
 //
-//	go run ./cmd/limitkv-bench            # the full run (about 10 minutes)
+// Throughput is measured at saturation (closed loop: every connection
+// sends its next request as soon as the previous one is answered), where
+// latency is mostly queueing. The latency targets are measured open loop,
+// at a fixed offered rate (-paced-rate) below both servers' capacity.
+//
+//	go run ./cmd/limitkv-bench            # the full run (about 12 minutes)
 //	go run ./cmd/limitkv-bench -quick     # a smoke test (under a minute)
 package main
 
@@ -49,6 +54,7 @@ type config struct {
 	cpuProfile       string
 	quietWait        time.Duration
 	quietCores       float64
+	pacedRate        float64 // requests/s of the open-loop latency runs; 0 skips them
 }
 
 type bench struct {
@@ -133,6 +139,7 @@ func parseFlags(args []string) (config, error) {
 	fs.BoolVar(&cfg.skipThroughput, "skip-throughput", false, "skip the throughput runs")
 	fs.BoolVar(&cfg.skipMemory, "skip-memory", false, "skip the memory-per-key measurements")
 	fs.BoolVar(&cfg.skipSnapshot, "skip-snapshot", false, "skip the snapshot-latency scenario")
+	fs.Float64Var(&cfg.pacedRate, "paced-rate", 40_000, "requests/s, over all connections, of the open-loop latency runs (rate limits at depth 1 on both servers, and the snapshot scenario); 0 skips them")
 	fs.BoolVar(&cfg.bigKeys, "big-keys", true, "also measure RSS at 1M and 10M fixed-window keys")
 	fs.IntVar(&cfg.memKeys, "mem-keys", 100_000, "keys per memory shape (the 100-request sliding window uses a tenth)")
 	fs.IntVar(&cfg.snapshotKeys, "snapshot-keys", 1_000_000, "dirty keys the snapshot scenario saves")
@@ -188,6 +195,8 @@ func parseFlags(args []string) (config, error) {
 		return cfg, errors.New("-rounds, -conns and -users must be at least 1")
 	case cfg.memKeys < 10 || cfg.snapshotKeys < 1:
 		return cfg, errors.New("-mem-keys must be at least 10 and -snapshot-keys at least 1")
+	case cfg.pacedRate < 0:
+		return cfg, errors.New("-paced-rate must not be negative")
 	}
 	return cfg, nil
 }
@@ -253,6 +262,11 @@ func (b *bench) run(ctx context.Context) (int, error) {
 			return 1, fmt.Errorf("throughput: %v", err)
 		}
 	}
+	if b.cfg.pacedRate > 0 {
+		if err := b.paced(ctx); err != nil {
+			return 1, fmt.Errorf("latency at a fixed rate: %v", err)
+		}
+	}
 	if !b.cfg.skipMemory {
 		if err := b.memory(ctx); err != nil {
 			return 1, fmt.Errorf("memory: %v", err)
@@ -280,19 +294,28 @@ func (b *bench) run(ctx context.Context) (int, error) {
 		b.logf("  %-4s  %s: %s", t.Status, t.Name, t.Got)
 	}
 	invalid := 0
-	for _, row := range b.res.Throughput {
-		for _, s := range []*serverSummary{row.Limitkv, row.Redis} {
-			if s != nil && s.Errors > 0 {
-				invalid++
-				b.logf("!!! INVALID: %s at depth %d on %s got %d error replies (first: %s)", row.Workload, row.Depth, s.Server, s.Errors, s.FirstError)
+	for _, rows := range [][]rowSummary{b.res.Throughput, b.res.Paced} {
+		for _, row := range rows {
+			for _, s := range []*serverSummary{row.Limitkv, row.Redis} {
+				if s != nil && s.Errors > 0 {
+					invalid++
+					b.logf("!!! INVALID: %s at depth %d on %s (%s) got %d error replies (first: %s)", row.Workload, row.Depth, s.Server,
+						offeredLoad(row.Rate), s.Errors, s.FirstError)
+				}
 			}
 		}
 	}
-	if b.res.Snapshot != nil {
-		for name, l := range b.res.Snapshot.During {
-			if l.Errors > 0 {
-				invalid++
-				b.logf("!!! INVALID: %s during the snapshot got %d error replies", name, l.Errors)
+	if sn := b.res.Snapshot; sn != nil {
+		loads := []*snapshotLoad{&sn.snapshotLoad}
+		if sn.Paced != nil {
+			loads = append(loads, sn.Paced)
+		}
+		for _, ld := range loads {
+			for name, l := range ld.During {
+				if l.Errors > 0 {
+					invalid++
+					b.logf("!!! INVALID: %s during the snapshot (%s) got %d error replies", name, offeredLoad(ld.Rate), l.Errors)
+				}
 			}
 		}
 	}
@@ -309,7 +332,7 @@ func (b *bench) meta(started time.Time, redisVersion string) meta {
 		RedisVersion: redisVersion, LoadStart: loadAvg(),
 		Duration: b.cfg.duration.String(), Warmup: b.cfg.warmup.String(), Rounds: b.cfg.rounds,
 		Conns: b.cfg.conns, Users: b.cfg.users, Depths: b.cfg.depths, MemKeys: b.cfg.memKeys,
-		SnapshotKeys: b.cfg.snapshotKeys, Quick: b.cfg.quick,
+		SnapshotKeys: b.cfg.snapshotKeys, Quick: b.cfg.quick, PacedRate: b.cfg.pacedRate,
 	}
 	m.QuietCores = b.cfg.quietCores
 	if b.cfg.quietWait > 0 {
@@ -363,19 +386,12 @@ func (b *bench) throughput(ctx context.Context) error {
 			selected = append(selected, w)
 		}
 	}
-	lk, err := startLimitkv(b.limitkvBin, filepath.Join(b.tmp, "throughput-limitkv"), false)
+	lk, rd, err := b.startPair("throughput")
 	if err != nil {
 		return err
 	}
 	defer lk.stop()
-	rd, err := startRedis(b.redisBin, filepath.Join(b.tmp, "throughput-redis"))
-	if err != nil {
-		return err
-	}
 	defer rd.stop()
-	if err := loadScripts(rd); err != nil {
-		return err
-	}
 	servers := []*server{lk, rd}
 	for _, s := range servers {
 		l, err := newLoader(s.addr, 4, 256)
@@ -409,7 +425,7 @@ func (b *bench) throughput(ctx context.Context) error {
 				}
 				pair++
 				for _, s := range order {
-					rec, err := b.oneRun(ctx, s, w, depth, round)
+					rec, err := b.oneRun(ctx, s, w, depth, round, 0)
 					if err != nil {
 						return fmt.Errorf("%s %s depth %d: %v", s.kind, w.id, depth, err)
 					}
@@ -425,6 +441,88 @@ func (b *bench) throughput(ctx context.Context) error {
 	return nil
 }
 
+// startPair starts a memory-only limitkv and Redis, with the scripts
+// loaded into Redis.
+func (b *bench) startPair(name string) (lk, rd *server, err error) {
+	if lk, err = startLimitkv(b.limitkvBin, filepath.Join(b.tmp, name+"-limitkv"), false); err != nil {
+		return nil, nil, err
+	}
+	if rd, err = startRedis(b.redisBin, filepath.Join(b.tmp, name+"-redis")); err != nil {
+		lk.stop()
+		return nil, nil, err
+	}
+	if err := loadScripts(rd); err != nil {
+		lk.stop()
+		rd.stop()
+		return nil, nil, err
+	}
+	return lk, rd, nil
+}
+
+// pacedWorkloads are measured open loop: the rate limits, whose latency
+// is a target.
+var pacedWorkloads = []string{"slide", "fixed", "login"}
+
+// paced measures latency at a fixed offered load instead of at
+// saturation: the rate-limit workloads, unpipelined, -paced-rate requests
+// per second over -conns connections, on a fresh pair of servers,
+// alternating like the throughput runs for -rounds rounds. The rate is
+// below both servers' capacity, so the latency is the servers' (and the
+// machine's), not a queue's.
+func (b *bench) paced(ctx context.Context) error {
+	var selected []*workload
+	for _, w := range workloads() {
+		if slices.Contains(pacedWorkloads, w.id) && (len(b.cfg.only) == 0 || slices.Contains(b.cfg.only, w.id)) {
+			selected = append(selected, w)
+		}
+	}
+	if len(selected) == 0 {
+		return nil
+	}
+	lk, rd, err := b.startPair("paced")
+	if err != nil {
+		return err
+	}
+	defer lk.stop()
+	defer rd.stop()
+	for _, s := range []*server{lk, rd} {
+		for _, w := range selected {
+			if err := verifyWorkload(s, w, b.cfg.users); err != nil {
+				return err
+			}
+		}
+	}
+	rate := b.cfg.pacedRate
+	total := b.cfg.rounds * len(selected) * 2
+	perRun := b.cfg.warmup + b.cfg.duration
+	b.logf("latency at a fixed rate: %s requests/s over %d connections, depth 1; %d runs of %v, about %v",
+		commas(rate), b.cfg.conns, total, perRun, (time.Duration(total) * perRun).Round(time.Second))
+	done := 0
+	for round := 1; round <= b.cfg.rounds; round++ {
+		for i, w := range selected {
+			order := []*server{lk, rd}
+			if (round+i)%2 == 0 {
+				order = []*server{rd, lk}
+			}
+			for _, s := range order {
+				rec, err := b.oneRun(ctx, s, w, 1, round, rate)
+				if err != nil {
+					return fmt.Errorf("%s %s at %s/s: %v", s.kind, w.id, commas(rate), err)
+				}
+				done++
+				b.logf("[%d/%d] round %d %-6s %-7s at %s/s: achieved %9.0f/s  p50 %6.0fµs p99 %6.0fµs p99.9 %6.0fµs  send lag p99 %5.0fµs, p99 from the send %5.0fµs  cpu server %.2f client %.2f other %.2f%s",
+					done, total, round, w.id, s.kind, commas(rate), rec.OpsPerSec, rec.P50us, rec.P99us, rec.P999us, rec.SendLagP99us, rec.SentP99us,
+					rec.CPU.Server, rec.CPU.Client, rec.CPU.Other, errNote(rec))
+			}
+		}
+	}
+	b.res.Paced = summarize(b.res.PacedRuns, selected, []int{1}, b.cfg.quietCores)
+	for i := range b.res.Paced {
+		b.res.Paced[i].Rate = rate
+	}
+	return nil
+}
+
 func errNote(r runRecord) string {
 	if r.Errors == 0 {
 		return ""
@@ -432,26 +530,31 @@ func errNote(r runRecord) string {
 	return fmt.Sprintf("  !!! %d ERROR REPLIES (first: %s)", r.Errors, r.FirstError)
 }
 
-// oneRun measures one workload on one server at one depth. With
-// -quiet-wait it first waits for the machine to be quiet, and measures
-// again (twice at most) when other processes took more than -quiet cores
-// during the window; the runs set aside stay in results.json.
-func (b *bench) oneRun(ctx context.Context, s *server, w *workload, depth, round int) (runRecord, error) {
+// oneRun measures one workload on one server at one depth, closed loop
+// (rate 0) or paced at rate requests/s. With -quiet-wait it first waits
+// for the machine to be quiet, and measures again (twice at most) when
+// other processes took more than -quiet cores during the window; the runs
+// set aside stay in results.json.
+func (b *bench) oneRun(ctx context.Context, s *server, w *workload, depth, round int, rate float64) (runRecord, error) {
 	for attempt := 1; ; attempt++ {
 		if b.cfg.quietWait > 0 {
 			b.waitQuiet(ctx)
 		}
-		rec, err := b.measureRun(ctx, s, w, depth, round)
+		rec, err := b.measureRun(ctx, s, w, depth, round, rate)
 		if err != nil {
 			return rec, err
 		}
 		if b.cfg.quietWait == 0 || rec.CPU.Other <= b.cfg.quietCores || attempt == 3 {
-			b.res.Runs = append(b.res.Runs, rec)
+			if rate > 0 {
+				b.res.PacedRuns = append(b.res.PacedRuns, rec)
+			} else {
+				b.res.Runs = append(b.res.Runs, rec)
+			}
 			return rec, nil
 		}
 		b.res.SetAside = append(b.res.SetAside, rec)
-		b.logf("        set aside: other processes took %.2f cores during %s %s d=%d (%.0f ops/s); measuring again",
-			rec.CPU.Other, s.kind, w.id, depth, rec.OpsPerSec)
+		b.logf("        set aside: other processes took %.2f cores during %s %s d=%d %s (%.0f ops/s); measuring again",
+			rec.CPU.Other, s.kind, w.id, depth, offeredLoad(rate), rec.OpsPerSec)
 	}
 }
 
@@ -474,7 +577,7 @@ func (b *bench) waitQuiet(ctx context.Context) {
 	}
 }
 
-func (b *bench) measureRun(ctx context.Context, s *server, w *workload, depth, round int) (runRecord, error) {
+func (b *bench) measureRun(ctx context.Context, s *server, w *workload, depth, round int, rate float64) (runRecord, error) {
 	// A short pause lets the previous run's connections close and the
 	// server settle (Go's GC, Redis's cron) before this one starts.
 	time.Sleep(100 * time.Millisecond)
@@ -484,6 +587,10 @@ func (b *bench) measureRun(ctx context.Context, s *server, w *workload, depth, r
 		plans:   []plan{{name: w.id, op: w.opFor(s.kind), users: b.cfg.users, decision: w.decision}},
 		measure: sleepFor(b.cfg.duration),
 		seed:    uint64(round*1000 + depth),
+		rate:    rate,
+	}
+	if rate > 0 {
+		spec.seed += 500
 	}
 	lr, err := runLoad(ctx, spec)
 	if err != nil {
@@ -491,12 +598,16 @@ func (b *bench) measureRun(ctx context.Context, s *server, w *workload, depth, r
 	}
 	p := lr.plans[0]
 	rec := runRecord{
-		Round: round, Workload: w.id, Server: s.kind, Depth: depth,
+		Round: round, Workload: w.id, Server: s.kind, Depth: depth, Rate: rate,
 		Ops: p.ops, WindowSec: lr.window.Seconds(), OpsPerSec: float64(p.ops) / lr.window.Seconds(),
 		Errors: p.errors, FirstError: p.firstErr, Allowed: p.allowed, Denied: p.denied,
 		P50us: us(p.hist.quantile(0.5)), P99us: us(p.hist.quantile(0.99)), P999us: us(p.hist.quantile(0.999)),
 		MaxUs: us(time.Duration(p.hist.max)), MeanUs: us(p.hist.mean()), Samples: p.hist.n,
-		CPU: lr.cpu, Load1: load1, hist: p.hist,
+		CPU: lr.cpu, Load1: load1, hist: p.hist, lag: p.lag, sent: p.sent,
+	}
+	if rate > 0 {
+		rec.SendLagP99us = us(p.lag.quantile(0.99))
+		rec.SentP99us = us(p.sent.quantile(0.99))
 	}
 	return rec, nil
 }

@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 )
@@ -13,11 +14,13 @@ import (
 type results struct {
 	Meta       meta            `json:"meta"`
 	Targets    []targetResult  `json:"targets"`
-	Throughput []rowSummary    `json:"throughput"`
+	Throughput []rowSummary    `json:"throughput"` // at saturation (closed loop)
+	Paced      []rowSummary    `json:"paced"`      // at a fixed rate (open loop)
 	Memory     []memResult     `json:"memory"`
 	BigKeys    []bigResult     `json:"big_keys"`
 	Snapshot   *snapshotResult `json:"snapshot"`
 	Runs       []runRecord     `json:"runs"`
+	PacedRuns  []runRecord     `json:"paced_runs"`
 	SetAside   []runRecord     `json:"runs_set_aside"` // measured while others loaded the machine (-quiet-wait)
 }
 
@@ -44,32 +47,40 @@ type meta struct {
 	MemKeys        int        `json:"mem_keys"`
 	SnapshotKeys   int        `json:"snapshot_keys"`
 	Quick          bool       `json:"quick"`
+	PacedRate      float64    `json:"paced_rate"` // requests/s of the open-loop runs; 0: none
 	QuietWait      string     `json:"quiet_wait,omitempty"`
 	QuietCores     float64    `json:"quiet_cores"` // other processes' CPU above which a run is marked busy
 }
 
 // runRecord is one measured run: one workload, one server, one depth.
 type runRecord struct {
-	Round      int       `json:"round"`
-	Workload   string    `json:"workload"`
-	Server     string    `json:"server"`
-	Depth      int       `json:"depth"`
-	Ops        int64     `json:"ops"`
-	WindowSec  float64   `json:"window_seconds"`
-	OpsPerSec  float64   `json:"ops_per_sec"`
-	Errors     int64     `json:"error_replies"`
-	FirstError string    `json:"first_error,omitempty"`
-	Allowed    int64     `json:"allowed"`
-	Denied     int64     `json:"denied"`
-	P50us      float64   `json:"p50_us"`
-	P99us      float64   `json:"p99_us"`
-	P999us     float64   `json:"p999_us"`
-	MaxUs      float64   `json:"max_us"`
-	MeanUs     float64   `json:"mean_us"`
-	Samples    uint64    `json:"latency_samples"`
-	CPU        cpuUse    `json:"cpu"`
-	Load1      float64   `json:"load_average_1m_before"`
-	hist       histogram // merged into the summary's percentiles
+	Round      int     `json:"round"`
+	Workload   string  `json:"workload"`
+	Server     string  `json:"server"`
+	Depth      int     `json:"depth"`
+	Rate       float64 `json:"paced_rate,omitempty"` // requests/s asked for; 0: closed loop
+	Ops        int64   `json:"ops"`
+	WindowSec  float64 `json:"window_seconds"`
+	OpsPerSec  float64 `json:"ops_per_sec"`
+	Errors     int64   `json:"error_replies"`
+	FirstError string  `json:"first_error,omitempty"`
+	Allowed    int64   `json:"allowed"`
+	Denied     int64   `json:"denied"`
+	P50us      float64 `json:"p50_us"`
+	P99us      float64 `json:"p99_us"`
+	P999us     float64 `json:"p999_us"`
+	MaxUs      float64 `json:"max_us"`
+	MeanUs     float64 `json:"mean_us"`
+	Samples    uint64  `json:"latency_samples"`
+	// Paced runs only, for diagnosis: the p99 of how late requests were
+	// sent after their intended time (included in the latencies), and the
+	// p99 latency from the actual send instead of the intended time.
+	SendLagP99us float64   `json:"send_lag_p99_us,omitempty"`
+	SentP99us    float64   `json:"p99_from_actual_send_us,omitempty"`
+	CPU          cpuUse    `json:"cpu"`
+	Load1        float64   `json:"load_average_1m_before"`
+	hist         histogram // merged into the summary's percentiles
+	lag, sent    histogram
 }
 
 type serverSummary struct {
@@ -82,6 +93,8 @@ type serverSummary struct {
 	P99us       float64   `json:"p99_us"`
 	P999us      float64   `json:"p999_us"`
 	MaxUs       float64   `json:"max_us"`
+	SendLagP99  float64   `json:"send_lag_p99_us,omitempty"`         // paced runs: see runRecord
+	SentP99us   float64   `json:"p99_from_actual_send_us,omitempty"` // paced runs: see runRecord
 	Errors      int64     `json:"error_replies"`
 	FirstError  string    `json:"first_error,omitempty"`
 	DeniedPct   float64   `json:"denied_pct"`
@@ -97,6 +110,7 @@ type rowSummary struct {
 	Name     string         `json:"name"`
 	Depth    int            `json:"depth"`
 	Decision bool           `json:"decision"`
+	Rate     float64        `json:"paced_rate,omitempty"` // requests/s asked for; 0: closed loop
 	Limitkv  *serverSummary `json:"limitkv"`
 	Redis    *serverSummary `json:"redis"`
 	Ratio    float64        `json:"limitkv_over_redis"`
@@ -112,7 +126,7 @@ func summarize(runs []runRecord, selected []*workload, depths []int, quietCores 
 				if name := scriptName(w.opFor(kind)); name != "" {
 					s.Command = "EVALSHA " + name
 				}
-				var hist histogram
+				var hist, lag, sent histogram
 				var srv, cli, oth, st []float64
 				var allowed, denied int64
 				for _, r := range runs {
@@ -121,6 +135,8 @@ func summarize(runs []runRecord, selected []*workload, depths []int, quietCores 
 					}
 					s.PerRound = append(s.PerRound, r.OpsPerSec)
 					hist.merge(&r.hist)
+					lag.merge(&r.lag)
+					sent.merge(&r.sent)
 					s.Errors += r.Errors
 					if s.FirstError == "" {
 						s.FirstError = r.FirstError
@@ -146,6 +162,10 @@ func summarize(runs []runRecord, selected []*workload, depths []int, quietCores 
 				}
 				s.P50us, s.P99us, s.P999us = us(hist.quantile(0.5)), us(hist.quantile(0.99)), us(hist.quantile(0.999))
 				s.MaxUs = us(time.Duration(hist.max))
+				if lag.n > 0 {
+					s.SendLagP99 = us(lag.quantile(0.99))
+					s.SentP99us = us(sent.quantile(0.99))
+				}
 				if allowed+denied > 0 {
 					s.DeniedPct = 100 * float64(denied) / float64(allowed+denied)
 				}
@@ -212,10 +232,35 @@ func evaluateTargets(r *results) []targetResult {
 			ratio(fmt.Sprintf("%s, depth %d", strings.ToUpper(w), d), w, d, 0.9)
 		}
 	}
+	// The latency target: judged at a fixed rate (open loop), where the
+	// latency is the server's; at saturation (closed loop) it is mostly
+	// the queue of 50 connections on 2 shared cores, shown for reference.
+	pacedRow := func(w string) *rowSummary {
+		for i := range r.Paced {
+			if r.Paced[i].Workload == w && r.Paced[i].Depth == 1 {
+				return &r.Paced[i]
+			}
+		}
+		return nil
+	}
 	for _, w := range []struct{ id, cmd string }{{"slide", "RL.SLIDE"}, {"fixed", "RL.FIXED"}, {"login", "RL.LOGIN"}} {
-		t := targetResult{Name: w.cmd + " p99 latency, unpipelined, " + fmt.Sprint(r.Meta.Conns) + " connections", Want: "< 1 ms", Status: "NOT MEASURED"}
+		name := fmt.Sprintf("%s p99 latency, unpipelined, %d connections", w.cmd, r.Meta.Conns)
+		if r.Meta.PacedRate > 0 {
+			t := targetResult{Name: name + ", " + commas(r.Meta.PacedRate) + " req/s", Want: "< 1 ms", Status: "NOT MEASURED"}
+			if x := pacedRow(w.id); x != nil {
+				t.Got = fmt.Sprintf("%.0f µs at %s req/s achieved, client send lag p99 %.0f µs (Redis's Lua script: %.0f µs at %s req/s, send lag p99 %.0f µs)",
+					x.Limitkv.P99us, commas(x.Limitkv.OpsPerSec), x.Limitkv.SendLagP99, x.Redis.P99us, commas(x.Redis.OpsPerSec), x.Redis.SendLagP99)
+				t.Status = status(x.Limitkv.P99us < 1000)
+				if x.Limitkv.Errors > 0 {
+					t.Status = "INVALID"
+				}
+			}
+			out = append(out, t)
+		}
+		t := targetResult{Name: name + ", at saturation", Want: "< 1 ms", Status: "NOT MEASURED"}
 		if x := row(w.id, 1); x != nil {
-			t.Got = fmt.Sprintf("%.0f µs", x.Limitkv.P99us)
+			t.Got = fmt.Sprintf("%.0f µs at %s ops/s (Redis's Lua script: %.0f µs at %s ops/s)",
+				x.Limitkv.P99us, commas(x.Limitkv.OpsPerSec), x.Redis.P99us, commas(x.Redis.OpsPerSec))
 			t.Status = status(x.Limitkv.P99us < 1000)
 			if x.Limitkv.Errors > 0 {
 				t.Status = "INVALID"
@@ -248,11 +293,16 @@ func evaluateTargets(r *results) []targetResult {
 	}
 	memRatio("full 100-request sliding window vs Redis's zset (used_memory)", "slide", 0.2, "≤ 1/5 of Redis")
 	memRatio("5-entry login list vs Redis's list (used_memory)", "login", 0.5, "≤ 1/2 of Redis")
-	for _, name := range []string{snapGet, snapSlide} {
-		t := targetResult{Name: name + " p99 latency while a snapshot of the dirty keys runs", Want: "< 2 ms", Status: "NOT MEASURED"}
-		if s := r.Snapshot; s != nil && s.During[name] != nil {
-			l := s.During[name]
-			t.Got = fmt.Sprintf("%.0f µs (without snapshot %.0f µs)", l.P99us, s.Baseline[name].P99us)
+	// The snapshot target: judged at the fixed rate too, with the
+	// saturating numbers for reference.
+	snap := func(name, label string, ld *snapshotLoad) {
+		t := targetResult{Name: name + " p99 latency while a snapshot of the dirty keys runs, " + label, Want: "< 2 ms", Status: "NOT MEASURED"}
+		if ld != nil && ld.During[name] != nil {
+			l := ld.During[name]
+			t.Got = fmt.Sprintf("%.0f µs over %s requests at %s req/s (without snapshot %.0f µs)", l.P99us, commas(float64(l.Samples)), commas(l.OpsPerSec), ld.Baseline[name].P99us)
+			if ld.Rate > 0 {
+				t.Got += fmt.Sprintf("; client send lag p99 %.0f µs", l.SendLagP99us)
+			}
 			t.Status = status(l.P99us < 2000)
 			if l.Errors > 0 {
 				t.Status = "INVALID"
@@ -260,7 +310,29 @@ func evaluateTargets(r *results) []targetResult {
 		}
 		out = append(out, t)
 	}
+	for _, name := range []string{snapGet, snapSlide} {
+		if rate := r.Meta.PacedRate; rate > 0 {
+			var ld *snapshotLoad
+			if r.Snapshot != nil && r.Snapshot.Paced != nil {
+				ld = r.Snapshot.Paced
+			}
+			snap(name, fmt.Sprintf("%d connections, %s req/s over GET and RL.SLIDE", r.Meta.Conns, commas(rate)), ld)
+		}
+		var ld *snapshotLoad
+		if r.Snapshot != nil {
+			ld = &r.Snapshot.snapshotLoad
+		}
+		snap(name, fmt.Sprintf("%d connections, at saturation", r.Meta.Conns), ld)
+	}
 	return out
+}
+
+// offeredLoad names how a run loaded the server.
+func offeredLoad(rate float64) string {
+	if rate > 0 {
+		return commas(rate) + " req/s"
+	}
+	return "at saturation"
 }
 
 func writeResults(dir string, r *results) error {
@@ -326,6 +398,10 @@ func markdown(r *results) string {
 	p("- Servers: %s; %s, commit %s, built with %s. Redis runs with `--save '' --appendonly no`, limitkv with `--persistence no` (both memory-only) except in the snapshot scenario.", m.RedisVersion, m.LimitkvVersion, m.Commit, m.GoVersion)
 	p("- Client: the Go load generator in `cmd/limitkv-bench`, on the same machine: %d connections, keys of %s users drawn uniformly per request, %s warmup then %s measured per run, %d round(s), servers alternating (the first server of a pair flips from one round to the next).",
 		m.Conns, commas(float64(m.Users)), m.Warmup, m.Duration, m.Rounds)
+	if m.PacedRate > 0 {
+		p("- Two kinds of load. *At saturation* (closed loop): each connection sends its next request as soon as the previous reply arrives; this finds the throughput, and its latency is mostly queueing (%d connections, client and server sharing %d cores). *At a fixed rate* (open loop, %s requests/s over the %d connections, below both servers' capacity): each connection sends on a fixed schedule, evenly staggered with the others, and a request's latency runs from the time it was **meant** to be sent, so a stall of the server is counted for every request it delays (no coordinated omission). The latency targets are judged at the fixed rate.",
+			m.Conns, m.Cores, commas(m.PacedRate), m.Conns)
+	}
 	if m.QuietWait != "" {
 		p("- Shared machine: before each run the benchmark waited (up to %s) for a second with under %.2f cores busy, and measured a run again (at most twice) when other processes took more than %.2f cores during its window. %d run(s) were set aside that way; they are listed in results.json (`runs_set_aside`).",
 			m.QuietWait, m.QuietCores, m.QuietCores, len(r.SetAside))
@@ -344,9 +420,9 @@ func markdown(r *results) string {
 	p("")
 
 	if len(r.Throughput) > 0 {
-		p("## Throughput and latency")
+		p("## Throughput and latency at saturation")
 		p("")
-		p("Throughput: the median over the rounds of operations completed in the measured window / window. Latency percentiles (µs) over every round's operations: **per request at depth 1, per batch of 16 at depth 16** (the time to send the batch and read all its replies). The bitmap operation is the `SETBIT` + `BITCOUNT` pair, sent together.")
+		p("Closed loop: every connection sends its next request (or batch) as soon as the previous one is answered. Throughput: the median over the rounds of operations completed in the measured window / window. Latency percentiles (µs) over every round's operations: **per request at depth 1, per batch of 16 at depth 16** (the time to send the batch and read all its replies). The bitmap operation is the `SETBIT` + `BITCOUNT` pair, sent together.")
 		p("")
 		p("| workload | depth (latency of) | limitkv ops/s | Redis ops/s | limitkv / Redis | limitkv p50 / p99 / p99.9 µs | Redis p50 / p99 / p99.9 µs |")
 		p("|---|---|---:|---:|---:|---|---|")
@@ -386,6 +462,23 @@ func markdown(r *results) string {
 				}
 				p("| %s | %d | %s | %d of %d | %.1f%% | %s | %.2f | %.2f | %.2f | %.2f |", row.Workload, row.Depth, s.Server, s.BusyRuns, len(s.PerRound), 100*s.Spread, denied,
 					s.ServerCores, s.ClientCores, s.OtherCores, s.StealCores)
+			}
+		}
+		p("")
+	}
+
+	if len(r.Paced) > 0 {
+		p("## Latency at a fixed rate")
+		p("")
+		p("Open loop, unpipelined: the %d connections together send %s requests/s, each on a fixed schedule (every %s, offset by its share of that interval from the others), on a fresh pair of servers, alternating, %d round(s) of %s warmup + %s measured. A request is timed from its intended send time: when a reply comes late, the next request is sent at once (never two to catch up) and its wait counts from when it should have gone. The requests measured are those due in the window, whenever their replies come. Achieved rate: the median over the rounds of requests completed / window; below the requested rate, the server (or the client) did not keep up. Latency percentiles (µs) over every round's requests; CPU in cores, medians over the rounds. The client's part, for diagnosis: *send lag*, the p99 of how late requests left the client after their intended time, is included in the latency (the backlog of a late reply, but also the client's own lateness: Go's `time.Sleep` can wake up to 1 ms late when the client is idle, and the client's goroutines wait for a core the server is using); *from the send* is the p99 timed from the actual send instead, which leaves that lateness out (and with it any backlog, so it is not the target).",
+			m.Conns, commas(m.PacedRate), time.Duration(float64(time.Second)*float64(m.Conns)/m.PacedRate).Round(time.Microsecond), m.Rounds, m.Warmup, m.Duration)
+		p("")
+		p("| workload | server | command | requested req/s | achieved req/s | p50 / p99 / p99.9 µs | max µs | send lag p99 µs | p99 from the send µs | server CPU | client CPU | other CPU | busy rounds | denied |")
+		p("|---|---|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+		for _, row := range r.Paced {
+			for _, s := range []*serverSummary{row.Limitkv, row.Redis} {
+				p("| %s | %s | `%s` | %s | %s | **%s** | %.0f | %.0f | %.0f | %.2f | %.2f | %.2f | %d of %d | %.1f%% |", row.Name, s.Server, s.Command, commas(row.Rate), opsCell(s),
+					latencyCell(s), s.MaxUs, s.SendLagP99, s.SentP99us, s.ServerCores, s.ClientCores, s.OtherCores, s.BusyRuns, len(s.PerRound), s.DeniedPct)
 			}
 		}
 		p("")
@@ -432,41 +525,71 @@ func markdown(r *results) string {
 		p("")
 	}
 	if s := r.Snapshot; s != nil {
+		loads := []*snapshotLoad{&s.snapshotLoad}
+		paced := ""
+		if s.Paced != nil {
+			loads = []*snapshotLoad{s.Paced, &s.snapshotLoad}
+			paced = fmt.Sprintf(" The traffic comes two ways, each with its own baseline and snapshots: at a fixed rate of %s requests/s over the %d connections (open loop, timed from the intended send time, as above; GET and RL.SLIDE get half each), on which the target is judged, and at saturation (closed loop). The kind of traffic that goes first flips from one round to the next. The window during a snapshot is only as long as the snapshot: the table gives the requests it holds.",
+				commas(s.Paced.Rate), s.Conns)
+		}
 		p("## Latency during a snapshot")
 		p("")
-		p("limitkv with persistence on (`--snapshot-interval 1h`: only forced snapshots), %s keys `SET key:<i> <32 bytes>` all changed since the last snapshot, and traffic at depth 1 from %d connections: half send `GET key:<random of the %s>`, half `RL.SLIDE slide:<random of %s> 100 60s`. The baseline measures the same traffic for %s without a snapshot; then a `BGSAVE` is sent and the latency of the requests completed until INFO shows the snapshot finished is recorded, %d time(s), every key made dirty again before each.",
-			commas(float64(s.Keys)), s.Conns, commas(float64(s.Keys)), commas(float64(s.Users)), m.Duration, len(s.Rounds))
+		p("limitkv with persistence on (`--snapshot-interval 1h`: only forced snapshots), %s keys `SET key:<i> <32 bytes>` all changed since the last snapshot, and traffic at depth 1 from %d connections: half send `GET key:<random of the %s>`, half `RL.SLIDE slide:<random of %s> 100 60s`. The baseline measures the same traffic for %s without a snapshot; then a `BGSAVE` is sent and the latency of the requests completed (at a fixed rate: due) until INFO shows the snapshot finished is recorded, %d time(s), every key made dirty again before each.%s",
+			commas(float64(s.Keys)), s.Conns, commas(float64(s.Keys)), commas(float64(s.Users)), m.Duration, len(s.Rounds), paced)
 		p("")
-		p("| | GET ops/s | GET p50 / p99 / p99.9 / max µs | RL.SLIDE ops/s | RL.SLIDE p50 / p99 / p99.9 / max µs |")
-		p("|---|---:|---|---:|---|")
-		for _, x := range []struct {
-			name string
-			m    map[string]*latencyStats
-		}{{"without snapshot", s.Baseline}, {"during the snapshot", s.During}} {
-			g, sl := x.m[snapGet], x.m[snapSlide]
-			p("| %s | %s | %.0f / %.0f / %.0f / %.0f | %s | %.0f / %.0f / %.0f / %.0f |", x.name,
-				commas(g.OpsPerSec), g.P50us, g.P99us, g.P999us, g.MaxUs, commas(sl.OpsPerSec), sl.P50us, sl.P99us, sl.P999us, sl.MaxUs)
+		p("| | traffic | GET requests | GET req/s | GET p50 / p99 / p99.9 / max µs | RL.SLIDE requests | RL.SLIDE req/s | RL.SLIDE p50 / p99 / p99.9 / max µs | send lag p99 µs (GET, RL.SLIDE) | p99 from the send µs (GET, RL.SLIDE) |")
+		p("|---|---|---:|---:|---|---:|---:|---|---|---|")
+		for _, ld := range loads {
+			for _, x := range []struct {
+				name string
+				m    map[string]*latencyStats
+			}{{"without snapshot", ld.Baseline}, {"during the snapshot", ld.During}} {
+				g, sl := x.m[snapGet], x.m[snapSlide]
+				lag, sent := "–", "–"
+				if ld.Rate > 0 {
+					lag = fmt.Sprintf("%.0f, %.0f", g.SendLagP99us, sl.SendLagP99us)
+					sent = fmt.Sprintf("%.0f, %.0f", g.SentP99us, sl.SentP99us)
+				}
+				p("| %s | %s | %s | %s | %.0f / %.0f / %.0f / %.0f | %s | %s | %.0f / %.0f / %.0f / %.0f | %s | %s |", x.name, offeredLoad(ld.Rate),
+					commas(float64(g.Samples)), commas(g.OpsPerSec), g.P50us, g.P99us, g.P999us, g.MaxUs,
+					commas(float64(sl.Samples)), commas(sl.OpsPerSec), sl.P50us, sl.P99us, sl.P999us, sl.MaxUs, lag, sent)
+			}
 		}
 		p("")
-		p("| snapshot | keys written (INFO snapshot_last_keys) | bytes | duration (INFO snapshot_last_duration_ms) | traffic measured over | limitkv CPU | client CPU | other CPU |")
-		p("|---|---:|---:|---:|---:|---:|---:|---:|")
-		for i, x := range s.Rounds {
-			c := s.CPU[i]
-			p("| %d | %s | %s | %.0f ms | %.0f ms | %.2f | %.2f | %.2f |", i+1, commas(float64(x.SnapshotKeys)), mib(x.SnapshotBytes), x.SnapshotMs, x.WindowMs, c.Server, c.Client, c.Other)
+		p("Requests: those measured (at a fixed rate, those due in the window, answered during it or after); req/s: those answered in the window, per second.")
+		for _, ld := range loads {
+			for _, name := range []string{snapGet, snapSlide} {
+				if n := ld.During[name].Samples; n < 1000 {
+					p("")
+					p("**%s during the snapshot (%s): only %d requests; their p99 rests on the %d slowest, a rough figure.** More rounds (`-rounds`) or keys (`-snapshot-keys`) give more.", name, offeredLoad(ld.Rate), n, n-uint64(math.Ceil(0.99*float64(n)))+1)
+				}
+			}
 		}
 		p("")
-		p("Loading the %s keys took %.1f s. CPU during the baseline: limitkv %.2f, client %.2f, other %.2f cores.", commas(float64(s.Keys)), s.LoadSec,
-			s.BaselineCPU.Server, s.BaselineCPU.Client, s.BaselineCPU.Other)
+		p("| snapshot | traffic | keys written (INFO snapshot_last_keys) | bytes | duration (INFO snapshot_last_duration_ms) | traffic measured over | limitkv CPU | client CPU | other CPU |")
+		p("|---|---|---:|---:|---:|---:|---:|---:|---:|")
+		for _, ld := range loads {
+			for i, x := range ld.Rounds {
+				c := ld.CPU[i]
+				p("| %d | %s | %s | %s | %.0f ms | %.0f ms | %.2f | %.2f | %.2f |", i+1, offeredLoad(ld.Rate), commas(float64(x.SnapshotKeys)), mib(x.SnapshotBytes), x.SnapshotMs, x.WindowMs, c.Server, c.Client, c.Other)
+			}
+		}
+		p("")
+		p("Loading the %s keys took %.1f s.", commas(float64(s.Keys)), s.LoadSec)
+		for _, ld := range loads {
+			p("CPU during the baseline %s: limitkv %.2f, client %.2f, other %.2f cores.", offeredLoad(ld.Rate),
+				ld.BaselineCPU.Server, ld.BaselineCPU.Client, ld.BaselineCPU.Other)
+		}
 		p("")
 	}
-	if len(r.Runs) > 0 {
+	if len(r.Runs)+len(r.PacedRuns) > 0 {
 		p("## Every run")
 		p("")
-		p("A run marked *busy* had other processes take more than %.2f cores during its window.", m.QuietCores)
+		p("A run marked *busy* had other processes take more than %.2f cores during its window. Load: at saturation (closed loop) or the requests/s asked for (open loop; ops/s is then the achieved rate).", m.QuietCores)
 		p("")
-		p("| round | workload | depth | server | ops/s | p50 µs | p99 µs | p99.9 µs | max µs | errors | denied | server CPU | client CPU | other CPU | load (1 min) |")
-		p("|---:|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-		for _, x := range r.Runs {
+		p("| round | workload | depth | server | load | ops/s | p50 µs | p99 µs | p99.9 µs | max µs | errors | denied | server CPU | client CPU | other CPU | load (1 min) |")
+		p("|---:|---|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+		for _, x := range append(slices.Clone(r.Runs), r.PacedRuns...) {
 			other := fmt.Sprintf("%.2f", x.CPU.Other)
 			if x.CPU.Other > m.QuietCores {
 				other += " *busy*"
@@ -475,8 +598,8 @@ func markdown(r *results) string {
 			if x.Allowed+x.Denied > 0 {
 				denied = fmt.Sprintf("%.1f%%", 100*float64(x.Denied)/float64(x.Allowed+x.Denied))
 			}
-			p("| %d | %s | %d | %s | %s | %.0f | %.0f | %.0f | %.0f | %d | %s | %.2f | %.2f | %s | %.2f |", x.Round, x.Workload, x.Depth, x.Server,
-				commas(x.OpsPerSec), x.P50us, x.P99us, x.P999us, x.MaxUs, x.Errors, denied, x.CPU.Server, x.CPU.Client, other, x.Load1)
+			p("| %d | %s | %d | %s | %s | %s | %.0f | %.0f | %.0f | %.0f | %d | %s | %.2f | %.2f | %s | %.2f |", x.Round, x.Workload, x.Depth, x.Server,
+				offeredLoad(x.Rate), commas(x.OpsPerSec), x.P50us, x.P99us, x.P999us, x.MaxUs, x.Errors, denied, x.CPU.Server, x.CPU.Client, other, x.Load1)
 		}
 		p("")
 	}

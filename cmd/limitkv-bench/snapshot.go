@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -12,18 +14,29 @@ import (
 // forced snapshots, K small keys all changed since the last snapshot, and
 // GET plus RL.SLIDE traffic at depth 1 from 50 connections. The latency of
 // the requests completed while a BGSAVE writes the K dirty keys is
-// compared with a run without a snapshot.
+// compared with a run without a snapshot. The traffic comes two ways, each
+// with its own baseline and snapshots: at saturation (closed loop), and
+// paced at -paced-rate requests/s (open loop), on which the target is
+// judged: at saturation the latency is mostly the queue of 50 connections
+// on a server sharing 2 cores with its client.
 
 type latencyStats struct {
-	Ops       int64   `json:"ops"`
+	Ops       int64   `json:"ops"`             // answered in the window
+	Samples   uint64  `json:"latency_samples"` // paced: due in the window
 	OpsPerSec float64 `json:"ops_per_sec"`
 	P50us     float64 `json:"p50_us"`
 	P99us     float64 `json:"p99_us"`
 	P999us    float64 `json:"p999_us"`
 	MaxUs     float64 `json:"max_us"`
 	Errors    int64   `json:"errors"`
-	hist      histogram
-	window    time.Duration
+	// Paced only, for diagnosis: the p99 of how late requests were sent
+	// after their intended time (included in the latencies), and the p99
+	// latency from the actual send instead of the intended time.
+	SendLagP99us float64 `json:"send_lag_p99_us,omitempty"`
+	SentP99us    float64 `json:"p99_from_actual_send_us,omitempty"`
+	hist         histogram
+	lag, sent    histogram
+	window       time.Duration
 }
 
 func (l *latencyStats) fill() {
@@ -31,8 +44,13 @@ func (l *latencyStats) fill() {
 	l.P99us = us(l.hist.quantile(0.99))
 	l.P999us = us(l.hist.quantile(0.999))
 	l.MaxUs = us(time.Duration(l.hist.max))
+	l.Samples = l.hist.n
 	if l.window > 0 {
 		l.OpsPerSec = float64(l.Ops) / l.window.Seconds()
+	}
+	if l.lag.n > 0 {
+		l.SendLagP99us = us(l.lag.quantile(0.99))
+		l.SentP99us = us(l.sent.quantile(0.99))
 	}
 }
 
@@ -45,16 +63,33 @@ type snapshotRound struct {
 	SnapshotBytes int64   `json:"snapshot_bytes"` // INFO snapshot_last_bytes
 }
 
-type snapshotResult struct {
-	Keys        int                      `json:"keys"`
-	Users       int                      `json:"slide_users"`
-	Conns       int                      `json:"conns"`
+// snapshotLoad is the scenario under one kind of traffic: closed loop
+// (Rate 0) or paced.
+type snapshotLoad struct {
+	Rate        float64                  `json:"paced_rate,omitempty"` // requests/s over GET and RL.SLIDE
 	Baseline    map[string]*latencyStats `json:"baseline"`
 	During      map[string]*latencyStats `json:"during_snapshot"`
 	Rounds      []snapshotRound          `json:"rounds"`
-	LoadSec     float64                  `json:"load_seconds"`
 	CPU         []cpuUse                 `json:"cpu_during_snapshot"`
 	BaselineCPU cpuUse                   `json:"cpu_baseline"`
+}
+
+type snapshotResult struct {
+	Keys         int           `json:"keys"`
+	Users        int           `json:"slide_users"`
+	Conns        int           `json:"conns"`
+	LoadSec      float64       `json:"load_seconds"`
+	snapshotLoad               // at saturation
+	Paced        *snapshotLoad `json:"paced,omitempty"` // at -paced-rate
+}
+
+func newSnapshotLoad(rate float64, plans []plan) *snapshotLoad {
+	ld := &snapshotLoad{Rate: rate, Baseline: map[string]*latencyStats{}, During: map[string]*latencyStats{}}
+	for _, p := range plans {
+		ld.Baseline[p.name] = &latencyStats{}
+		ld.During[p.name] = &latencyStats{}
+	}
+	return ld
 }
 
 const (
@@ -64,8 +99,7 @@ const (
 
 func (b *bench) snapshotScenario(ctx context.Context) (*snapshotResult, error) {
 	keys := b.cfg.snapshotKeys
-	res := &snapshotResult{Keys: keys, Users: b.cfg.users, Conns: b.cfg.conns,
-		Baseline: map[string]*latencyStats{}, During: map[string]*latencyStats{}}
+	res := &snapshotResult{Keys: keys, Users: b.cfg.users, Conns: b.cfg.conns}
 	dir := filepath.Join(b.tmp, fmt.Sprintf("snapshot-%d", time.Now().UnixNano()))
 	s, err := startLimitkv(b.limitkvBin, dir, true)
 	if err != nil {
@@ -94,53 +128,84 @@ func (b *bench) snapshotScenario(ctx context.Context) (*snapshotResult, error) {
 		{name: snapGet, op: op{cmd("GET", keyArg("key:"))}, users: keys},
 		{name: snapSlide, op: op{cmd("RL.SLIDE", keyArg("slide:"), lit("100"), lit("60s"))}, users: b.cfg.users, decision: true},
 	}
-	spec := loadSpec{addr: s.addr, pid: s.pid(), conns: b.cfg.conns, depth: 1, plans: plans, warmup: b.cfg.warmup, seed: 5}
-	for _, p := range plans {
-		res.Baseline[p.name] = &latencyStats{}
-		res.During[p.name] = &latencyStats{}
+	res.snapshotLoad = *newSnapshotLoad(0, plans)
+	loads := []*snapshotLoad{&res.snapshotLoad}
+	if rate := b.cfg.pacedRate; rate > 0 {
+		// The rate is over all connections, so GET and RL.SLIDE get it in
+		// the proportion of their connections.
+		res.Paced = newSnapshotLoad(rate, plans)
+		loads = append(loads, res.Paced)
+	}
+	spec := func(ld *snapshotLoad, measure func(context.Context) error) loadSpec {
+		return loadSpec{addr: s.addr, pid: s.pid(), conns: b.cfg.conns, depth: 1, plans: plans, warmup: b.cfg.warmup, seed: 5,
+			rate: ld.Rate, measure: measure}
 	}
 
-	// Baseline: the same traffic, no snapshot running.
-	spec.measure = sleepFor(b.cfg.duration)
-	if b.cfg.quietWait > 0 {
-		b.waitQuiet(ctx)
-	}
-	lr, err := runLoad(ctx, spec)
-	if err != nil {
-		return nil, err
-	}
-	addLatency(res.Baseline, lr)
-	res.BaselineCPU = lr.cpu
-
-	for round := 0; round < b.cfg.rounds; round++ {
-		if round > 0 { // make every key dirty again
-			if _, err := l.pass(ctx, setOp, 0, keys); err != nil {
-				return nil, err
-			}
-		}
-		var sr snapshotRound
-		spec.measure = func(ctx context.Context) error {
-			return b.forceSnapshot(ctx, c, &sr)
-		}
+	// Baselines: the same traffic, no snapshot running.
+	for _, ld := range loads {
 		if b.cfg.quietWait > 0 {
 			b.waitQuiet(ctx)
 		}
-		lr, err := runLoad(ctx, spec)
+		lr, err := runLoad(ctx, spec(ld, sleepFor(b.cfg.duration)))
 		if err != nil {
 			return nil, err
 		}
-		sr.WindowMs = float64(lr.window) / float64(time.Millisecond)
-		res.Rounds = append(res.Rounds, sr)
-		res.CPU = append(res.CPU, lr.cpu)
-		addLatency(res.During, lr)
-		b.logf("  snapshot %d: %d keys in %.0f ms (INFO), load measured over %.0f ms", round+1, sr.SnapshotKeys, sr.SnapshotMs, sr.WindowMs)
+		addLatency(ld.Baseline, lr)
+		ld.BaselineCPU = lr.cpu
+		b.logf("  baseline, %s: %s", offeredLoad(ld.Rate), snapLine(lr))
 	}
-	for _, m := range []map[string]*latencyStats{res.Baseline, res.During} {
-		for _, l := range m {
-			l.fill()
+
+	// Snapshots, every key dirty before each; the kind of traffic that
+	// goes first flips from one round to the next.
+	dirty := false
+	for round := 0; round < b.cfg.rounds; round++ {
+		order := loads
+		if round%2 == 1 {
+			order = slices.Clone(loads)
+			slices.Reverse(order)
+		}
+		for _, ld := range order {
+			if dirty { // make every key dirty again
+				if _, err := l.pass(ctx, setOp, 0, keys); err != nil {
+					return nil, err
+				}
+			}
+			dirty = true
+			var sr snapshotRound
+			if b.cfg.quietWait > 0 {
+				b.waitQuiet(ctx)
+			}
+			lr, err := runLoad(ctx, spec(ld, func(ctx context.Context) error {
+				return b.forceSnapshot(ctx, c, &sr)
+			}))
+			if err != nil {
+				return nil, err
+			}
+			sr.WindowMs = float64(lr.window) / float64(time.Millisecond)
+			ld.Rounds = append(ld.Rounds, sr)
+			ld.CPU = append(ld.CPU, lr.cpu)
+			addLatency(ld.During, lr)
+			b.logf("  snapshot %d, %s: %d keys in %.0f ms (INFO), load measured over %.0f ms: %s", round+1, offeredLoad(ld.Rate),
+				sr.SnapshotKeys, sr.SnapshotMs, sr.WindowMs, snapLine(lr))
+		}
+	}
+	for _, ld := range loads {
+		for _, m := range []map[string]*latencyStats{ld.Baseline, ld.During} {
+			for _, l := range m {
+				l.fill()
+			}
 		}
 	}
 	return res, nil
+}
+
+// snapLine summarizes a run of the scenario's traffic for the log.
+func snapLine(lr *loadResult) string {
+	var parts []string
+	for _, p := range lr.plans {
+		parts = append(parts, fmt.Sprintf("%s %.0f/s p99 %.0fµs", p.name, float64(p.ops)/lr.window.Seconds(), us(p.hist.quantile(0.99))))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // forceSnapshot sends BGSAVE and returns once INFO says it has finished.
@@ -187,6 +252,8 @@ func addLatency(into map[string]*latencyStats, lr *loadResult) {
 		l.Ops += p.ops
 		l.Errors += p.errors
 		l.hist.merge(&p.hist)
+		l.lag.merge(&p.lag)
+		l.sent.merge(&p.sent)
 		l.window += lr.window
 	}
 }
