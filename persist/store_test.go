@@ -9,6 +9,7 @@ import (
 	"math"
 	"sort"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -376,4 +377,38 @@ func TestRefusesForeignNewerAndDamaged(t *testing.T) {
 			t.Fatal("keys of database 9 were dropped silently")
 		}
 	})
+}
+
+// Snapshots larger than one capture chunk per shard, with sets and
+// deletions staged between a shard's lock and the batch, round-trip.
+func TestManyChangesInChunks(t *testing.T) {
+	fs := vfs.NewMem()
+	clock := engine.NewManualClock(t0)
+	eng, st := restart(t, fs, clock)
+	const n = 100 * captureChunk // over a chunk per shard on average
+	for i := 0; i < n; i++ {
+		with(eng, "k"+strconv.Itoa(i), func(s *engine.Shard, k []byte) { s.SetInt(0, k, int64(i), 0) })
+	}
+	if err := st.Snapshot(); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < n; i += 3 {
+		with(eng, "k"+strconv.Itoa(i), func(s *engine.Shard, k []byte) { s.Delete(0, k, clock.Now()) })
+		with(eng, "k"+strconv.Itoa(i+1), func(s *engine.Shard, k []byte) {
+			s.SetString(0, k, []byte(strings.Repeat("v", i%200)), t0+1_000_000)
+		})
+	}
+	if err := st.Snapshot(); err != nil {
+		t.Fatal(err)
+	}
+	if got := st.Stats().LastKeys; got < 2*n/3 {
+		t.Fatalf("the second snapshot wrote %d keys, want about %d", got, 2*n/3)
+	}
+	want := dump(t, eng)
+	if len(want) < n/2 {
+		t.Fatalf("dump holds %d keys", len(want))
+	}
+	st.Close()
+	eng2, _ := restart(t, fs, clock)
+	sameDump(t, dump(t, eng2), want)
 }
