@@ -303,20 +303,26 @@ func (s *pacing) intended(k int64) time.Time {
 // achieved rate falls short of the requested one. For the same reason a
 // paced run measures the requests due in its window (and waits for their
 // replies after it), not those whose replies happen to come in it. The
-// achieved rate still counts the replies that came in the window. The
-// client's own
-// lateness is counted as latency too: time.Sleep can wake up to a
-// millisecond late when the Go runtime is idle (its network poller waits
-// in whole milliseconds), and a goroutine may wait for a core the server
-// is using. So drive also records how late each batch was sent (st.lag)
-// and its latency from the actual send (st.sent), for the report to show
-// how much of the latency is the client's.
+// achieved rate still counts the replies that came in the window.
+//
+// A batch can also leave late through the client's own fault: time.Sleep
+// can wake up to a millisecond late when the Go runtime is idle (its
+// network poller waits in whole milliseconds), and a goroutine may wait
+// for a core. That lateness is not the server's, so it is left out: the
+// latency is the time from the send to the last reply plus the backlog,
+// the part of the lateness spent waiting for the previous reply (from the
+// intended time to that reply, if it came after it). A stall still counts
+// in full for every request that should have gone during it; an
+// oversleeping timer does not. drive also records how late each batch
+// was sent (st.lag) and its latency from the actual send without the
+// backlog (st.sent), for the report to show the client's part.
 func drive(conn net.Conn, e *encoder, p plan, depth int, sched pacing, phase *atomic.Int32, start <-chan struct{}, st *connState) error {
 	replies := depth * len(p.op)
 	out := make([]byte, 0, 4096)
 	in := make([]byte, 64<<10)
 	paced := sched.interval > 0
-	var batch int64 // the next batch's number, for the schedule
+	var batch int64         // the next batch's number, for the schedule
+	var lastReply time.Time // when the previous batch's last reply came
 	<-start
 	for {
 		out = out[:0]
@@ -406,17 +412,32 @@ func drive(conn net.Conn, e *encoder, p plan, depth int, sched pacing, phase *at
 			st.allowed += allowed
 			st.denied += denied
 			if paced {
-				st.hist.record(now.Sub(due))
+				// The backlog: from the due time until the previous reply
+				// (or the send, if that came first), when positive.
+				st.hist.record(pacedLatency(due, lastReply, t0, now))
 				st.lag.record(t0.Sub(due))
 				st.sent.record(now.Sub(t0))
 			} else {
 				st.hist.record(now.Sub(t0))
 			}
 		}
+		lastReply = now
 		if ph == phaseStop {
 			return nil
 		}
 	}
+}
+
+// pacedLatency is a paced batch's latency: from its send at sent to its
+// last reply at replied, plus the backlog, the time from its due time
+// until the previous batch's last reply (at prev) or the send, whichever
+// came first. Lateness after prev is the client's own and is left out.
+func pacedLatency(due, prev, sent, replied time.Time) time.Duration {
+	waited := prev
+	if sent.Before(waited) {
+		waited = sent
+	}
+	return replied.Sub(sent) + max(waited.Sub(due), 0)
 }
 
 func indexCRLF(b []byte) int {

@@ -343,3 +343,24 @@ func mallocs() uint64 {
 	runtime.ReadMemStats(&m)
 	return m.Mallocs
 }
+
+// A paced request's latency counts the wait for a late previous reply
+// (the server's backlog), not the client's own late wake-up.
+func TestPacedLatencyLeavesOutClientLateness(t *testing.T) {
+	base := time.Unix(1_800_000_000, 0)
+	at := func(us int) time.Time { return base.Add(time.Duration(us) * time.Microsecond) }
+	for _, tc := range []struct {
+		name                     string
+		due, prev, sent, replied int
+		want                     time.Duration
+	}{
+		{"on time", 1000, 500, 1000, 1100, 100 * time.Microsecond},
+		{"client overslept by 900 µs", 1000, 500, 1900, 2000, 100 * time.Microsecond},
+		{"previous reply 2 ms late, sent at once", 1000, 3000, 3000, 3100, 2100 * time.Microsecond},
+		{"previous reply late, then the client overslept", 1000, 3000, 3500, 3600, 2100 * time.Microsecond},
+	} {
+		if got := pacedLatency(at(tc.due), at(tc.prev), at(tc.sent), at(tc.replied)); got != tc.want {
+			t.Errorf("%s: latency %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

@@ -73,8 +73,8 @@ type runRecord struct {
 	MeanUs     float64 `json:"mean_us"`
 	Samples    uint64  `json:"latency_samples"`
 	// Paced runs only, for diagnosis: the p99 of how late requests were
-	// sent after their intended time (included in the latencies), and the
-	// p99 latency from the actual send instead of the intended time.
+	// sent after their intended time (backlog and client lateness), and the
+	// p99 latency from the actual send, without the backlog.
 	SendLagP99us float64   `json:"send_lag_p99_us,omitempty"`
 	SentP99us    float64   `json:"p99_from_actual_send_us,omitempty"`
 	CPU          cpuUse    `json:"cpu"`
@@ -470,7 +470,7 @@ func markdown(r *results) string {
 	if len(r.Paced) > 0 {
 		p("## Latency at a fixed rate")
 		p("")
-		p("Open loop, unpipelined: the %d connections together send %s requests/s, each on a fixed schedule (every %s, offset by its share of that interval from the others), on a fresh pair of servers, alternating, %d round(s) of %s warmup + %s measured. A request is timed from its intended send time: when a reply comes late, the next request is sent at once (never two to catch up) and its wait counts from when it should have gone. The requests measured are those due in the window, whenever their replies come. Achieved rate: the median over the rounds of requests completed / window; below the requested rate, the server (or the client) did not keep up. Latency percentiles (µs) over every round's requests; CPU in cores, medians over the rounds. The client's part, for diagnosis: *send lag*, the p99 of how late requests left the client after their intended time, is included in the latency (the backlog of a late reply, but also the client's own lateness: Go's `time.Sleep` can wake up to 1 ms late when the client is idle, and the client's goroutines wait for a core the server is using); *from the send* is the p99 timed from the actual send instead, which leaves that lateness out (and with it any backlog, so it is not the target).",
+		p("Open loop, unpipelined: the %d connections together send %s requests/s, each on a fixed schedule (every %s, offset by its share of that interval from the others), on a fresh pair of servers, alternating, %d round(s) of %s warmup + %s measured. A request is timed from its send to its reply, plus its backlog: when the previous reply comes after a request's intended send time, the request is sent at once (never two to catch up) and the wait from its intended time to that reply counts, so a stall shows in every request that should have gone during it (no coordinated omission). The client's own lateness is left out: Go's `time.Sleep` can wake up to 1 ms late when the client is idle, and the client's goroutines wait for a core the server is using. The requests measured are those due in the window, whenever their replies come. Achieved rate: the median over the rounds of requests completed / window; below the requested rate, the server (or the client) did not keep up. Latency percentiles (µs) over every round's requests; CPU in cores, medians over the rounds. For diagnosis: *send lag*, the p99 of how late requests left the client after their intended time (backlog and the client's lateness together), and *from the send*, the p99 without the backlog.",
 			m.Conns, commas(m.PacedRate), time.Duration(float64(time.Second)*float64(m.Conns)/m.PacedRate).Round(time.Microsecond), m.Rounds, m.Warmup, m.Duration)
 		p("")
 		p("| workload | server | command | requested req/s | achieved req/s | p50 / p99 / p99.9 µs | max µs | send lag p99 µs | p99 from the send µs | server CPU | client CPU | other CPU | busy rounds | denied |")
@@ -529,7 +529,7 @@ func markdown(r *results) string {
 		paced := ""
 		if s.Paced != nil {
 			loads = []*snapshotLoad{s.Paced, &s.snapshotLoad}
-			paced = fmt.Sprintf(" The traffic comes two ways, each with its own baseline and snapshots: at a fixed rate of %s requests/s over the %d connections (open loop, timed from the intended send time, as above; GET and RL.SLIDE get half each), on which the target is judged, and at saturation (closed loop). The kind of traffic that goes first flips from one round to the next. The window during a snapshot is only as long as the snapshot: the table gives the requests it holds.",
+			paced = fmt.Sprintf(" The traffic comes two ways, each with its own baseline and snapshots: at a fixed rate of %s requests/s over the %d connections (open loop, timed with the backlog, as above; GET and RL.SLIDE get half each), on which the target is judged, and at saturation (closed loop). The kind of traffic that goes first flips from one round to the next. The window during a snapshot is only as long as the snapshot: the table gives the requests it holds.",
 				commas(s.Paced.Rate), s.Conns)
 		}
 		p("## Latency during a snapshot")
