@@ -207,27 +207,12 @@ func cmdZCard(c *Ctx) {
 	}
 }
 
-func cmdZCount(c *Ctx) {
-	r, ok := engine.ParseScoreRange(c.Args[2], c.Args[3])
-	if !ok {
-		c.W.Error(msgZScoreRange)
-		return
-	}
-	_, _, z, ok := c.zsetAt(c.Args[1], false)
-	switch {
-	case !ok:
-	case z == nil:
-		c.W.Int(0)
-	default:
-		lo, hi := z.ScoreSpan(r)
-		c.W.Int(int64(hi - lo))
-	}
-}
+func cmdZCount(c *Ctx)    { zcount(c, zrangeScore) }
+func cmdZLexCount(c *Ctx) { zcount(c, zrangeLex) }
 
-func cmdZLexCount(c *Ctx) {
-	r, ok := engine.ParseLexRange(c.Args[2], c.Args[3])
+func zcount(c *Ctx, by zrangeBy) {
+	sp, ok := parseZSpan(c, by, c.Args[2], c.Args[3])
 	if !ok {
-		c.W.Error(msgZLexRange)
 		return
 	}
 	_, _, z, ok := c.zsetAt(c.Args[1], false)
@@ -236,7 +221,7 @@ func cmdZLexCount(c *Ctx) {
 	case z == nil:
 		c.W.Int(0)
 	default:
-		lo, hi := z.LexWindow(r, false, 0, -1)
+		lo, hi := sp.window(z, false, 0, -1)
 		c.W.Int(int64(hi - lo))
 	}
 }
@@ -366,28 +351,9 @@ func zrange(c *Ctx, by zrangeBy, dir zrangeDir) {
 	if rev && by != zrangeRank {
 		minArg, maxArg = maxArg, minArg // given as max, min
 	}
-	var start, stop int64
-	var sr engine.ScoreRange
-	var lr engine.LexRange
-	var ok bool
-	switch by {
-	case zrangeRank:
-		if start, ok = c.Int(2); !ok {
-			return
-		}
-		if stop, ok = c.Int(3); !ok {
-			return
-		}
-	case zrangeScore:
-		if sr, ok = engine.ParseScoreRange(minArg, maxArg); !ok {
-			c.W.Error(msgZScoreRange)
-			return
-		}
-	case zrangeLex:
-		if lr, ok = engine.ParseLexRange(minArg, maxArg); !ok {
-			c.W.Error(msgZLexRange)
-			return
-		}
+	sp, ok := parseZSpan(c, by, minArg, maxArg)
+	if !ok {
+		return
 	}
 	_, _, z, ok := c.zsetAt(c.Args[1], false)
 	if !ok {
@@ -397,21 +363,57 @@ func zrange(c *Ctx, by zrangeBy, dir zrangeDir) {
 		c.W.Array(0)
 		return
 	}
-	var lo, hi int
+	lo, hi := sp.window(z, rev, offset, limit)
+	zreply(c, z, lo, hi, rev, withScores)
+}
+
+// zspan is a parsed range of ranks, scores or members.
+type zspan struct {
+	by          zrangeBy
+	start, stop int64
+	score       engine.ScoreRange
+	lex         engine.LexRange
+}
+
+// parseZSpan reads a range of kind by from its two ends (ranks are always
+// arguments 2 and 3), replying with Redis's error if one is malformed.
+func parseZSpan(c *Ctx, by zrangeBy, minArg, maxArg []byte) (zspan, bool) {
+	sp := zspan{by: by}
+	var ok bool
 	switch by {
 	case zrangeRank:
-		lo, hi = z.RankWindow(start, stop)
+		if sp.start, ok = c.Int(2); ok {
+			sp.stop, ok = c.Int(3)
+		}
+	case zrangeScore:
+		if sp.score, ok = engine.ParseScoreRange(minArg, maxArg); !ok {
+			c.W.Error(msgZScoreRange)
+		}
+	case zrangeLex:
+		if sp.lex, ok = engine.ParseLexRange(minArg, maxArg); !ok {
+			c.W.Error(msgZLexRange)
+		}
+	}
+	return sp, ok
+}
+
+// window returns the ranks [lo, hi) the span covers in z, read from the
+// highest score with rev, after LIMIT's offset and count (count < 0: all).
+func (sp *zspan) window(z *engine.ZSet, rev bool, offset, limit int64) (lo, hi int) {
+	switch sp.by {
+	case zrangeRank:
+		lo, hi = z.RankWindow(sp.start, sp.stop)
 		if rev {
 			// ZREVRANGE's indexes count from the highest score.
 			n := z.Len()
 			lo, hi = n-hi, n-lo
 		}
 	case zrangeScore:
-		lo, hi = z.ScoreWindow(sr, rev, offset, limit)
+		lo, hi = z.ScoreWindow(sp.score, rev, offset, limit)
 	case zrangeLex:
-		lo, hi = z.LexWindow(lr, rev, offset, limit)
+		lo, hi = z.LexWindow(sp.lex, rev, offset, limit)
 	}
-	zreply(c, z, lo, hi, rev, withScores)
+	return lo, hi
 }
 
 // zreply writes the members of ranks [lo, hi), with their scores if asked:
@@ -441,28 +443,9 @@ func cmdZRemRangeByScore(c *Ctx) { zremrange(c, zrangeScore) }
 func cmdZRemRangeByLex(c *Ctx)   { zremrange(c, zrangeLex) }
 
 func zremrange(c *Ctx, by zrangeBy) {
-	var start, stop int64
-	var sr engine.ScoreRange
-	var lr engine.LexRange
-	var ok bool
-	switch by {
-	case zrangeRank:
-		if start, ok = c.Int(2); !ok {
-			return
-		}
-		if stop, ok = c.Int(3); !ok {
-			return
-		}
-	case zrangeScore:
-		if sr, ok = engine.ParseScoreRange(c.Args[2], c.Args[3]); !ok {
-			c.W.Error(msgZScoreRange)
-			return
-		}
-	case zrangeLex:
-		if lr, ok = engine.ParseLexRange(c.Args[2], c.Args[3]); !ok {
-			c.W.Error(msgZLexRange)
-			return
-		}
+	sp, ok := parseZSpan(c, by, c.Args[2], c.Args[3])
+	if !ok {
+		return
 	}
 	s, e, z, ok := c.zsetAt(c.Args[1], true)
 	if !ok {
@@ -472,15 +455,7 @@ func zremrange(c *Ctx, by zrangeBy) {
 		c.W.Int(0)
 		return
 	}
-	var lo, hi int
-	switch by {
-	case zrangeRank:
-		lo, hi = z.RankWindow(start, stop)
-	case zrangeScore:
-		lo, hi = z.ScoreSpan(sr)
-	case zrangeLex:
-		lo, hi = z.LexWindow(lr, false, 0, -1)
-	}
+	lo, hi := sp.window(z, false, 0, -1)
 	n := z.RemoveRange(lo, hi)
 	if n > 0 {
 		zsetChanged(s, e, z)
