@@ -249,24 +249,13 @@ func cmdHIncrBy(c *Ctx) {
 	if !ok {
 		return
 	}
-	key := c.Args[1]
-	s := c.Shard(key)
-	e, h, created := c.writableHash(s, key)
-	if h == nil {
-		return
+	var n int64
+	if c.incrHashField(engine.ErrNotInteger, msgHashNotInteger, func(h *engine.Hash) (err error) {
+		n, err = h.IncrBy(c.Args[2], delta, c.hashLimits())
+		return err
+	}) {
+		c.W.Int(n)
 	}
-	n, err := h.IncrBy(c.Args[2], delta, c.hashLimits())
-	switch err {
-	case nil:
-	case engine.ErrNotInteger:
-		c.W.Error(msgHashNotInteger)
-		return
-	default:
-		c.Err(err)
-		return
-	}
-	c.storeHash(s, key, e, h, created)
-	c.W.Int(n)
 }
 
 func cmdHIncrByFloat(c *Ctx) {
@@ -279,24 +268,36 @@ func cmdHIncrByFloat(c *Ctx) {
 		c.W.Error(msgNaNOrInfArg)
 		return
 	}
+	var out string
+	if c.incrHashField(engine.ErrNotFloat, msgHashNotFloat, func(h *engine.Hash) (err error) {
+		out, err = h.IncrByFloat(c.Args[2], incr, c.hashLimits())
+		return err
+	}) {
+		c.W.BulkString(out)
+	}
+}
+
+// incrHashField runs incr on the hash at Args[1], created if missing, and
+// stores the hash if incr succeeds. A field that holds no number (notNum)
+// answers msg; false means an error was replied.
+func (c *Ctx) incrHashField(notNum error, msg string, incr func(h *engine.Hash) error) bool {
 	key := c.Args[1]
 	s := c.Shard(key)
 	e, h, created := c.writableHash(s, key)
 	if h == nil {
-		return
+		return false
 	}
-	out, err := h.IncrByFloat(c.Args[2], incr, c.hashLimits())
-	switch err {
+	switch err := incr(h); err {
 	case nil:
-	case engine.ErrNotFloat:
-		c.W.Error(msgHashNotFloat)
-		return
+	case notNum:
+		c.W.Error(msg)
+		return false
 	default:
 		c.Err(err)
-		return
+		return false
 	}
 	c.storeHash(s, key, e, h, created)
-	c.W.BulkString(out)
+	return true
 }
 
 func cmdHScan(c *Ctx) {
