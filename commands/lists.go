@@ -349,6 +349,7 @@ type lposOptions struct {
 
 func parseLPos(c *Ctx) (lposOptions, bool) {
 	o := lposOptions{rank: 1, count: -1}
+	var ok bool
 	for j := 3; j < len(c.Args); j++ {
 		a := c.Args[j]
 		hasNext := j+1 < len(c.Args)
@@ -366,26 +367,31 @@ func parseLPos(c *Ctx) (lposOptions, bool) {
 			o.rank = n
 		case is(a, "COUNT") && hasNext:
 			j++
-			n, ok := engine.ParseInt(c.Args[j])
-			if !ok || n < 0 {
-				c.W.Error("ERR COUNT can't be negative")
+			if o.count, ok = nonNegative(c, j, "ERR COUNT can't be negative"); !ok {
 				return o, false
 			}
-			o.count = n
 		case is(a, "MAXLEN") && hasNext:
 			j++
-			n, ok := engine.ParseInt(c.Args[j])
-			if !ok || n < 0 {
-				c.W.Error("ERR MAXLEN can't be negative")
+			if o.maxlen, ok = nonNegative(c, j, "ERR MAXLEN can't be negative"); !ok {
 				return o, false
 			}
-			o.maxlen = n
 		default:
 			c.W.Error(msgSyntax)
 			return o, false
 		}
 	}
 	return o, true
+}
+
+// nonNegative reads argument j as an integer of at least 0; anything else,
+// a non-number included, answers msg (Redis's getPositiveLong...OrReply).
+func nonNegative(c *Ctx, j int, msg string) (int64, bool) {
+	n, ok := engine.ParseInt(c.Args[j])
+	if !ok || n < 0 {
+		c.W.Error(msg)
+		return 0, false
+	}
+	return n, true
 }
 
 func cmdLPos(c *Ctx) {
