@@ -454,7 +454,11 @@ func (s *Store) Snapshot() error {
 			unstage()
 		}
 	}
-	s.stage = stage[:0]
+	if cap(stage) <= 1<<20 {
+		s.stage = stage[:0] // kept for the next snapshot, unless a huge value grew it
+	} else {
+		s.stage = nil
+	}
 	size := int64(b.Len())
 	var err error
 	switch {
@@ -480,15 +484,19 @@ func (s *Store) Snapshot() error {
 // the batch is allocated once rather than grown by copying: the keys
 // changed so far at the size per key of the last snapshot (64 bytes before
 // the first), a quarter more for the keys that change while it is taken.
+// The batch is allocated at this size up front, so a last snapshot of a
+// few huge values must not make a small one reserve gigabytes: the size
+// per key counts at most 4 KiB and the hint at most 64 MiB (a larger
+// batch grows as it fills, outside any lock).
 func (s *Store) batchSizeHint() int {
 	perKey := int64(64)
 	s.statsMu.Lock()
 	if s.stats.LastKeys > 0 && s.stats.LastBytes > 0 {
-		perKey = s.stats.LastBytes/int64(s.stats.LastKeys) + 1
+		perKey = min(s.stats.LastBytes/int64(s.stats.LastKeys)+1, 4<<10)
 	}
 	s.statsMu.Unlock()
 	n := int64(s.eng.PendingChanges()) * perKey * 5 / 4
-	return int(min(max(n, 1<<10), 1<<30))
+	return int(min(max(n, 1<<10), 64<<20))
 }
 
 // retryLater marks the keys of a failed snapshot as changed again.

@@ -412,3 +412,27 @@ func TestManyChangesInChunks(t *testing.T) {
 	eng2, _ := restart(t, fs, clock)
 	sameDump(t, dump(t, eng2), want)
 }
+
+// The batch is allocated at the hint's size up front: a last snapshot of
+// one huge value must not make the next small one reserve gigabytes.
+func TestBatchSizeHintIsBounded(t *testing.T) {
+	fs := vfs.NewMem()
+	clock := engine.NewManualClock(t0)
+	eng, st := restart(t, fs, clock)
+	defer st.Close()
+	for i := 0; i < 1000; i++ {
+		with(eng, "k"+strconv.Itoa(i), func(s *engine.Shard, k []byte) { s.SetInt(0, k, int64(i), 0) })
+	}
+	st.statsMu.Lock()
+	st.stats.LastKeys, st.stats.LastBytes = 1, 500<<20
+	st.statsMu.Unlock()
+	if got := st.batchSizeHint(); got > 1000*(4<<10)*5/4 {
+		t.Fatalf("hint %d bytes for 1000 changed keys after a 500 MB one", got)
+	}
+	st.statsMu.Lock()
+	st.stats.LastKeys, st.stats.LastBytes = 1000, 1000*64
+	st.statsMu.Unlock()
+	if got := st.batchSizeHint(); got < 1000*64 || got > 1000*65*5/4 {
+		t.Fatalf("hint %d bytes for 1000 changed keys of 64 bytes", got)
+	}
+}
