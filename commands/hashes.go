@@ -303,9 +303,8 @@ func (c *Ctx) incrHashField(notNum error, msg string, incr func(h *engine.Hash) 
 func cmdHScan(c *Ctx) {
 	// Redis checks the cursor, then the key, and only then the options: a
 	// missing key answers an empty scan whatever the options say.
-	cursor, ok := parseCursor(c.Args[2])
+	cursor, ok := c.cursorAt(2)
 	if !ok {
-		c.W.Error("ERR invalid cursor")
 		return
 	}
 	h, ok := c.readHash(c.Args[1])
@@ -313,9 +312,7 @@ func cmdHScan(c *Ctx) {
 		return
 	}
 	if h == nil {
-		c.W.Array(2)
-		c.W.BulkString("0")
-		c.W.Array(0)
+		c.emptyScan()
 		return
 	}
 	_, o, ok := c.parseScan(2, false)

@@ -213,13 +213,29 @@ type scanOptions struct {
 	matchAll bool
 }
 
+// cursorAt reads the SCAN cursor at index i, replying Redis's error if it
+// is malformed.
+func (c *Ctx) cursorAt(i int) (uint64, bool) {
+	cursor, ok := parseCursor(c.Args[i])
+	if !ok {
+		c.W.Error("ERR invalid cursor")
+	}
+	return cursor, ok
+}
+
+// emptyScan replies a finished scan with nothing in it.
+func (c *Ctx) emptyScan() {
+	c.W.Array(2)
+	c.W.BulkString("0")
+	c.W.Array(0)
+}
+
 // parseScan reads the cursor at index i and the options after it.
 func (c *Ctx) parseScan(i int, allowType bool) (uint64, scanOptions, bool) {
 	var o scanOptions
 	o.count = 10
-	cursor, ok := parseCursor(c.Args[i])
+	cursor, ok := c.cursorAt(i)
 	if !ok {
-		c.W.Error("ERR invalid cursor")
 		return 0, o, false
 	}
 	for j := i + 1; j < len(c.Args); j += 2 {

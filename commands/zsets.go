@@ -521,9 +521,8 @@ func zpop(c *Ctx, highest bool) {
 // cmdZScan checks the cursor, then the key, and only then the options, in
 // Redis's order: a missing key answers an empty scan whatever follows.
 func cmdZScan(c *Ctx) {
-	cursor, ok := parseCursor(c.Args[2])
+	cursor, ok := c.cursorAt(2)
 	if !ok {
-		c.W.Error("ERR invalid cursor")
 		return
 	}
 	_, _, z, ok := c.zsetAt(c.Args[1], false)
@@ -531,9 +530,7 @@ func cmdZScan(c *Ctx) {
 		return
 	}
 	if z == nil {
-		c.W.Array(2)
-		c.W.BulkString("0")
-		c.W.Array(0)
+		c.emptyScan()
 		return
 	}
 	_, o, ok := c.parseScan(2, false)
