@@ -65,10 +65,10 @@ type luaScript struct {
 	proto *lua.FunctionProto
 	flags scriptFlags
 	size  int64 // source and compiled code, for INFO's used_memory_scripts
-	// fn is the compiled chunk bound to the sandbox of runner fnOf; made
+	// fn is the compiled chunk bound to the sandbox of state fnOf; made
 	// on first use, by the holder of the shard locks.
 	fn   *lua.LFunction
-	fnOf *luaRunner
+	fnOf *luaState
 }
 
 // scriptEngine is the server's scripting state.
@@ -421,14 +421,14 @@ func (se *scriptEngine) run(c *Ctx, sc *luaScript, keys, argv [][]byte, readOnly
 		se.killMu.Unlock()
 	}()
 
-	if broken := r.exec(c, sc, keys, argv, readOnly); broken || r.stackBytes() > luaKeptStack {
+	if broken := r.exec(c, sc, keys, argv, readOnly); broken || r.lua.oversized() {
 		// The next script gets a fresh state: this one is unusable, or
 		// holds on to a value stack a deep recursion grew.
 		fresh := newLuaRunner(c.Srv)
-		fresh.rand = r.rand // Redis never reseeds math.random
+		fresh.lua.continueRandom(r.lua)
 		se.runner = fresh
 	}
-	se.vmBytes.Store(int64(se.runner.stackBytes() + se.runner.callLen))
+	se.vmBytes.Store(int64(se.runner.lua.memory()))
 }
 
 // lookup finds a cached script by SHA1, in any case.

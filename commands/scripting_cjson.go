@@ -33,9 +33,9 @@ func defaultCJSONConfig() *cjsonConfig {
 // cannot be stored in a table. Redis's is a NULL light userdata.
 var cjsonNull = &lua.LUserData{Metatable: lua.LNil}
 
-func (r *luaRunner) cjsonLibrary() *lua.LTable {
-	r.cjson = defaultCJSONConfig()
-	return cjsonModule(r.L, r.cjson)
+func (s *luaState) cjsonLibrary() *lua.LTable {
+	s.cjson = defaultCJSONConfig()
+	return cjsonModule(s.L, s.cjson)
 }
 
 func cjsonModule(L *lua.LState, cfg *cjsonConfig) *lua.LTable {

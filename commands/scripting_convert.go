@@ -182,6 +182,12 @@ func parseRESPDouble(l []byte) (float64, bool) {
 // recursion here.
 const luaStackLimit = 8000
 
+// writeScriptReply replies with a script's return value as Redis does;
+// scriptProto is the RESP version the script chose (redis.setresp).
+func writeScriptReply(w *resp.Writer, v lua.LValue, scriptProto int) {
+	writeLuaReply(w, v, scriptProto, 2)
+}
+
 // writeLuaReply writes a script's return value as Redis replies with it.
 // scriptProto is the RESP version the script chose (it decides how
 // booleans are sent); top is the Lua stack depth Redis's converter would

@@ -119,11 +119,11 @@ func callStackBytes(L *lua.LState) int {
 }
 
 // stackBytes is the size of the state's value stack.
-func (r *luaRunner) stackBytes() int {
-	if !r.stackOK {
+func (s *luaState) stackBytes() int {
+	if !s.stackOK {
 		return 0
 	}
-	return r.stack.Cap() * 16
+	return s.stack.Cap() * 16
 }
 
 // luaFrame is what the error rewriting needs of the function that failed.
@@ -321,7 +321,7 @@ func (f luaFrame) typeError(op string, rk int, typ string) string {
 // into Lua 5.1's. Messages that are not the virtual machine's pass as
 // they are.
 // level is where the function that raised the error is on the stack.
-func (r *luaRunner) lua51Message(L *lua.LState, msg string, level int) string {
+func (s *luaState) lua51Message(L *lua.LState, msg string, level int) string {
 	pos, text := splitErrorPosition(msg)
 	if strings.Contains(text, "registry overflow") {
 		return pos + "stack overflow"

@@ -506,8 +506,8 @@ func (g *lrand48) next() int32 {
 	return int32(g.x >> 17)
 }
 
-func (r *luaRunner) mathRandom(L *lua.LState) int {
-	f := float64(r.rand.next()%lrand48Max) / lrand48Max
+func (s *luaState) mathRandom(L *lua.LState) int {
+	f := float64(s.rand.next()%lrand48Max) / lrand48Max
 	switch L.GetTop() {
 	case 0:
 		L.Push(lua.LNumber(f))
@@ -530,7 +530,7 @@ func (r *luaRunner) mathRandom(L *lua.LState) int {
 	return 1
 }
 
-func (r *luaRunner) mathRandomSeed(L *lua.LState) int {
-	r.rand.seed(luaCheckInt(L, 1, "randomseed"))
+func (s *luaState) mathRandomSeed(L *lua.LState) int {
+	s.rand.seed(luaCheckInt(L, 1, "randomseed"))
 	return 0
 }
