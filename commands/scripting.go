@@ -8,11 +8,11 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unsafe"
 
 	lua "github.com/yuin/gopher-lua"
 
 	"limitkv/engine"
+	"limitkv/lua51"
 	"limitkv/resp"
 )
 
@@ -68,7 +68,7 @@ type luaScript struct {
 	// fn is the compiled chunk bound to the sandbox of state fnOf; made
 	// on first use, by the holder of the shard locks.
 	fn   *lua.LFunction
-	fnOf *luaState
+	fnOf *lua51.State
 }
 
 // scriptEngine is the server's scripting state.
@@ -117,29 +117,6 @@ func (se *scriptEngine) cacheStats() (n int, bytes int64) {
 		bytes += sc.size
 	}
 	return len(se.bySHA), bytes
-}
-
-// protoBytes estimates a compiled chunk's memory: its code, constants,
-// debug tables and nested functions.
-func protoBytes(p *lua.FunctionProto) int64 {
-	n := int64(unsafe.Sizeof(*p)) + int64(cap(p.Code))*4 + int64(cap(p.Constants))*16 +
-		int64(cap(p.DbgSourcePositions))*8 + int64(cap(p.DbgLocals)+cap(p.FunctionPrototypes))*8 +
-		int64(cap(p.DbgCalls))*24 + int64(cap(p.DbgUpvalues))*16
-	for _, c := range p.Constants {
-		if str, ok := c.(lua.LString); ok {
-			n += int64(len(str))
-		}
-	}
-	for _, up := range p.DbgUpvalues {
-		n += int64(len(up))
-	}
-	for _, l := range p.DbgLocals {
-		n += int64(unsafe.Sizeof(*l)) + int64(len(l.Name))
-	}
-	for _, f := range p.FunctionPrototypes {
-		n += protoBytes(f)
-	}
-	return n
 }
 
 // scriptRun is the state of one script execution that other connections
@@ -421,14 +398,14 @@ func (se *scriptEngine) run(c *Ctx, sc *luaScript, keys, argv [][]byte, readOnly
 		se.killMu.Unlock()
 	}()
 
-	if broken := r.exec(c, sc, keys, argv, readOnly); broken || r.lua.oversized() {
+	if broken := r.exec(c, sc, keys, argv, readOnly); broken || r.lua.Oversized() {
 		// The next script gets a fresh state: this one is unusable, or
 		// holds on to a value stack a deep recursion grew.
 		fresh := newLuaRunner(c.Srv)
-		fresh.lua.continueRandom(r.lua)
+		fresh.lua.ContinueRandom(r.lua)
 		se.runner = fresh
 	}
-	se.vmBytes.Store(int64(se.runner.lua.memory()))
+	se.vmBytes.Store(int64(se.runner.lua.Memory()))
 }
 
 // lookup finds a cached script by SHA1, in any case.
@@ -470,7 +447,7 @@ func (se *scriptEngine) load(body []byte) (*luaScript, string) {
 		return nil, msg
 	}
 	sc = &luaScript{sha: string(sha[:]), proto: proto, flags: flags,
-		size: int64(len(body)+len(sha)) + protoBytes(proto)}
+		size: int64(len(body)+len(sha)) + lua51.ProtoBytes(proto)}
 	se.mu.Lock()
 	if old := se.bySHA[sc.sha]; old != nil {
 		sc = old // compiled meanwhile by another connection
@@ -531,9 +508,9 @@ func parseShebang(body []byte) (scriptFlags, int, string) {
 // compileScript compiles a script body into a function prototype, or
 // returns Redis's error text for a script that does not compile.
 func compileScript(body []byte) (*lua.FunctionProto, string) {
-	proto, msg := compileChunk(body, luaChunkName)
-	if msg != "" {
-		return nil, "ERR Error compiling script (new function): " + msg
+	proto, err := lua51.Compile(body)
+	if err != nil {
+		return nil, "ERR Error compiling script (new function): " + err.Error()
 	}
 	return proto, ""
 }

@@ -10,17 +10,18 @@ import (
 
 	lua "github.com/yuin/gopher-lua"
 
+	"limitkv/lua51"
 	"limitkv/resp"
 )
 
-// The script runner: a Lua state (scripting_state.go) with Redis's
-// "redis" library, whose calls run commands through the server's table.
+// The script runner: a Lua state (package lua51) with Redis's "redis"
+// library, whose calls run commands through the server's table.
 
 // luaRunner runs scripts for the server, set up once. Only the holder of
 // every shard lock uses it.
 type luaRunner struct {
 	srv *Server
-	lua *luaState
+	lua *lua51.State
 	// replies captures the replies of the commands a script calls; sub is
 	// the context they run with, client the script's own client (its own
 	// SELECTed database, as Redis's Lua client has).
@@ -45,7 +46,7 @@ func newLuaRunner(srv *Server) *luaRunner {
 	r.client.authed = true
 	r.client.multiLen.Store(-1)
 	r.progress.stop.done = make(chan struct{})
-	r.lua = newLuaState(luaOptions{Context: &r.progress.stop, Redis: r.redisLibrary})
+	r.lua = lua51.NewState(lua51.Options{Context: &r.progress.stop, Redis: r.redisLibrary})
 	return r
 }
 
@@ -106,21 +107,21 @@ func (r *luaRunner) exec(c *Ctx, sc *luaScript, keys, argv [][]byte, readOnly bo
 		if p := recover(); p != nil {
 			broken = true
 			msg := "stack overflow"
-			if !luaStackOverflow(p) {
+			if !lua51.StackOverflow(p) {
 				c.Srv.Log.Error("script panicked", "panic", p, "sha", sc.sha)
 				msg = "internal error"
 			}
-			c.W.ErrorVerbatim("ERR " + luaChunkName + ":1: " + msg + " script: " + sc.sha + ", on @" + luaChunkName + ":1.")
+			c.W.ErrorVerbatim("ERR " + lua51.ChunkName + ":1: " + msg + " script: " + sc.sha + ", on @" + lua51.ChunkName + ":1.")
 		}
 	}()
 	if sc.fnOf != r.lua {
-		sc.fn = r.lua.bind(sc.proto)
+		sc.fn = r.lua.Bind(sc.proto)
 		sc.fnOf = r.lua
 	}
-	if v, err := r.lua.run(sc.fn, keys, argv); err != nil {
-		writeScriptError(c.W, err, sc.sha)
+	if v, err := r.lua.Run(sc.fn, keys, argv); err != nil {
+		lua51.WriteError(c.W, err, sc.sha)
 	} else {
-		writeScriptReply(c.W, v, r.proto)
+		lua51.WriteReply(c.W, v, r.proto)
 	}
 	return false
 }
@@ -131,26 +132,26 @@ func (r *luaRunner) exec(c *Ctx, sc *luaScript, keys, argv [][]byte, readOnly bo
 func (r *luaRunner) call(L *lua.LState, raise bool) int {
 	argv, msg := commandArgs(L)
 	if msg != "" {
-		return callFailed(L, raise, errorTable(L, msg))
+		return callFailed(L, raise, lua51.ErrorTable(L, msg))
 	}
 	spec, msg := r.resolveCall(argv)
 	if msg != "" {
-		t := errorTable(L, msg)
+		t := lua51.ErrorTable(L, msg)
 		// Redis marks the errors of calls it refused as already counted.
 		t.RawSetString("ignore_error_stats_update", lua.LTrue)
 		return callFailed(L, raise, t)
 	}
 	if spec.Flags&Write != 0 && !r.progress.state.CompareAndSwap(runClean, runWrote) && r.progress.state.Load() == runKilled {
-		L.Error(errorTable(L, errScriptKilled.Error()), 0)
+		L.Error(lua51.ErrorTable(L, errScriptKilled.Error()), 0)
 	}
 	r.replies.Reset()
 	r.sub = Ctx{Srv: r.srv, Client: r.client, W: r.replies, Args: argv, Now: r.caller.Now, DB: r.db, Spec: spec, held: true}
 	r.srv.runGuarded(&r.sub)
 	r.db = r.sub.DB
 	r.sub = Ctx{}
-	v, isErr, ok := replyToLua(L, r.replies.Bytes())
+	v, isErr, ok := lua51.ReplyToLua(L, r.replies.Bytes())
 	if !ok {
-		v, isErr = errorTable(L, "ERR internal error: malformed reply"), true
+		v, isErr = lua51.ErrorTable(L, "ERR internal error: malformed reply"), true
 	}
 	if isErr && raise {
 		L.Error(v, 0)
@@ -218,7 +219,7 @@ func commandArgs(L *lua.LState) ([][]byte, string) {
 		case lua.LString:
 			buf = append(buf, v...)
 		case lua.LNumber:
-			buf = appendCFloat(buf, float64(v), 17)
+			buf = lua51.AppendFloat(buf, float64(v), 17)
 		}
 		argv[i-1] = buf[start:len(buf):len(buf)]
 	}
@@ -229,7 +230,7 @@ func commandArgs(L *lua.LState) ([][]byte, string) {
 func singleFieldTable(L *lua.LState, field string) int {
 	s, ok := L.Get(1).(lua.LString)
 	if L.GetTop() != 1 || !ok {
-		L.Push(errorTable(L, "wrong number or type of arguments"))
+		L.Push(lua51.ErrorTable(L, "wrong number or type of arguments"))
 		return 1
 	}
 	if field == "err" {
@@ -237,7 +238,7 @@ func singleFieldTable(L *lua.LState, field string) int {
 		if !strings.HasPrefix(msg, "-") {
 			msg = "-" + msg
 		}
-		L.Push(errorTable(L, msg))
+		L.Push(lua51.ErrorTable(L, msg))
 		return 1
 	}
 	t := L.CreateTable(0, 1)
@@ -249,14 +250,14 @@ func singleFieldTable(L *lua.LState, field string) int {
 // raiseRedisError raises msg as Redis's library functions do: as an error
 // table, without a position.
 func raiseRedisError(L *lua.LState, msg string) {
-	L.Error(errorTable(L, msg), 0)
+	L.Error(lua51.ErrorTable(L, msg), 0)
 }
 
 func luaSHA1Hex(L *lua.LState) int {
 	if L.GetTop() != 1 {
 		raiseRedisError(L, "wrong number of arguments")
 	}
-	sum := sha1.Sum([]byte(luaString(L.Get(1))))
+	sum := sha1.Sum([]byte(lua51.ToString(L.Get(1))))
 	L.Push(lua.LString(hex.EncodeToString(sum[:])))
 	return 1
 }
@@ -266,7 +267,7 @@ func (r *luaRunner) log(L *lua.LState) int {
 	if argc < 2 {
 		raiseRedisError(L, "redis.log() requires two arguments or more.")
 	}
-	level, ok := luaToFloat(L.Get(1))
+	level, ok := lua51.ToNumber(L.Get(1))
 	if !ok {
 		raiseRedisError(L, "First argument must be a number (log level).")
 	}
@@ -282,7 +283,7 @@ func (r *luaRunner) log(L *lua.LState) int {
 		if i != 2 {
 			msg.WriteByte(' ')
 		}
-		msg.WriteString(luaString(v))
+		msg.WriteString(lua51.ToString(v))
 	}
 	// Redis's levels as the loglevel setting maps them onto slog's.
 	slogLevel := [...]slog.Level{slog.LevelDebug, slog.LevelDebug + 2, slog.LevelInfo, slog.LevelWarn}[int(level)]
@@ -294,7 +295,7 @@ func (r *luaRunner) setResp(L *lua.LState) int {
 	if L.GetTop() != 1 {
 		raiseRedisError(L, "redis.setresp() requires one argument.")
 	}
-	v, _ := luaToFloat(L.Get(1))
+	v, _ := lua51.ToNumber(L.Get(1))
 	if v != 2 && v != 3 {
 		raiseRedisError(L, "RESP version must be 2 or 3.")
 	}
@@ -309,7 +310,7 @@ func luaSetRepl(L *lua.LState) int {
 	if L.GetTop() != 1 {
 		raiseRedisError(L, "redis.set_repl() requires two arguments.")
 	}
-	v, _ := luaToFloat(L.Get(1))
+	v, _ := lua51.ToNumber(L.Get(1))
 	if int32(v)&^3 != 0 {
 		raiseRedisError(L, "Invalid replication flags. Use REPL_AOF, REPL_REPLICA, REPL_ALL or REPL_NONE.")
 	}

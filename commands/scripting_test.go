@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math"
 	"runtime"
 	"strconv"
 	"strings"
@@ -99,68 +98,6 @@ func TestScriptRuntimeErrorTexts(t *testing.T) {
 		if !strings.HasPrefix(got, want) {
 			t.Errorf("%s:\n got %s\nwant %s...", tc.script, got, want)
 		}
-	}
-}
-
-// TestLuaSyntaxCheck: Lua 5.1's verdicts and messages on a few tricky
-// chunks, and valid chunks accepted with their numerals made readable to
-// gopher-lua.
-func TestLuaSyntaxCheck(t *testing.T) {
-	for _, tc := range []struct{ src, msg, gopher string }{
-		{src: "return 1", gopher: "return 1"},
-		{src: "return 0x10 + 0x1p4 + 1e999", gopher: "return 16 + 16 + (1/0)"},
-		{src: "local t = {a=1; 2, [3]=4,} return t", gopher: "local t = {a=1; 2, [3]=4,} return t"},
-		{src: "x = [==[\n]]\n]==] return x", gopher: "x = [==[\n]]\n]==] return x"},
-		{src: "return 1 --[[ comment\n]] + 2", gopher: "return 1 --[[ comment\n]] + 2"},
-		{src: "local function f(...) local a, b = ... return arg end", gopher: "local function f(...) local a, b = ... return arg end"},
-		{src: "goto done", msg: "user_script:1: '=' expected near 'done'"},
-		{src: "x = y\n\n(f)()", msg: "user_script:3: ambiguous syntax (function call x new statement) near '('"},
-		{src: "x = 1\n(f)()", gopher: "x = 1\n(f)()"},
-		{src: "while true do end break", msg: "user_script:1: no loop to break near '<eof>'"},
-		{src: "return 'a\\300'", msg: "user_script:1: escape sequence too large near ''a'"},
-		{src: "for i = 1, 2 do\n  local x = 1\n", msg: "user_script:3: 'end' expected (to close 'for' at line 1) near '<eof>'"},
-		{src: "local " + strings.Repeat("a,", 200) + "b = 1", msg: "user_script:1: main function has more than 200 local variables"},
-		{src: "return " + strings.Repeat("(", 199) + "1" + strings.Repeat(")", 199), msg: "user_script:1: chunk has too many syntax levels"},
-	} {
-		gopher, msg := luaSyntaxCheck([]byte(tc.src), luaChunkName)
-		if msg != tc.msg || tc.msg == "" && string(gopher) != tc.gopher {
-			t.Errorf("%q: got (%q, %q), want (%q, %q)", tc.src, gopher, msg, tc.gopher, tc.msg)
-		}
-	}
-}
-
-func TestLuaChunkID(t *testing.T) {
-	for name, want := range map[string]string{
-		"x = 1":                 `[string "x = 1"]`,
-		"a\nb":                  `[string "a..."]`,
-		strings.Repeat("y", 50): `[string "` + strings.Repeat("y", 43) + `..."]`,
-		"=(load)":               "(load)",
-		"@user_script":          "user_script",
-	} {
-		if got := luaChunkID(name); got != want {
-			t.Errorf("luaChunkID(%q) = %q, want %q", name, got, want)
-		}
-	}
-}
-
-// TestStrToNumber: Lua 5.1 reads numbers with C's strtod.
-func TestStrToNumber(t *testing.T) {
-	for s, want := range map[string]float64{
-		"10": 10, " 12 ": 12, "0x10": 16, "0X1p4": 16, "1e2": 100, ".5": 0.5, "5.": 5, "-0x10": -16,
-		"inf": math.Inf(1), "-Infinity": math.Inf(-1), "1e400": math.Inf(1), "010": 10,
-	} {
-		got, ok := luaStr2Number(s)
-		if !ok || got != want {
-			t.Errorf("luaStr2Number(%q) = %v, %v; want %v", s, got, ok, want)
-		}
-	}
-	for _, s := range []string{"", " ", "0x", "1e", "1_000", "0b1", "1 2", "abc", "--1"} {
-		if got, ok := luaStr2Number(s); ok {
-			t.Errorf("luaStr2Number(%q) = %v, want no number", s, got)
-		}
-	}
-	if got, ok := luaStr2Number("nan"); !ok || got == got {
-		t.Errorf("luaStr2Number(nan) = %v, %v", got, ok)
 	}
 }
 

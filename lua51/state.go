@@ -1,4 +1,4 @@
-package commands
+package lua51
 
 import (
 	"context"
@@ -14,12 +14,12 @@ import (
 
 // The Lua state scripts run in: the sandbox Redis 7.0 gives them, with Lua
 // 5.1's libraries as Redis has them, and how a script's errors become
-// Redis's replies. The "redis" library is the embedder's (see
-// luaOptions.Redis): it runs commands.
+// Redis's replies. The "redis" library is the embedder's (Options.Redis):
+// it runs commands, which this package knows nothing of.
 
 const (
-	// luaChunkName is the name errors give scripts: "user_script:1: ...".
-	luaChunkName = "user_script"
+	// ChunkName is the name errors give scripts: "user_script:1: ...".
+	ChunkName = "user_script"
 	// luaMaxCalls is Lua 5.1's LUAI_MAXCALLS. Redis's Lua reports a stack
 	// overflow somewhere between 16383 calls deep (the first time its call
 	// array must grow past 16384) and this.
@@ -30,12 +30,12 @@ const (
 	luaMaxRegistry = 1 << 22
 	// luaKeptStack is the value stack a state may keep after a script;
 	// gopher-lua never shrinks it, so a state whose stack grew beyond
-	// this is replaced.
+	// this is to be replaced (Oversized).
 	luaKeptStack = 4 << 20
 )
 
-// luaOptions configures a state.
-type luaOptions struct {
+// Options configures a state.
+type Options struct {
 	// Context stops a running script when it is done (SCRIPT KILL). The
 	// error of a script stopped so is the context's error, as it is,
 	// without a position.
@@ -45,11 +45,12 @@ type luaOptions struct {
 	Redis func(L *lua.LState) *lua.LTable
 }
 
-// luaState is a Lua state set up to run scripts, one at a time: its
-// globals, libraries and stacks are reused from one script to the next.
-type luaState struct {
-	L   *lua.LState
-	ctx context.Context // luaOptions.Context
+// State is a Lua state set up to run scripts, one at a time and from one
+// goroutine at a time: its globals, libraries and stacks are reused from
+// one script to the next.
+type State struct {
+	vm  *lua.LState
+	ctx context.Context // Options.Context
 	// env is the read-only view scripts get as their globals (and _G);
 	// globals is the table behind it.
 	env, globals *lua.LTable
@@ -77,15 +78,16 @@ type luaState struct {
 	chunkNames map[string]string
 }
 
-func newLuaState(opts luaOptions) *luaState {
-	s := &luaState{
+// NewState makes a state with the sandbox and libraries of Redis 7.0.
+func NewState(opts Options) *State {
+	s := &State{
 		ctx:        opts.Context,
 		views:      make(map[*lua.LTable]*lua.LTable),
 		viewOfMeta: make(map[*lua.LTable]*lua.LTable),
 		chunkNames: make(map[string]string),
 	}
 	s.rand.x = lrand48Start
-	s.L = lua.NewState(lua.Options{
+	s.vm = lua.NewState(lua.Options{
 		SkipOpenLibs: true,
 		// A call stack of fixed size: overflowing it raises a Lua error
 		// ("stack overflow", with its line) where the growing kind panics.
@@ -98,27 +100,27 @@ func newLuaState(opts luaOptions) *luaState {
 		RegistryGrowStep: 1 << 16,
 	})
 	if opts.Context != nil {
-		s.L.SetContext(opts.Context)
+		s.vm.SetContext(opts.Context)
 	}
-	s.stack, s.stackOK = valueStack(s.L)
-	s.callLen = callStackBytes(s.L) // by reflection: too slow for every run
+	s.stack, s.stackOK = valueStack(s.vm)
+	s.callLen = callStackBytes(s.vm) // by reflection: too slow for every run
 	s.sandbox(opts.Redis)
 	return s
 }
 
-// bind makes a compiled script a function of this state, with the
+// Bind makes a compiled script a function of this state, with the
 // sandbox as its globals.
-func (s *luaState) bind(proto *lua.FunctionProto) *lua.LFunction {
-	fn := s.L.NewFunctionFromProto(proto)
+func (s *State) Bind(proto *lua.FunctionProto) *lua.LFunction {
+	fn := s.vm.NewFunctionFromProto(proto)
 	fn.Env = s.env
 	return fn
 }
 
-// run calls fn, bound by bind, with KEYS and ARGV set to keys and argv,
+// Run calls fn, made by Bind, with KEYS and ARGV set to keys and argv,
 // and returns its result, or its error with Redis's message and where it
-// happened (see writeScriptError).
-func (s *luaState) run(fn *lua.LFunction, keys, argv [][]byte) (lua.LValue, error) {
-	L := s.L
+// happened (see WriteError).
+func (s *State) Run(fn *lua.LFunction, keys, argv [][]byte) (lua.LValue, error) {
+	L := s.vm
 	clear(s.chunkNames)
 	s.keys = s.argTable(s.keys, keys)
 	s.argv = s.argTable(s.argv, argv)
@@ -134,31 +136,31 @@ func (s *luaState) run(fn *lua.LFunction, keys, argv [][]byte) (lua.LValue, erro
 	return v, nil
 }
 
-// luaStackOverflow reports whether p, a panic that escaped run, is
+// StackOverflow reports whether p, a panic that escaped Run, is
 // gopher-lua's value stack overflowing while it handled another error,
 // which leaves the state unusable.
-func luaStackOverflow(p any) bool {
+func StackOverflow(p any) bool {
 	ae, ok := p.(*lua.ApiError)
 	return ok && strings.Contains(ae.Error(), "registry overflow")
 }
 
-// memory is the bytes of the state's stacks, for INFO's used_memory_lua.
-func (s *luaState) memory() int { return s.stackBytes() + s.callLen }
+// Memory is the bytes of the state's stacks, for INFO's used_memory_lua.
+func (s *State) Memory() int { return s.stackBytes() + s.callLen }
 
-// oversized reports that a deep recursion grew the value stack beyond
+// Oversized reports that a deep recursion grew the value stack beyond
 // what a state may keep: gopher-lua never shrinks it, so the state should
 // be replaced.
-func (s *luaState) oversized() bool { return s.stackBytes() > luaKeptStack }
+func (s *State) Oversized() bool { return s.stackBytes() > luaKeptStack }
 
-// continueRandom makes math.random go on from where old's left off, as
+// ContinueRandom makes math.random go on from where old's left off, as
 // Redis never reseeds it.
-func (s *luaState) continueRandom(old *luaState) { s.rand = old.rand }
+func (s *State) ContinueRandom(old *State) { s.rand = old.rand }
 
 // sandbox builds the globals scripts see: the libraries Redis 7.0 exposes,
 // all read-only, and a _G that refuses new globals and reading undefined
 // ones.
-func (s *luaState) sandbox(redis func(L *lua.LState) *lua.LTable) {
-	L := s.L
+func (s *State) sandbox(redis func(L *lua.LState) *lua.LTable) {
+	L := s.vm
 	for _, lib := range []struct {
 		name string
 		open lua.LGFunction
@@ -214,7 +216,7 @@ func (s *luaState) sandbox(redis func(L *lua.LState) *lua.LTable) {
 		if !lua.LVCanConvToString(name) {
 			L.RaiseError("Second argument to luaProtectedTableError must be a string or number")
 		}
-		L.RaiseError("Script attempted to access nonexistent global variable '%s'", luaString(name))
+		L.RaiseError("Script attempted to access nonexistent global variable '%s'", ToString(name))
 		return 0
 	}))
 	L.SetMetatable(g, missing)
@@ -225,8 +227,8 @@ func (s *luaState) sandbox(redis func(L *lua.LState) *lua.LTable) {
 
 // readOnlyView returns a table that reads as t but refuses every write.
 // Scripts see only views of the libraries and of the globals.
-func (s *luaState) readOnlyView(t *lua.LTable) *lua.LTable {
-	L := s.L
+func (s *State) readOnlyView(t *lua.LTable) *lua.LTable {
+	L := s.vm
 	view := L.NewTable()
 	mt := L.NewTable()
 	mt.RawSetString("__index", t)
@@ -240,7 +242,7 @@ func (s *luaState) readOnlyView(t *lua.LTable) *lua.LTable {
 }
 
 // backing returns the table behind a read-only view, or t itself.
-func (s *luaState) backing(t *lua.LTable) *lua.LTable {
+func (s *State) backing(t *lua.LTable) *lua.LTable {
 	if b, ok := s.views[t]; ok {
 		return b
 	}
@@ -256,8 +258,8 @@ func refuseReadOnly(L *lua.LState) {
 // patchLibraries replaces the gopher-lua functions whose behaviour differs
 // from Lua 5.1's (as Redis has it) in ways scripts notice, and those that
 // would see through the read-only views or escape the sandbox.
-func (s *luaState) patchLibraries(g *lua.LTable) {
-	L := s.L
+func (s *State) patchLibraries(g *lua.LTable) {
+	L := s.vm
 	orig := func(name string) *lua.LFunction { return g.RawGetString(name).(*lua.LFunction) }
 	origSetMetatable := orig("setmetatable")
 	callOrig := func(L *lua.LState, fn *lua.LFunction) int {
@@ -275,7 +277,7 @@ func (s *luaState) patchLibraries(g *lua.LTable) {
 			L.Call(1, 1)
 			return 1
 		}
-		L.Push(lua.LString(luaString(v)))
+		L.Push(lua.LString(ToString(v)))
 		return 1
 	}))
 	g.RawSetString("tonumber", L.NewFunction(luaToNumber))
@@ -415,13 +417,13 @@ func (s *luaState) patchLibraries(g *lua.LTable) {
 }
 
 // strLib returns the string library behind its read-only view.
-func (s *luaState) strLib() *lua.LTable {
+func (s *State) strLib() *lua.LTable {
 	return s.backing(s.globals.RawGetString("string").(*lua.LTable))
 }
 
 // loadString is loadstring: a chunk compiled as Lua 5.1 compiles it, with
 // the script's read-only globals; its default name is the code itself.
-func (s *luaState) loadString(L *lua.LState) int {
+func (s *State) loadString(L *lua.LState) int {
 	src := luaCheckString(L, 1, "loadstring")
 	name := src
 	if L.GetTop() >= 2 && L.Get(2) != lua.LNil {
@@ -431,7 +433,7 @@ func (s *luaState) loadString(L *lua.LState) int {
 }
 
 // load is load: the chunk's pieces come from a function.
-func (s *luaState) load(L *lua.LState) int {
+func (s *State) load(L *lua.LState) int {
 	reader := L.CheckFunction(1)
 	name := "=(load)"
 	if L.GetTop() >= 2 && L.Get(2) != lua.LNil {
@@ -451,7 +453,7 @@ func (s *luaState) load(L *lua.LState) int {
 			L.Push(lua.LString("reader function must return a string"))
 			return 2
 		}
-		text := luaString(piece)
+		text := ToString(piece)
 		if text == "" {
 			break
 		}
@@ -460,7 +462,7 @@ func (s *luaState) load(L *lua.LState) int {
 	return s.pushChunk(L, src, name)
 }
 
-func (s *luaState) pushChunk(L *lua.LState, src []byte, name string) int {
+func (s *State) pushChunk(L *lua.LState, src []byte, name string) int {
 	display := luaChunkID(name)
 	proto, msg := compileChunk(src, display)
 	if msg != "" {
@@ -481,7 +483,7 @@ func luaErrorFunction(L *lua.LState) int {
 	v := L.Get(1)
 	level := luaOptInt(L, 2, "error", 1)
 	if lua.LVCanConvToString(v) && level > 0 {
-		v = lua.LString(luaWhere(L, int(level)) + luaString(v))
+		v = lua.LString(luaWhere(L, int(level)) + ToString(v))
 	}
 	L.Error(v, 0)
 	return 0
@@ -503,7 +505,7 @@ func luaWhere(L *lua.LState, level int) string {
 // pcall is Redis 7.0's pcall: an error raised as a table with an err field
 // (redis.call's) is caught as that message. Errors of the virtual machine
 // are worded as Lua 5.1 words them.
-func (s *luaState) pcall(L *lua.LState) int {
+func (s *State) pcall(L *lua.LState) int {
 	if L.GetTop() < 1 {
 		luaArgError(L, 1, "pcall", "value expected")
 	}
@@ -530,7 +532,7 @@ func (s *luaState) pcall(L *lua.LState) int {
 }
 
 // xpcall is Lua 5.1's xpcall; the handler gets Lua 5.1's wording.
-func (s *luaState) xpcall(L *lua.LState) int {
+func (s *State) xpcall(L *lua.LState) int {
 	fn := L.CheckAny(1)
 	handler := L.CheckAny(2)
 	L.SetTop(0)
@@ -563,7 +565,7 @@ func errorValue(err error) lua.LValue {
 }
 
 // callProtected calls its first argument with the rest, for pcall.
-func (s *luaState) callProtected(L *lua.LState) int {
+func (s *State) callProtected(L *lua.LState) int {
 	L.Panic = s.panicPcall
 	L.Call(L.GetTop()-1, lua.MultRet)
 	return L.GetTop()
@@ -571,7 +573,7 @@ func (s *luaState) callProtected(L *lua.LState) int {
 
 // raiseInPcall words the errors of the virtual machine as Lua 5.1 does,
 // while the frame that raised them is still there.
-func (s *luaState) raiseInPcall(L *lua.LState) {
+func (s *State) raiseInPcall(L *lua.LState) {
 	v := L.Get(-1)
 	if text, ok := v.(lua.LString); ok {
 		v = lua.LString(s.lua51Message(L, string(text), 0))
@@ -589,7 +591,7 @@ const noTrace = "(not collected)"
 // changed its values, which are all rewritten), and so are its strings
 // that equal the new arguments; otherwise a new table is made. Nothing
 // else can hold the table after a run: globals are read-only.
-func (s *luaState) argTable(t *lua.LTable, args [][]byte) *lua.LTable {
+func (s *State) argTable(t *lua.LTable, args [][]byte) *lua.LTable {
 	if t != nil {
 		var after lua.LValue = lua.LNil
 		if n := t.Len(); n > 0 {
@@ -600,7 +602,7 @@ func (s *luaState) argTable(t *lua.LTable, args [][]byte) *lua.LTable {
 		}
 	}
 	if t == nil {
-		t = s.L.CreateTable(len(args), 0)
+		t = s.vm.CreateTable(len(args), 0)
 	}
 	for i, a := range args {
 		if old, ok := t.RawGetInt(i + 1).(lua.LString); !ok || string(old) != string(a) {
@@ -613,10 +615,10 @@ func (s *luaState) argTable(t *lua.LTable, args [][]byte) *lua.LTable {
 	return t
 }
 
-// errorTable makes the Lua error value Redis makes (luaPushErrorBuff): a
+// ErrorTable makes the Lua error value Redis makes (luaPushErrorBuff): a
 // table whose err field is the message with its error code, "ERR" when the
 // message has none. msg is either "-CODE text" or plain text.
-func errorTable(L *lua.LState, msg string) *lua.LTable {
+func ErrorTable(L *lua.LState, msg string) *lua.LTable {
 	var code, text string
 	if rest, ok := strings.CutPrefix(msg, "-"); ok {
 		if i := strings.IndexByte(rest, ' '); i >= 0 {
@@ -634,7 +636,7 @@ func errorTable(L *lua.LState, msg string) *lua.LTable {
 
 // callScript runs the script's function with errors raised through
 // raiseInScript.
-func (s *luaState) callScript(L *lua.LState) int {
+func (s *State) callScript(L *lua.LState) int {
 	L.Panic = s.panicScript
 	L.Call(0, 1)
 	return 1
@@ -643,7 +645,7 @@ func (s *luaState) callScript(L *lua.LState) int {
 // raiseInScript turns an error escaping the script into the table Redis's
 // error handler makes, while the frames are still there to say where it
 // happened.
-func (s *luaState) raiseInScript(L *lua.LState) {
+func (s *State) raiseInScript(L *lua.LState) {
 	panic(&lua.ApiError{Type: lua.ApiErrorRun, Object: s.handleError(L, L.Get(-1), 0), StackTrace: noTrace})
 }
 
@@ -651,10 +653,10 @@ func (s *luaState) raiseInScript(L *lua.LState) {
 // table with the message (with its error code) and where it happened (the
 // innermost Lua function, not a library function it called), looking at
 // the frames from level on.
-func (s *luaState) handleError(L *lua.LState, e lua.LValue, level int) *lua.LTable {
+func (s *State) handleError(L *lua.LState, e lua.LValue, level int) *lua.LTable {
 	t, ok := e.(*lua.LTable)
 	if !ok {
-		msg := luaString(e)
+		msg := ToString(e)
 		if stop := s.stopped(); stop != nil && strings.HasSuffix(msg, stop.Error()) {
 			msg = stop.Error()
 		} else {
@@ -665,7 +667,7 @@ func (s *luaState) handleError(L *lua.LState, e lua.LValue, level int) *lua.LTab
 	}
 	if dbg, ok := errorFrame(L, level); ok {
 		source := dbg.Source
-		if source == luaChunkName {
+		if source == ChunkName {
 			source = "@" + source
 		} else if name, ok := s.chunkNames[source]; ok {
 			source = name
@@ -678,7 +680,7 @@ func (s *luaState) handleError(L *lua.LState, e lua.LValue, level int) *lua.LTab
 
 // stopped is the error of the options' context once it is done: the
 // script was stopped from outside.
-func (s *luaState) stopped() error {
+func (s *State) stopped() error {
 	if s.ctx == nil {
 		return nil
 	}
@@ -703,13 +705,14 @@ func errorFrame(L *lua.LState, level int) (*lua.Debug, bool) {
 	return nil, false
 }
 
-// writeScriptError replies with a script's error as Redis does:
-// "<message> script: <sha>, on @user_script:<line>."
-func writeScriptError(w *resp.Writer, err error, sha string) {
+// WriteError replies with the error Run returned for the script whose
+// SHA1 is sha, as Redis does: "<message> script: <sha>, on
+// @user_script:<line>."
+func WriteError(w *resp.Writer, err error, sha string) {
 	t, ok := errorValue(err).(*lua.LTable)
 	if !ok {
 		// Not raised through raiseInScript: a Go panic gopher-lua caught.
-		w.ErrorVerbatim("ERR " + luaString(errorValue(err)) + " script: " + sha)
+		w.ErrorVerbatim("ERR " + ToString(errorValue(err)) + " script: " + sha)
 		return
 	}
 	msgv := t.RawGetString("err")
@@ -719,15 +722,15 @@ func writeScriptError(w *resp.Writer, err error, sha string) {
 		msgv = lua.LString("ERR script raised an error value that is not a string or an {err=...} table")
 	}
 	var b strings.Builder
-	b.WriteString(luaString(msgv))
+	b.WriteString(ToString(msgv))
 	source, line := t.RawGetString("source"), t.RawGetString("line")
 	if lua.LVCanConvToString(source) && lua.LVCanConvToString(line) {
 		b.WriteString(" script: ")
 		b.WriteString(sha)
 		b.WriteString(", on ")
-		b.WriteString(luaString(source))
+		b.WriteString(ToString(source))
 		b.WriteByte(':')
-		b.WriteString(luaString(line))
+		b.WriteString(ToString(line))
 		b.WriteByte('.')
 	}
 	w.ErrorVerbatim(b.String())

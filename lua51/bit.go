@@ -1,4 +1,4 @@
-package commands
+package lua51
 
 import (
 	"math"

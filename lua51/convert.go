@@ -1,4 +1,4 @@
-package commands
+package lua51
 
 import (
 	"bytes"
@@ -13,14 +13,14 @@ import (
 // Conversions between Lua values and Redis replies, as Redis 7.0 makes
 // them, and the number formatting Lua 5.1 does with C's printf.
 
-// replyToLua converts the reply a command wrote (one RESP value at the
+// ReplyToLua converts the reply a command wrote (one RESP value at the
 // start of b) into the value redis.call returns: integers become numbers,
 // bulk strings strings, nulls false (RESP2) or nil (RESP3), arrays tables,
 // status replies {ok=...}, errors {err=...}; under RESP3 maps, sets,
 // doubles, big numbers and verbatim strings become {map=...}, {set=...},
 // {double=...}, {big_number=...} and {verbatim_string=...}. It reads the
 // bytes directly, allocating only the Lua values.
-func replyToLua(L *lua.LState, b []byte) (v lua.LValue, isErr, ok bool) {
+func ReplyToLua(L *lua.LState, b []byte) (v lua.LValue, isErr, ok bool) {
 	p := replyParser{L: L, b: b}
 	v = p.value()
 	if p.bad {
@@ -74,7 +74,7 @@ func (p *replyParser) value() lua.LValue {
 		t.RawSetString("ok", lua.LString(l))
 		return t
 	case '-':
-		t := errorTable(L, "-"+string(l))
+		t := ErrorTable(L, "-"+string(l))
 		t.RawSetString("ignore_error_stats_update", lua.LTrue)
 		return t
 	case ':':
@@ -182,9 +182,9 @@ func parseRESPDouble(l []byte) (float64, bool) {
 // recursion here.
 const luaStackLimit = 8000
 
-// writeScriptReply replies with a script's return value as Redis does;
+// WriteReply replies with a script's return value as Redis does;
 // scriptProto is the RESP version the script chose (redis.setresp).
-func writeScriptReply(w *resp.Writer, v lua.LValue, scriptProto int) {
+func WriteReply(w *resp.Writer, v lua.LValue, scriptProto int) {
 	writeLuaReply(w, v, scriptProto, 2)
 }
 
@@ -311,8 +311,8 @@ func luaToInt64(f float64) int64 {
 	return int64(f)
 }
 
-// appendCFloat appends f as glibc's printf("%.<prec>g") writes it.
-func appendCFloat(dst []byte, f float64, prec int) []byte {
+// AppendFloat appends f as glibc's printf("%.<prec>g") writes it.
+func AppendFloat(dst []byte, f float64, prec int) []byte {
 	switch {
 	case math.IsInf(f, 1):
 		return append(dst, "inf"...)
@@ -327,22 +327,22 @@ func appendCFloat(dst []byte, f float64, prec int) []byte {
 	return strconv.AppendFloat(dst, f, 'g', prec, 64)
 }
 
-// luaString converts a value to a string as Lua 5.1's tostring does:
+// ToString converts a value to a string as Lua 5.1's tostring does:
 // numbers with "%.14g".
-func luaString(v lua.LValue) string {
+func ToString(v lua.LValue) string {
 	switch v := v.(type) {
 	case lua.LString:
 		return string(v)
 	case lua.LNumber:
 		var buf [32]byte
-		return string(appendCFloat(buf[:0], float64(v), 14))
+		return string(AppendFloat(buf[:0], float64(v), 14))
 	}
 	return v.String()
 }
 
-// luaToFloat converts a value as lua_tonumber does: numbers and strings
+// ToNumber converts a value as lua_tonumber does: numbers and strings
 // that read as numbers.
-func luaToFloat(v lua.LValue) (float64, bool) {
+func ToNumber(v lua.LValue) (float64, bool) {
 	switch v := v.(type) {
 	case lua.LNumber:
 		return float64(v), true
@@ -571,7 +571,7 @@ func strtoul(s string, base int) (uint64, int) {
 func luaToNumber(L *lua.LState) int {
 	base := 10
 	if L.GetTop() >= 2 && L.Get(2) != lua.LNil {
-		b, ok := luaToFloat(L.Get(2))
+		b, ok := ToNumber(L.Get(2))
 		if !ok {
 			luaArgTypeError(L, 2, "tonumber", "number")
 		}
@@ -581,7 +581,7 @@ func luaToNumber(L *lua.LState) int {
 		if L.GetTop() < 1 {
 			luaArgError(L, 1, "tonumber", "value expected")
 		}
-		if f, ok := luaToFloat(L.Get(1)); ok {
+		if f, ok := ToNumber(L.Get(1)); ok {
 			L.Push(lua.LNumber(f))
 			return 1
 		}
@@ -595,7 +595,7 @@ func luaToNumber(L *lua.LState) int {
 	if base < 2 || base > 36 {
 		luaArgError(L, 2, "tonumber", "base out of range")
 	}
-	s := luaString(v)
+	s := ToString(v)
 	n, end := strtoul(s, base)
 	if end > 0 {
 		for end < len(s) && isCSpace(s[end]) {
@@ -626,7 +626,7 @@ func luaArgTypeError(L *lua.LState, n int, fn, want string) {
 
 // luaCheckNumber is luaL_checknumber: a number or a string that reads as one.
 func luaCheckNumber(L *lua.LState, n int, fn string) float64 {
-	f, ok := luaToFloat(L.Get(n))
+	f, ok := ToNumber(L.Get(n))
 	if !ok || n > L.GetTop() {
 		luaArgTypeError(L, n, fn, "number")
 	}

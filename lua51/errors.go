@@ -1,4 +1,4 @@
-package commands
+package lua51
 
 import (
 	"fmt"
@@ -119,7 +119,7 @@ func callStackBytes(L *lua.LState) int {
 }
 
 // stackBytes is the size of the state's value stack.
-func (s *luaState) stackBytes() int {
+func (s *State) stackBytes() int {
 	if !s.stackOK {
 		return 0
 	}
@@ -321,13 +321,14 @@ func (f luaFrame) typeError(op string, rk int, typ string) string {
 // into Lua 5.1's. Messages that are not the virtual machine's pass as
 // they are.
 // level is where the function that raised the error is on the stack.
-func (s *luaState) lua51Message(L *lua.LState, msg string, level int) string {
+func (s *State) lua51Message(L *lua.LState, msg string, level int) string {
 	pos, text := splitErrorPosition(msg)
 	if strings.Contains(text, "registry overflow") {
 		return pos + "stack overflow"
 	}
 	if strings.HasPrefix(text, "bad argument #") && !strings.Contains(text, " to '") {
-		// gopher-lua's own library (limitkv's functions word theirs as Lua).
+		// gopher-lua's own library (this package's functions word theirs
+		// as Lua does).
 		return pos + quoteFunctionName(missingArgument(L, text, level))
 	}
 	if strings.HasPrefix(text, "attempt to compare ") {
@@ -379,7 +380,7 @@ func missingArgument(L *lua.LState, text string, level int) string {
 
 // splitErrorPosition separates "user_script:3: " from the message.
 func splitErrorPosition(msg string) (string, string) {
-	prefix := luaChunkName + ":"
+	prefix := ChunkName + ":"
 	if !strings.HasPrefix(msg, prefix) {
 		return "", msg
 	}
@@ -454,7 +455,7 @@ func (f luaFrame) rewrite(text string) string {
 			blame := b
 			if b&luaRKBit != 0 {
 				if k := b &^ luaRKBit; k < len(f.proto.Constants) {
-					if _, numeric := luaToFloat(f.proto.Constants[k]); numeric {
+					if _, numeric := ToNumber(f.proto.Constants[k]); numeric {
 						blame = c
 					}
 				}

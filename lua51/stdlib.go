@@ -1,4 +1,4 @@
-package commands
+package lua51
 
 import (
 	"math"
@@ -20,7 +20,7 @@ func luaStringFormat(L *lua.LState) int {
 	if !lua.LVCanConvToString(fv) {
 		luaArgTypeError(L, 1, "format", "string")
 	}
-	format := luaString(fv)
+	format := ToString(fv)
 	arg := 1
 	out := make([]byte, 0, len(format)+16)
 	for i := 0; i < len(format); {
@@ -92,7 +92,7 @@ func luaCheckString(L *lua.LState, n int, fn string) string {
 	if n > L.GetTop() || !lua.LVCanConvToString(v) {
 		luaArgTypeError(L, n, fn, "string")
 	}
-	return luaString(v)
+	return ToString(v)
 }
 
 // appendQuoted is %q: the string in double quotes, readable back by Lua.
@@ -409,7 +409,7 @@ func luaTableConcat(L *lua.LState) int {
 		if !lua.LVCanConvToString(v) {
 			L.RaiseError("invalid value (%s) at index %d in table for 'concat'", v.Type().String(), i)
 		}
-		out = append(out, luaString(v)...)
+		out = append(out, ToString(v)...)
 		if i < last {
 			out = append(out, sep...)
 		}
@@ -506,7 +506,7 @@ func (g *lrand48) next() int32 {
 	return int32(g.x >> 17)
 }
 
-func (s *luaState) mathRandom(L *lua.LState) int {
+func (s *State) mathRandom(L *lua.LState) int {
 	f := float64(s.rand.next()%lrand48Max) / lrand48Max
 	switch L.GetTop() {
 	case 0:
@@ -530,7 +530,7 @@ func (s *luaState) mathRandom(L *lua.LState) int {
 	return 1
 }
 
-func (s *luaState) mathRandomSeed(L *lua.LState) int {
+func (s *State) mathRandomSeed(L *lua.LState) int {
 	s.rand.seed(luaCheckInt(L, 1, "randomseed"))
 	return 0
 }

@@ -1,4 +1,4 @@
-package commands
+package lua51
 
 import (
 	"math"
@@ -33,9 +33,9 @@ func defaultCJSONConfig() *cjsonConfig {
 // cannot be stored in a table. Redis's is a NULL light userdata.
 var cjsonNull = &lua.LUserData{Metatable: lua.LNil}
 
-func (s *luaState) cjsonLibrary() *lua.LTable {
+func (s *State) cjsonLibrary() *lua.LTable {
 	s.cjson = defaultCJSONConfig()
-	return cjsonModule(s.L, s.cjson)
+	return cjsonModule(s.vm, s.cjson)
 }
 
 func cjsonModule(L *lua.LState, cfg *cjsonConfig) *lua.LTable {
@@ -146,7 +146,7 @@ func cjsonBoolOption(L *lua.LState, n int, fn string, setting *bool) {
 	case lua.LFalse, lua.LString("off"):
 		*setting = false
 	default:
-		luaArgError(L, n, fn, "invalid option '"+luaString(v)+"'")
+		luaArgError(L, n, fn, "invalid option '"+ToString(v)+"'")
 	}
 }
 
@@ -258,7 +258,7 @@ func (e *cjsonEncoder) number(n lua.LNumber) {
 		e.out = append(e.out, "null"...)
 		return
 	}
-	e.out = appendCFloat(e.out, f, int(e.cfg.numberPrecision))
+	e.out = AppendFloat(e.out, f, int(e.cfg.numberPrecision))
 }
 
 func (e *cjsonEncoder) str(s string) {
