@@ -71,36 +71,6 @@ func sha1Of(s string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// TestScriptRuntimeErrorTexts checks the rewording of gopher-lua's runtime
-// errors into Lua 5.1's, which reads gopher-lua's frames by reflection:
-// should a gopher-lua upgrade rename what is read, these texts fall back
-// to gopher-lua's and this test says so. The expected texts are Redis
-// 7.0.15's.
-func TestScriptRuntimeErrorTexts(t *testing.T) {
-	s := newScriptServer(t)
-	for _, tc := range []struct{ script, want string }{
-		{"local a = nil; a()", "attempt to call local 'a' (a nil value)"},
-		{"local t = {}; t.f()", "attempt to call field 'f' (a nil value)"},
-		{"local t = {}; t:foo()", "attempt to call method 'foo' (a nil value)"},
-		{"KEYS()", "attempt to call global 'KEYS' (a table value)"},
-		{"local u; local function f() return u() end return f()", "attempt to call upvalue 'u' (a nil value)"},
-		{"local t = {} t.x.y = 1", "attempt to index field 'x' (a nil value)"},
-		{"local a; return a + 1", "attempt to perform arithmetic on local 'a' (a nil value)"},
-		{"local a = '10'; local b; return a + b", "attempt to perform arithmetic on local 'b' (a nil value)"},
-		{"local n; return 'a' .. n .. 'b'", "attempt to concatenate local 'n' (a nil value)"},
-		{"local n; return #n", "attempt to get length of local 'n' (a nil value)"},
-		{"return {} < {}", "attempt to compare two table values"},
-		{"return string.rep()", "bad argument #1 to 'rep' (string expected, got no value)"},
-		{"return string.rep('x', nil)", "bad argument #2 to 'rep' (number expected, got nil)"},
-	} {
-		got := s.do("EVAL", tc.script, "0")
-		want := "-ERR user_script:1: " + tc.want
-		if !strings.HasPrefix(got, want) {
-			t.Errorf("%s:\n got %s\nwant %s...", tc.script, got, want)
-		}
-	}
-}
-
 // TestScriptArgumentFormatting: numbers passed to redis.call are written
 // as Redis writes Lua numbers ("%.17g"), replies are truncated integers.
 func TestScriptArgumentFormatting(t *testing.T) {

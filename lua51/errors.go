@@ -18,7 +18,8 @@ import (
 // gopher-lua does not export a frame's program counter nor its registers;
 // they are read with reflection. The field names are those of gopher-lua
 // v1.1.2 (pinned in go.mod); should they change, the frame cannot be read
-// and gopher-lua's own message is kept (TestScriptRuntimeErrorTexts fails).
+// and gopher-lua's own message is kept (TestRuntimeErrorTexts and
+// TestGopherLuaInternals fail).
 
 // gopher-lua's instruction encoding, as in its opcode.go (Lua 5.1's layout
 // with its own order of fields).

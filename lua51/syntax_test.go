@@ -45,3 +45,26 @@ func TestLuaChunkID(t *testing.T) {
 		}
 	}
 }
+
+// TestCompile: Compile gives Lua 5.1's verdicts (the message follows
+// Redis's "Error compiling script (new function): "), and the chunk it
+// makes runs as Redis's does: numerals read as Lua 5.1 reads them, no
+// "arg" table in the main chunk.
+func TestCompile(t *testing.T) {
+	for src, want := range map[string]string{
+		"return 1 +": "user_script:1: unexpected symbol near '<eof>'",
+		"goto x":     "user_script:1: '=' expected near 'x'",
+	} {
+		if _, err := Compile([]byte(src)); err == nil || err.Error() != want {
+			t.Errorf("Compile(%q): %v, want %s", src, err, want)
+		}
+	}
+	if got := eval(t, "return 0x10 + 0x1p4"); got != ":32" {
+		t.Errorf("0x10 + 0x1p4 = %s", got)
+	}
+	const noArg = "return arg"
+	want := "-ERR user_script:1: Script attempted to access nonexistent global variable 'arg' script: 0b8e5b4bc814c3a46de16e9eb2d7c40ba532a9f9, on @user_script:1."
+	if got := eval(t, noArg); got != want {
+		t.Errorf("%s: got %s, want %s", noArg, got, want)
+	}
+}
