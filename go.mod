@@ -7,7 +7,7 @@ require (
 	github.com/go-redis/redis_rate/v10 v10.0.1
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/tidwall/redcon v1.6.4
-	github.com/yuin/gopher-lua v1.1.2
+	github.com/yuin/gopher-lua v1.1.2 // pinned: lua51 reads its internals by reflection (see lua51/doc.go)
 )
 
 require (
