@@ -398,14 +398,14 @@ func (se *scriptEngine) run(c *Ctx, sc *luaScript, keys, argv [][]byte, readOnly
 		se.killMu.Unlock()
 	}()
 
-	if broken := r.exec(c, sc, keys, argv, readOnly); broken || r.lua.Oversized() {
+	if broken := r.exec(c, sc, keys, argv, readOnly); broken || r.state.Oversized() {
 		// The next script gets a fresh state: this one is unusable, or
 		// holds on to a value stack a deep recursion grew.
 		fresh := newLuaRunner(c.Srv)
-		fresh.lua.ContinueRandom(r.lua)
+		fresh.state.ContinueRandom(r.state)
 		se.runner = fresh
 	}
-	se.vmBytes.Store(int64(se.runner.lua.Memory()))
+	se.vmBytes.Store(int64(se.runner.state.Memory()))
 }
 
 // lookup finds a cached script by SHA1, in any case.

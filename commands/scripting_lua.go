@@ -20,8 +20,8 @@ import (
 // luaRunner runs scripts for the server, set up once. Only the holder of
 // every shard lock uses it.
 type luaRunner struct {
-	srv *Server
-	lua *lua51.State
+	srv   *Server
+	state *lua51.State
 	// replies captures the replies of the commands a script calls; sub is
 	// the context they run with, client the script's own client (its own
 	// SELECTed database, as Redis's Lua client has).
@@ -46,7 +46,7 @@ func newLuaRunner(srv *Server) *luaRunner {
 	r.client.authed = true
 	r.client.multiLen.Store(-1)
 	r.progress.stop.done = make(chan struct{})
-	r.lua = lua51.NewState(lua51.Options{Context: &r.progress.stop, Redis: r.redisLibrary})
+	r.state = lua51.NewState(lua51.Options{Context: &r.progress.stop, Redis: r.redisLibrary})
 	return r
 }
 
@@ -114,11 +114,11 @@ func (r *luaRunner) exec(c *Ctx, sc *luaScript, keys, argv [][]byte, readOnly bo
 			c.W.ErrorVerbatim("ERR " + lua51.ChunkName + ":1: " + msg + " script: " + sc.sha + ", on @" + lua51.ChunkName + ":1.")
 		}
 	}()
-	if sc.fnOf != r.lua {
-		sc.fn = r.lua.Bind(sc.proto)
-		sc.fnOf = r.lua
+	if sc.fnOf != r.state {
+		sc.fn = r.state.Bind(sc.proto)
+		sc.fnOf = r.state
 	}
-	if v, err := r.lua.Run(sc.fn, keys, argv); err != nil {
+	if v, err := r.state.Run(sc.fn, keys, argv); err != nil {
 		lua51.WriteError(c.W, err, sc.sha)
 	} else {
 		lua51.WriteReply(c.W, v, r.proto)

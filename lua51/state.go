@@ -180,11 +180,11 @@ func (s *State) sandbox(redis func(L *lua.LState) *lua.LTable) {
 	}
 	s.patchLibraries(g)
 
-	lib := L.NewTable()
 	if redis != nil {
-		lib = redis(L)
+		g.RawSetString("redis", redis(L))
+	} else {
+		g.RawSetString("redis", L.NewTable())
 	}
-	g.RawSetString("redis", lib)
 	g.RawSetString("cjson", s.cjsonLibrary())
 	g.RawSetString("bit", bitLibrary(L))
 	g.RawSetString("struct", structLibrary(L))
