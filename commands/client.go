@@ -30,6 +30,10 @@ type Client struct {
 	multiLen        atomic.Int32 // queued commands, -1 outside MULTI
 
 	authed bool
+	// authFails counts consecutive failed AUTHs; penalty is the delay the
+	// last one earned, served by Serve after the command (authGuard).
+	authFails int
+	penalty   time.Duration
 
 	// Transaction state.
 	multi    bool

@@ -58,6 +58,13 @@ func (s *Server) checkPassword(user, pass []byte) bool {
 func (c *Ctx) authenticate() {
 	c.Client.authed = true
 	c.Client.conn.SetAuthenticated(true)
+	c.Srv.auth.succeeded(c.Client)
+}
+
+// authFailed answers a wrong password and makes the reply wait (authGuard).
+func (c *Ctx) authFailed() {
+	c.Client.penalty = c.Srv.auth.failed(c.Srv, c.Client)
+	c.W.Error("WRONGPASS invalid username-password pair or user is disabled.")
 }
 
 func cmdAuth(c *Ctx) {
@@ -76,7 +83,7 @@ func cmdAuth(c *Ctx) {
 		return
 	}
 	if !c.Srv.checkPassword(user, pass) {
-		c.W.Error("WRONGPASS invalid username-password pair or user is disabled.")
+		c.authFailed()
 		return
 	}
 	c.authenticate()
@@ -105,7 +112,7 @@ func cmdHello(c *Ctx) {
 		switch {
 		case is(args[j], "AUTH") && more >= 2:
 			if !c.Srv.checkPassword(args[j+1], args[j+2]) {
-				c.W.Error("WRONGPASS invalid username-password pair or user is disabled.")
+				c.authFailed()
 				return
 			}
 			c.authenticate()

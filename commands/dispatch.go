@@ -25,6 +25,7 @@ type Server struct {
 
 	clients   clientRegistry
 	stats     Stats
+	auth      authGuard
 	ops       opsMeter
 	startTime time.Time
 	mem       memoryMarks
@@ -156,6 +157,11 @@ func (s *Server) Serve(conn *resp.Conn, args [][]byte) {
 	now := s.Eng.Now()
 	cl.lastInteraction.Store(now)
 	s.execute(cl, &conn.W, args, now)
+	if d := cl.penalty; d > 0 {
+		// Outside every lock and the script gate: only this connection waits.
+		cl.penalty = 0
+		time.Sleep(d)
+	}
 }
 
 // execute runs one request for a client, queueing it inside MULTI.

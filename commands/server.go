@@ -68,6 +68,7 @@ func cmdConfigResetStat(c *Ctx) {
 	s.stats.Rejected.Store(0)
 	s.stats.Commands.Store(0)
 	s.stats.ProtocolErrors.Store(0)
+	s.auth.denied.Store(0)
 	for _, cl := range s.clients.all() {
 		cl.commands.Store(0)
 	}
@@ -657,6 +658,7 @@ func infoStats(s *Server, b *strings.Builder) {
 		}
 	}
 	kv(b, "total_error_replies", errs)
+	kv(b, "acl_access_denied_auth", s.auth.denied.Load())
 }
 
 func infoReplication(s *Server, b *strings.Builder) {
