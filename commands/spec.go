@@ -35,6 +35,9 @@ const (
 	SkipMonitor
 	NoMandatoryKeys
 	NoAsyncLoading
+	// RunsScript: EVAL and its kin, which take every shard lock themselves
+	// once no other command is in flight. COMMAND does not show it.
+	RunsScript
 )
 
 // flagNames lists the flags COMMAND shows, in the order Redis shows them.
@@ -83,12 +86,9 @@ type Spec struct {
 
 	parent *Spec
 	args   []*argDoc
-	// runsScript: EVAL and its kin, which take every shard lock themselves
-	// once no other command is in flight.
-	runsScript bool
-	calls      stripedCounter
-	failed     atomic.Int64
-	reject     atomic.Int64
+	calls  stripedCounter
+	failed atomic.Int64
+	reject atomic.Int64
 }
 
 // FullName is the name Redis uses in errors and stats: "get", "client|list".
