@@ -1,10 +1,13 @@
 package commands
 
 import (
-	"limitkv/engine"
+	"math"
+	"slices"
 	"sort"
 	"strings"
 	"sync/atomic"
+
+	"limitkv/engine"
 )
 
 // Flag is a command attribute, as COMMAND reports it.
@@ -194,6 +197,49 @@ func (s *Spec) keySpecs() []KeySpec {
 		flags = "RW access update"
 	}
 	return []KeySpec{{Flags: flags, Begin: s.First, LastKey: last, KeyStep: max(s.Step, 1)}}
+}
+
+// legacyKeyRange derives the first, last and step COMMAND reports from key
+// specs, and whether the command has movable keys, as Redis 7.0's
+// populateCommandLegacyRangeSpec does. A lone spec that begins at an index
+// and finds a range is the range, whatever its step. Otherwise the range
+// covers the specs of that kind which have a step of 1 and each begin just
+// after the previous one ends; any other spec makes the keys movable, and
+// so does an incomplete one. last counts from the end when negative.
+func legacyKeyRange(specs []KeySpec) (first, last, step int, movable bool) {
+	isRange := func(ks KeySpec) bool { return ks.Begin > 0 && !ks.KeyNum && !ks.Unknown }
+	incomplete := func(ks KeySpec) bool { return slices.Contains(strings.Fields(ks.Flags), "incomplete") }
+	abs := func(ks KeySpec) int { // the last key's index, or negative from the end
+		if ks.LastKey >= 0 {
+			return ks.Begin + ks.LastKey
+		}
+		return ks.LastKey
+	}
+	if len(specs) == 1 && isRange(specs[0]) {
+		return specs[0].Begin, abs(specs[0]), specs[0].KeyStep, incomplete(specs[0])
+	}
+	first = math.MaxInt
+	prevLast := 0
+	for _, ks := range specs {
+		if !isRange(ks) || ks.KeyStep != 1 || prevLast != 0 && prevLast != ks.Begin-1 {
+			movable = true
+			continue
+		}
+		if incomplete(ks) {
+			movable = true
+		}
+		first = min(first, ks.Begin)
+		// Compared unsigned, as Redis does: a last key counted from the
+		// end is beyond any counted from the start.
+		if uint(abs(ks)) > uint(last) {
+			last = abs(ks)
+		}
+		prevLast = last
+	}
+	if first == math.MaxInt {
+		return 0, 0, 0, movable
+	}
+	return first, last, 1, movable
 }
 
 // arityOK checks the number of arguments, name included.
