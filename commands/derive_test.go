@@ -1,52 +1,6 @@
 package commands
 
-import (
-	"strings"
-	"testing"
-)
-
-// TestDerivedKeyRange checks that the legacy key range and movablekeys
-// flag Redis derives from key specs are the First, Last, Step and Movable
-// the table states, for every command.
-func TestDerivedKeyRange(t *testing.T) {
-	forEachSpec(t, func(s *Spec) {
-		first, last, step, movable := legacyKeyRange(s.keySpecs())
-		if first != s.First || last != s.Last || step != s.Step || movable != (s.Flags&Movable != 0) {
-			t.Errorf("%s: derived %d %d %d movable %v, table %d %d %d movable %v", s.FullName(),
-				first, last, step, movable, s.First, s.Last, s.Step, s.Flags&Movable != 0)
-		}
-	})
-}
-
-// TestDerivedCategories checks that every command's ACL categories, as
-// COMMAND shows them today, are those it would state once the categories
-// its flags imply are left out, then added back, in the same order.
-func TestDerivedCategories(t *testing.T) {
-	forEachSpec(t, func(s *Spec) {
-		var stated Category
-		for _, name := range s.aclCategories() {
-			c := CategoryByName(strings.TrimPrefix(name, "@"))
-			if c == 0 {
-				t.Fatalf("%s: unknown category %s", s.FullName(), name)
-			}
-			stated |= c
-		}
-		explicit := stated
-		for i := range numCategories {
-			c := Category(1) << i
-			if stated&c != 0 && implicitCategories(s.Flags, stated&^c)&c != 0 {
-				explicit &^= c
-			}
-		}
-		got := implicitCategories(s.Flags, explicit).Names()
-		for i := range got {
-			got[i] = "@" + got[i]
-		}
-		if strings.Join(got, " ") != strings.Join(s.aclCategories(), " ") {
-			t.Errorf("%s: derived %v from %v, COMMAND shows %v", s.FullName(), got, explicit.Names(), s.aclCategories())
-		}
-	})
-}
+import "testing"
 
 func forEachSpec(t *testing.T, f func(*Spec)) {
 	t.Helper()
