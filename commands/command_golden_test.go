@@ -46,19 +46,40 @@ func TestCommandGolden(t *testing.T) {
 	}
 }
 
-// goldenDiff names the first request whose reply differs.
+// goldenDiff names the first request whose reply differs and, since many
+// replies are only hashed, the first whose text differs.
 func goldenDiff(got, want []byte) string {
 	g, w := strings.Split(string(got), "\n"), strings.Split(string(want), "\n")
-	req := ""
-	for i := 0; i < len(g) && i < len(w); i++ {
-		if strings.HasPrefix(w[i], "> ") {
-			req = w[i]
+	first, text := -1, -1
+	for i := range min(len(g), len(w)) {
+		if g[i] == w[i] {
+			continue
 		}
-		if g[i] != w[i] {
-			return fmt.Sprintf("line %d, reply to %q:\n got: %.300s\nwant: %.300s", i+1, req, g[i], w[i])
+		if first < 0 {
+			first = i
+		}
+		if len(w[i]) != 64 || strings.Trim(w[i], "0123456789abcdef") != "" {
+			text = i
+			break
 		}
 	}
-	return fmt.Sprintf("lengths differ: got %d lines, want %d", len(g), len(w))
+	if first < 0 {
+		return fmt.Sprintf("lengths differ: got %d lines, want %d", len(g), len(w))
+	}
+	describe := func(i int) string {
+		req := ""
+		for k := i; k >= 0 && req == ""; k-- {
+			if strings.HasPrefix(w[k], "> ") {
+				req = w[k]
+			}
+		}
+		return fmt.Sprintf("line %d, reply to %q:\n got: %.300s\nwant: %.300s\n", i+1, req, g[i], w[i])
+	}
+	msg := describe(first)
+	if text > first {
+		msg += describe(text)
+	}
+	return msg
 }
 
 // commandGolden runs the requests on a fresh server and returns, for each
