@@ -60,15 +60,15 @@ func writeCommandInfo(c *Ctx, s *Spec) {
 	for _, f := range flags {
 		w.Simple(f)
 	}
-	w.Int(int64(s.First))
-	w.Int(int64(s.Last))
-	w.Int(int64(s.Step))
-	cats := s.aclCategories()
+	w.Int(int64(s.first))
+	w.Int(int64(s.last))
+	w.Int(int64(s.step))
+	cats := s.acl.Names()
 	w.Set(len(cats))
 	for _, cat := range cats {
-		w.Simple(cat)
+		w.Simple("@" + cat)
 	}
-	tips := strings.Fields(s.Tips)
+	tips := s.doc.Tips
 	w.Set(len(tips))
 	for _, t := range tips {
 		w.BulkString(t)
@@ -182,23 +182,24 @@ func cmdCommandDocs(c *Ctx) {
 // order.
 func writeDocs(c *Ctx, s *Spec) {
 	w := c.W
-	docFlags := strings.Fields(s.DocFlags)
+	d := s.doc
+	docFlags := d.DocFlags
 	n := 4
-	for _, present := range []bool{len(docFlags) > 0, s.DeprecatedSince != "", s.ReplacedBy != "",
-		len(s.History) > 0, len(s.args) > 0, len(s.Sub) > 0} {
+	for _, present := range []bool{len(docFlags) > 0, d.DeprecatedSince != "", d.ReplacedBy != "",
+		len(d.History) > 0, len(s.args) > 0, len(s.Sub) > 0} {
 		if present {
 			n++
 		}
 	}
 	w.Map(n)
 	w.BulkString("summary")
-	w.BulkString(s.Summary)
+	w.BulkString(d.Summary)
 	w.BulkString("since")
-	w.BulkString(s.Since)
+	w.BulkString(d.Since)
 	w.BulkString("group")
 	w.BulkString(s.group())
 	w.BulkString("complexity")
-	w.BulkString(s.Complexity)
+	w.BulkString(d.Complexity)
 	if len(docFlags) > 0 {
 		w.BulkString("doc_flags")
 		w.Set(len(docFlags))
@@ -206,18 +207,18 @@ func writeDocs(c *Ctx, s *Spec) {
 			w.Simple(f)
 		}
 	}
-	if s.DeprecatedSince != "" {
+	if d.DeprecatedSince != "" {
 		w.BulkString("deprecated_since")
-		w.BulkString(s.DeprecatedSince)
+		w.BulkString(d.DeprecatedSince)
 	}
-	if s.ReplacedBy != "" {
+	if d.ReplacedBy != "" {
 		w.BulkString("replaced_by")
-		w.BulkString(s.ReplacedBy)
+		w.BulkString(d.ReplacedBy)
 	}
-	if len(s.History) > 0 {
+	if len(d.History) > 0 {
 		w.BulkString("history")
-		w.Array(len(s.History))
-		for _, h := range s.History {
+		w.Array(len(d.History))
+		for _, h := range d.History {
 			w.Array(2)
 			w.BulkString(h[0])
 			w.BulkString(h[1])
@@ -298,15 +299,8 @@ func cmdCommandList(c *Ctx) {
 		case is(c.Args[3], "MODULE"):
 			filter = func(*Spec) bool { return false }
 		case is(c.Args[3], "ACLCAT"):
-			cat := "@" + strings.ToLower(string(v))
-			filter = func(s *Spec) bool {
-				for _, x := range s.aclCategories() {
-					if x == cat {
-						return true
-					}
-				}
-				return false
-			}
+			cat := CategoryByName(strings.ToLower(string(v)))
+			filter = func(s *Spec) bool { return s.acl&cat != 0 }
 		case is(c.Args[3], "PATTERN"):
 			filter = func(s *Spec) bool { return engine.Match(v, []byte(s.FullName()), true) }
 		default:

@@ -81,9 +81,6 @@ type Stats struct {
 func New(eng *engine.Engine, cfg *Config, log *slog.Logger) *Server {
 	s := &Server{Eng: eng, Cfg: cfg, Log: log, Table: NewTable(commandTable()), startTime: time.Now()}
 	s.shutdownSpec = s.Table.Lookup([]byte("shutdown"))
-	for _, name := range []string{"eval", "evalsha", "eval_ro", "evalsha_ro"} {
-		s.Table.Lookup([]byte(name)).runsScript = true
-	}
 	s.clients.init()
 	s.mem.startup.Store(heapInUse())
 	s.mem.note(s.mem.startup.Load())
@@ -190,7 +187,7 @@ func (s *Server) execute(cl *Client, w *resp.Writer, args [][]byte, now int64) {
 	// SHUTDOWN NOSAVE then stops it.
 	// gated: the command counts itself in flight (see scriptEngine); not
 	// for scripts themselves, nor for the commands allowed while one runs.
-	gated := spec.Flags&AllowBusy == 0 && !spec.runsScript
+	gated := spec.Flags&AllowBusy == 0 && spec.Flags&RunsScript == 0
 	counted := false
 	defer func() {
 		if counted {

@@ -28,7 +28,7 @@ func CommandList() string {
 	tab := NewTable(commandTable())
 	byGroup := map[string][]*Spec{}
 	for _, s := range tab.Specs() {
-		byGroup[s.Group] = append(byGroup[s.Group], s)
+		byGroup[s.group()] = append(byGroup[s.group()], s)
 	}
 	var b strings.Builder
 	for _, g := range groupTitles {
@@ -67,5 +67,5 @@ func writeCommandLine(b *strings.Builder, s *Spec) {
 	if syntax != "" {
 		syntax = " " + syntax
 	}
-	fmt.Fprintf(b, "- `%s%s` — %s\n", name, syntax, s.Summary)
+	fmt.Fprintf(b, "- `%s%s` — %s\n", name, syntax, s.doc.Summary)
 }

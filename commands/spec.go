@@ -1,10 +1,14 @@
 package commands
 
 import (
-	"limitkv/engine"
+	"errors"
+	"math"
+	"slices"
 	"sort"
 	"strings"
 	"sync/atomic"
+
+	"limitkv/engine"
 )
 
 // Flag is a command attribute, as COMMAND reports it.
@@ -23,7 +27,8 @@ const (
 	NoMulti
 	AllowBusy
 	SkipSlowlog
-	// Movable: key positions depend on the arguments (Spec.Keys finds them).
+	// Movable: key positions depend on the arguments. NewTable derives it
+	// from the key specs; rows do not state it.
 	Movable
 	// SelfLock: dispatch takes no shard lock; the handler locks what it
 	// needs (whole-keyspace commands, WATCH, EXEC, scripts).
@@ -35,6 +40,9 @@ const (
 	SkipMonitor
 	NoMandatoryKeys
 	NoAsyncLoading
+	// RunsScript: EVAL and its kin, which take every shard lock themselves
+	// once no other command is in flight. COMMAND does not show it.
+	RunsScript
 )
 
 // flagNames lists the flags COMMAND shows, in the order Redis shows them.
@@ -52,43 +60,25 @@ var flagNames = []struct {
 
 // Spec describes one command or subcommand. The table of Specs drives
 // dispatch, the arity check, COMMAND's replies and the command reference.
+// A row of table.go states the fields a Go reader needs; NewTable attaches
+// the command's entry in the data files (docs.go) and derives the rest.
 type Spec struct {
 	Name  string // lower case; a subcommand's is its own word ("setname")
 	Arity int    // as Redis: n exactly n arguments, -n at least n (name included)
-	Flags Flag
-	// Key positions: first and last argument index holding a key (last -1
-	// for "to the end") and the step between keys.
-	First, Last, Step int
-	Group             string // "string", "generic", "connection", ...
-	Since             string
-	Summary           string
-	Complexity        string
-	// Syntax lists the arguments after the name, in Redis's documentation
-	// style; COMMAND DOCS and redis-cli's hints are generated from it.
-	Syntax string
-	Run    func(*Ctx)
-	Sub    []*Spec
-
-	// Metadata COMMAND reports, as Redis 7.0 has it for its commands: ACL
-	// categories and tips (space separated), key specs (which, when given,
-	// also locate the keys of movable-key commands), and documentation
-	// history and flags.
-	ACL             string
-	Tips            string
-	KeySpecs        []KeySpec
-	History         [][2]string
-	DocFlags        string
-	DeprecatedSince string
-	ReplacedBy      string
+	Flags Flag   // Movable is derived from the key specs, not stated
+	Run   func(*Ctx)
+	Sub   []*Spec
 
 	parent *Spec
+	doc    *cmdDoc
 	args   []*argDoc
-	// runsScript: EVAL and its kin, which take every shard lock themselves
-	// once no other command is in flight.
-	runsScript bool
-	calls      stripedCounter
-	failed     atomic.Int64
-	reject     atomic.Int64
+	// first, last, step: the legacy key range COMMAND reports, derived
+	// from the key specs.
+	first, last, step int
+	acl               Category
+	calls             stripedCounter
+	failed            atomic.Int64
+	reject            atomic.Int64
 }
 
 // FullName is the name Redis uses in errors and stats: "get", "client|list".
@@ -105,35 +95,82 @@ type Table struct {
 	sorted []*Spec
 }
 
-// NewTable indexes specs, parsing their syntax. It panics on a malformed
-// table, which is a programming error caught by the tests.
+// NewTable indexes specs, attaching each its entry in the data files and
+// parsing its syntax. It panics on a malformed table or data file, or on a
+// command without data or data without a command: programming errors the
+// tests catch.
 func NewTable(specs []*Spec) *Table {
+	d, err := loadDocs()
+	if err == nil {
+		var t *Table
+		if t, err = newTable(specs, d); err == nil {
+			return t
+		}
+	}
+	panic(err)
+}
+
+func newTable(specs []*Spec, docs map[string]*cmdDoc) (*Table, error) {
 	t := &Table{byName: make(map[string]*Spec, len(specs))}
+	used := map[string]bool{}
 	for _, s := range specs {
 		if _, dup := t.byName[s.Name]; dup {
-			panic("duplicate command " + s.Name)
+			return nil, errors.New("duplicate command " + s.Name)
 		}
-		s.prepare(nil)
+		if err := s.prepare(nil, docs, used); err != nil {
+			return nil, err
+		}
 		t.byName[s.Name] = s
 		t.sorted = append(t.sorted, s)
 	}
+	if len(used) < len(docs) {
+		var extra []string
+		for name := range docs {
+			if !used[name] {
+				extra = append(extra, name)
+			}
+		}
+		sort.Strings(extra)
+		return nil, errors.New("commands/docs has entries for commands the table lacks: " + strings.Join(extra, ", "))
+	}
 	sort.Slice(t.sorted, func(i, j int) bool { return t.sorted[i].Name < t.sorted[j].Name })
-	return t
+	return t, nil
 }
 
-func (s *Spec) prepare(parent *Spec) {
+func (s *Spec) prepare(parent *Spec, docs map[string]*cmdDoc, used map[string]bool) error {
 	if s.Name != strings.ToLower(s.Name) {
-		panic("command names are lower case: " + s.Name)
+		return errors.New("command names are lower case: " + s.Name)
 	}
 	s.parent = parent
-	args, err := parseSyntax(s.Syntax)
+	name := s.FullName()
+	if used[name] {
+		return errors.New("duplicate command " + name)
+	}
+	s.doc = docs[name]
+	if s.doc == nil {
+		return errors.New("command " + name + " has no entry in commands/docs/*.json")
+	}
+	used[name] = true
+	if s.Flags&Movable != 0 {
+		return errors.New("command " + name + ": movablekeys is derived from the key specs, not stated")
+	}
+	args, err := parseSyntax(s.doc.Syntax)
 	if err != nil {
-		panic("command " + s.FullName() + ": " + err.Error())
+		return errors.New("command " + name + ": " + err.Error())
 	}
 	s.args = args
-	for _, sub := range s.Sub {
-		sub.prepare(s)
+	var movable bool
+	s.first, s.last, s.step, movable = legacyKeyRange(s.doc.KeySpecs)
+	if movable {
+		s.Flags |= Movable
 	}
+	s.acl = implicitCategories(s.Flags, s.doc.ACL)
+	for _, sub := range s.Sub {
+		if err := sub.prepare(s, docs, used); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Lookup finds a command by name, in any case, without allocating.
@@ -165,8 +202,10 @@ func (s *Spec) lookupSub(name []byte) *Spec {
 }
 
 // KeySpec tells where a command's keys are, as Redis 7 key specs do: a
-// begin index (-1: unknown), then either a range (LastKey relative to
-// Begin, negative from the end) or a count argument (KeyNum).
+// begin index (Begin; -1 when the search starts at Keyword or is unknown),
+// then either a range (LastKey relative to Begin, negative from the end), a
+// count argument (KeyNum) or nothing known (Unknown). Flags are as COMMAND
+// shows them, separated by spaces.
 type KeySpec struct {
 	Flags, Notes        string
 	Begin               int
@@ -179,21 +218,50 @@ type KeySpec struct {
 	Unknown             bool
 }
 
-// keySpecs returns the spec's key specs, deriving one from First, Last and
-// Step for commands that give none.
-func (s *Spec) keySpecs() []KeySpec {
-	if len(s.KeySpecs) > 0 || s.First <= 0 {
-		return s.KeySpecs
+// keySpecs returns the spec's key specs.
+func (s *Spec) keySpecs() []KeySpec { return s.doc.KeySpecs }
+
+// legacyKeyRange derives the first, last and step COMMAND reports from key
+// specs, and whether the command has movable keys, as Redis 7.0's
+// populateCommandLegacyRangeSpec does. A lone spec that begins at an index
+// and finds a range is the range, whatever its step. Otherwise the range
+// covers the specs of that kind which have a step of 1 and each begin just
+// after the previous one ends; any other spec makes the keys movable, and
+// so does an incomplete one. last counts from the end when negative.
+func legacyKeyRange(specs []KeySpec) (first, last, step int, movable bool) {
+	isRange := func(ks KeySpec) bool { return ks.Begin > 0 && !ks.KeyNum && !ks.Unknown }
+	incomplete := func(ks KeySpec) bool { return slices.Contains(strings.Fields(ks.Flags), "incomplete") }
+	abs := func(ks KeySpec) int { // the last key's index, or negative from the end
+		if ks.LastKey >= 0 {
+			return ks.Begin + ks.LastKey
+		}
+		return ks.LastKey
 	}
-	last := s.Last
-	if last >= 0 {
-		last -= s.First
+	if len(specs) == 1 && isRange(specs[0]) {
+		return specs[0].Begin, abs(specs[0]), specs[0].KeyStep, incomplete(specs[0])
 	}
-	flags := "RO access"
-	if s.Flags&Write != 0 {
-		flags = "RW access update"
+	first = math.MaxInt
+	prevLast := 0
+	for _, ks := range specs {
+		if !isRange(ks) || ks.KeyStep != 1 || prevLast != 0 && prevLast != ks.Begin-1 {
+			movable = true
+			continue
+		}
+		if incomplete(ks) {
+			movable = true
+		}
+		first = min(first, ks.Begin)
+		// Compared unsigned, as Redis does: a last key counted from the
+		// end is beyond any counted from the start.
+		if uint(abs(ks)) > uint(last) {
+			last = abs(ks)
+		}
+		prevLast = last
 	}
-	return []KeySpec{{Flags: flags, Begin: s.First, LastKey: last, KeyStep: max(s.Step, 1)}}
+	if first == math.MaxInt {
+		return 0, 0, 0, movable
+	}
+	return first, last, 1, movable
 }
 
 // arityOK checks the number of arguments, name included.
@@ -244,43 +312,14 @@ func keysOf(specs []KeySpec, args [][]byte, out []int) []int {
 	return out
 }
 
-// aclCategories returns the ACL categories COMMAND reports: Redis's own for
-// its commands, derived from flags and group for limitkv's.
-func (s *Spec) aclCategories() []string {
-	if s.ACL != "" {
-		return strings.Fields(s.ACL)
-	}
-	var cats []string
-	if s.Flags&Write != 0 {
-		cats = append(cats, "@write")
-	}
-	if s.Flags&ReadOnly != 0 {
-		cats = append(cats, "@read")
-	}
-	if c, ok := groupCategory[s.group()]; ok {
-		cats = append(cats, c)
-	}
-	if s.Flags&Admin != 0 {
-		cats = append(cats, "@admin", "@dangerous")
-	}
-	if s.Flags&Fast != 0 {
-		cats = append(cats, "@fast")
-	} else {
-		cats = append(cats, "@slow")
-	}
-	return cats
-}
+// Categories returns the command's ACL categories: those its entry in the
+// data files states and those its flags imply.
+func (s *Spec) Categories() Category { return s.acl }
 
+// group is the command's group; a subcommand's is its container's.
 func (s *Spec) group() string {
-	if s.Group == "" && s.parent != nil {
-		return s.parent.Group
+	if s.doc.Group == "" && s.parent != nil {
+		return s.parent.doc.Group
 	}
-	return s.Group
-}
-
-var groupCategory = map[string]string{
-	"string": "@string", "generic": "@keyspace", "list": "@list", "hash": "@hash",
-	"sorted-set": "@sortedset", "set": "@set", "bitmap": "@bitmap",
-	"connection": "@connection", "transactions": "@transaction",
-	"scripting": "@scripting", "ratelimit": "@ratelimit",
+	return s.doc.Group
 }

@@ -6,7 +6,8 @@ import (
 	"strings"
 )
 
-// A command's Syntax is written as in Redis's documentation, with a few
+// A command's argument syntax, the "arguments" of its entry in
+// commands/docs/*.json, is written as in Redis's documentation, with a few
 // marks so that COMMAND DOCS can be generated from it:
 //
 //		key value [condition=NX|XX] [GET] [EX seconds:integer|PX milliseconds:integer]
@@ -18,6 +19,9 @@ import (
 //	  - [ ... ] is optional, < ... > a required group; | separates choices;
 //	    "name=" right after the bracket names the group.
 //	  - "..." after an item means it repeats.
+//	  - "@version" right after an item or group gives the version that
+//	    added it ("[GET@6.2.0]"); "#n" after a key gives the index of the
+//	    key spec that finds it ("newkey#1").
 type argDoc struct {
 	Name     string
 	Type     string // string integer double key pattern unix-time pure-token oneof block

@@ -23,3 +23,19 @@ func TestTableIsComplete(t *testing.T) {
 		}
 	}
 }
+
+// TestRunsScript checks that the rows of the script commands, and only
+// they, carry RunsScript, which dispatch reads instead of their names.
+func TestRunsScript(t *testing.T) {
+	want := map[string]bool{"eval": true, "evalsha": true, "eval_ro": true, "evalsha_ro": true}
+	for _, s := range NewTable(commandTable()).Specs() {
+		if got := s.Flags&RunsScript != 0; got != want[s.Name] {
+			t.Errorf("%s: RunsScript %v, want %v", s.Name, got, want[s.Name])
+		}
+		for _, sub := range s.Sub {
+			if sub.Flags&RunsScript != 0 {
+				t.Errorf("%s: RunsScript on a subcommand", sub.FullName())
+			}
+		}
+	}
+}
