@@ -1,0 +1,106 @@
+package tests
+
+import (
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// The package boundaries, checked rather than hoped for (as Pebble's
+// TestForbiddenImports does). Imports point one way: cmd -> commands ->
+// engine, resp; persist -> engine; the engine knows nothing of the wire or
+// the disk, the wire nothing of commands. Each package lists the packages
+// of this module its non-test files may import; stdOnly packages may import
+// nothing outside the standard library at all.
+var allowedImports = map[string]struct {
+	ours    []string
+	stdOnly bool
+}{
+	"engine":   {stdOnly: true},
+	"resp":     {},
+	"lua51":    {ours: []string{"resp"}},
+	"persist":  {ours: []string{"engine"}},
+	"commands": {ours: []string{"engine", "resp", "lua51"}},
+}
+
+const module = "limitkv/"
+
+func TestForbiddenImports(t *testing.T) {
+	root := ".."
+	entries, err := os.ReadDir(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		if _, listed := allowedImports[e.Name()]; listed {
+			continue
+		}
+		// A new top-level package must say where it stands.
+		if files, _ := filepath.Glob(filepath.Join(root, e.Name(), "*.go")); len(files) > 0 && e.Name() != "tests" {
+			t.Errorf("package %s has no entry in allowedImports: add one stating what it may import", e.Name())
+		}
+	}
+	for pkg, rule := range allowedImports {
+		files, err := filepath.Glob(filepath.Join(root, pkg, "*.go"))
+		if err != nil || len(files) == 0 {
+			t.Errorf("package %s: no Go files", pkg)
+			continue
+		}
+		for _, f := range files {
+			if strings.HasSuffix(f, "_test.go") {
+				continue
+			}
+			parsed, err := parser.ParseFile(token.NewFileSet(), f, nil, parser.ImportsOnly)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, imp := range parsed.Imports {
+				path, _ := strconv.Unquote(imp.Path.Value)
+				if !importAllowed(path, rule.ours, rule.stdOnly) {
+					t.Errorf("%s imports %q, which the package boundaries forbid", f, path)
+				}
+			}
+		}
+	}
+}
+
+func importAllowed(path string, ours []string, stdOnly bool) bool {
+	if own, ok := strings.CutPrefix(path, module); ok {
+		for _, o := range ours {
+			if own == o {
+				return true
+			}
+		}
+		return false
+	}
+	first, _, _ := strings.Cut(path, "/")
+	isStd := !strings.Contains(first, ".")
+	return isStd || !stdOnly
+}
+
+// TestForbiddenImportsCatches keeps the check honest: it must reject the
+// imports the boundaries exist to prevent.
+func TestForbiddenImportsCatches(t *testing.T) {
+	for _, c := range []struct {
+		pkg, path string
+	}{
+		{"engine", "limitkv/resp"},
+		{"engine", "github.com/tidwall/redcon"},
+		{"resp", "limitkv/commands"},
+		{"persist", "limitkv/resp"},
+		{"persist", "limitkv/commands"},
+		{"commands", "limitkv/persist"},
+	} {
+		r := allowedImports[c.pkg]
+		if importAllowed(c.path, r.ours, r.stdOnly) {
+			t.Errorf("%s may import %s, but the boundaries forbid it", c.pkg, c.path)
+		}
+	}
+}
