@@ -63,12 +63,3 @@ func parseUint64(b []byte) (uint64, bool) {
 	v, err := strconv.ParseUint(string(b), 10, 64)
 	return v, err == nil
 }
-
-// keysFrom returns args[from:] step by step, for multi-key commands.
-func keysFrom(args [][]byte, from, step int) [][]byte {
-	var out [][]byte
-	for i := from; i < len(args); i += step {
-		out = append(out, args[i])
-	}
-	return out
-}

@@ -206,12 +206,6 @@ func (r *clientRegistry) remove(cl *Client) {
 	r.mu.Unlock()
 }
 
-func (r *clientRegistry) get(id int64) *Client {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.byID[id]
-}
-
 // all returns the clients ordered by ID.
 func (r *clientRegistry) all() []*Client {
 	r.mu.Lock()
