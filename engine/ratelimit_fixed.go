@@ -43,7 +43,7 @@ func parseFixed(st []byte, out []fixedEntry) []fixedEntry {
 	if len(st) == 0 || st[0] != LimitFixed {
 		return out
 	}
-	r := stateReader{b: st[1:]}
+	r := varintReader{b: st[1:]}
 	n := r.uvarint()
 	for i := uint64(0); i < n && !r.bad; i++ {
 		e := fixedEntry{window: int64(r.uvarint()), align: r.byte(), start: r.varint(), count: int64(r.uvarint())}

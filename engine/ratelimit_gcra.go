@@ -122,7 +122,8 @@ func DecideGCRA(old []byte, g GCRA, nowMs int64, out []byte) (res ThrottleResult
 
 	tat := now
 	if len(old) > 1 && old[0] == LimitGCRA {
-		if v, n := binary.Varint(old[1:]); n > 0 {
+		r := varintReader{b: old[1:]}
+		if v := r.varint(); !r.bad {
 			tat = v
 		}
 	}
