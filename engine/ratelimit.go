@@ -9,8 +9,10 @@ import (
 // Each is a small byte string in the key's record: a kind byte, then the
 // kind's varint-encoded body. Decisions are pure functions from (old state,
 // request, now) to (reply, new state), so that they can be tested against
-// naive models on a manual clock; the Shard methods below only load and
-// store the bytes.
+// naive models on a manual clock. Each command has a Shard operation
+// (Fixed, Slide, Throttle; Login keeps a list instead) that loads the
+// state, runs the decision and stores the new state with the key's expiry,
+// under the shard lock that the caller holds.
 
 // Limit kinds, the first byte of a state.
 const (
@@ -56,6 +58,27 @@ func (s *Shard) LimitState(db int, key []byte, now int64, kind byte) ([]byte, bo
 		return nil, false, ErrWrongType
 	}
 	return st, true, nil
+}
+
+// LimitScratch is a caller's reusable memory for rate-limit decisions, one
+// per connection: with it a decision on an existing key allocates nothing.
+// The zero value is ready to use.
+type LimitScratch struct {
+	fixed FixedScratch
+	slide SlideScratch
+	state []byte // the new state, until SetLimitState copies it
+}
+
+// storeDecided stores a state a decision returned, if it wrote one, and
+// keeps its buffer for the next decision.
+func (s *Shard) storeDecided(db int, key []byte, now int64, sc *LimitScratch, state []byte, expireAt int64, write bool) {
+	if !write {
+		return
+	}
+	s.SetLimitState(db, key, now, state, expireAt)
+	if state != nil {
+		sc.state = state[:0]
+	}
 }
 
 // limitBytes returns the state bytes of a rate-limit entry.

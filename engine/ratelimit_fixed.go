@@ -151,3 +151,17 @@ func DecideFixed(old []byte, rules []Rule, now int64, o FixedOptions, sc *FixedS
 	}
 	return d, state, expireAt, true
 }
+
+// Fixed runs RL.FIXED on key: it loads the state, decides and, unless the
+// request was denied or a PEEK, stores the new state and expiry. It fails
+// with ErrWrongType when the key holds another type or another kind of
+// rate-limit state.
+func (s *Shard) Fixed(db int, key []byte, now int64, rules []Rule, o FixedOptions, sc *LimitScratch) (Decision, error) {
+	old, _, err := s.LimitState(db, key, now, LimitFixed)
+	if err != nil {
+		return Decision{}, err
+	}
+	d, st, exp, write := DecideFixed(old, rules, now, o, &sc.fixed, sc.state[:0])
+	s.storeDecided(db, key, now, sc, st, exp, write)
+	return d, nil
+}

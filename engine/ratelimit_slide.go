@@ -241,6 +241,20 @@ func DecideSlide(old []byte, rules []Rule, now int64, o SlideOptions, sc *SlideS
 	return d, l.encode(out, rules, now), l.lastT + longest - 1, true
 }
 
+// Slide runs RL.SLIDE on key: it loads the log, decides and, when the
+// request is recorded (allowed, or PENALIZE) and not a PEEK, stores the
+// new log and expiry. It fails with ErrWrongType when the key holds
+// another type or another kind of rate-limit state.
+func (s *Shard) Slide(db int, key []byte, now int64, rules []Rule, o SlideOptions, sc *LimitScratch) (Decision, error) {
+	old, _, err := s.LimitState(db, key, now, LimitSlide)
+	if err != nil {
+		return Decision{}, err
+	}
+	d, st, exp, write := DecideSlide(old, rules, now, o, &sc.slide, sc.state[:0])
+	s.storeDecided(db, key, now, sc, st, exp, write)
+	return d, nil
+}
+
 // encode writes the log without its prefix of entries that can no longer
 // change a decision under rules: the first kept entry is re-encoded, the
 // bytes after it copied. The newest entry was just recorded and always
