@@ -19,10 +19,8 @@ const maxRules = 16
 // rlScratch is a client's reusable memory for decisions: with it a
 // decision on an existing key allocates nothing.
 type rlScratch struct {
-	rules [maxRules]engine.Rule
-	fixed engine.FixedScratch
-	slide engine.SlideScratch
-	out   []byte
+	rules  [maxRules]engine.Rule
+	decide engine.LimitScratch
 }
 
 // rlStats counts decisions per command for INFO's ratelimit section.
@@ -223,19 +221,11 @@ func cmdRLFixed(c *Ctx) {
 	if !ok {
 		return
 	}
-	key := c.Args[1]
-	s := c.Shard(key)
-	old, _, err := s.LimitState(c.DB, key, c.Now, engine.LimitFixed)
+	o := engine.FixedOptions{Cost: a.cost, Peek: a.peek, First: a.first, Zone: a.zone}
+	d, err := c.Shard(c.Args[1]).Fixed(c.DB, c.Args[1], c.Now, a.rules, o, &c.Client.rl.decide)
 	if err != nil {
 		c.Err(err)
 		return
-	}
-	rl := &c.Client.rl
-	o := engine.FixedOptions{Cost: a.cost, Peek: a.peek, First: a.first, Zone: a.zone}
-	d, st, exp, write := engine.DecideFixed(old, a.rules, c.Now, o, &rl.fixed, rl.out[:0])
-	if write {
-		s.SetLimitState(c.DB, key, c.Now, st, exp)
-		rl.out = st[:0]
 	}
 	if !a.peek {
 		countDecision("rl.fixed", d.Allowed)
@@ -248,21 +238,11 @@ func cmdRLSlide(c *Ctx) {
 	if !ok {
 		return
 	}
-	key := c.Args[1]
-	s := c.Shard(key)
-	old, _, err := s.LimitState(c.DB, key, c.Now, engine.LimitSlide)
+	o := engine.SlideOptions{Cost: a.cost, Peek: a.peek, Penalize: a.penalize}
+	d, err := c.Shard(c.Args[1]).Slide(c.DB, c.Args[1], c.Now, a.rules, o, &c.Client.rl.decide)
 	if err != nil {
 		c.Err(err)
 		return
-	}
-	rl := &c.Client.rl
-	o := engine.SlideOptions{Cost: a.cost, Peek: a.peek, Penalize: a.penalize}
-	d, st, exp, write := engine.DecideSlide(old, a.rules, c.Now, o, &rl.slide, rl.out[:0])
-	if write {
-		s.SetLimitState(c.DB, key, c.Now, st, exp)
-		if st != nil {
-			rl.out = st[:0]
-		}
 	}
 	if !a.peek {
 		countDecision("rl.slide", d.Allowed)
@@ -289,22 +269,14 @@ func cmdCLThrottle(c *Ctx) {
 		vals[i-2] = n
 	}
 	g := engine.GCRA{MaxBurst: vals[0], Count: vals[1], Period: vals[2], Quantity: vals[3]}
-	key := c.Args[1]
-	s := c.Shard(key)
-	old, _, err := s.LimitState(c.DB, key, c.Now, engine.LimitGCRA)
-	if err != nil {
-		c.Err(err)
-		return
-	}
-	rl := &c.Client.rl
-	res, st, exp, write, err := engine.DecideGCRA(old, g, c.Now, rl.out[:0])
-	if err != nil {
+	res, err := c.Shard(c.Args[1]).Throttle(c.DB, c.Args[1], c.Now, g, &c.Client.rl.decide)
+	switch {
+	case err == engine.ErrZeroRate || err == engine.ErrGCRAOverflow:
 		c.W.ErrorVerbatim("Cell error: Store error: " + err.Error())
 		return
-	}
-	if write {
-		s.SetLimitState(c.DB, key, c.Now, st, exp)
-		rl.out = st[:0]
+	case err != nil:
+		c.Err(err)
+		return
 	}
 	if g.Quantity != 0 {
 		countDecision("cl.throttle", !res.Limited)
