@@ -29,8 +29,11 @@ func BenchmarkDecideFixed(b *testing.B) {
 	decide := func(k []byte) {
 		s := e.ShardFor(k)
 		s.Lock()
-		s.Fixed(0, k, now, rules, FixedOptions{Cost: 1}, &sc)
+		_, err := s.Fixed(0, k, now, rules, FixedOptions{Cost: 1}, &sc)
 		s.Unlock()
+		if err != nil {
+			b.Fatal(err)
+		}
 	}
 	for _, k := range keys {
 		decide(k)
@@ -51,8 +54,11 @@ func BenchmarkDecideSlide100(b *testing.B) {
 	decide := func(k []byte) {
 		s := e.ShardFor(k)
 		s.Lock()
-		s.Slide(0, k, now, rules, SlideOptions{Cost: 1}, &sc)
+		_, err := s.Slide(0, k, now, rules, SlideOptions{Cost: 1}, &sc)
 		s.Unlock()
+		if err != nil {
+			b.Fatal(err)
+		}
 	}
 	// Fill every key with a full window of 100 requests 500 ms apart.
 	for j := 0; j < 100; j++ {
@@ -74,14 +80,20 @@ func BenchmarkDecideSlide100(b *testing.B) {
 func BenchmarkDecideGCRA(b *testing.B) {
 	e := New(Config{Databases: 1})
 	keys := benchDecisionKeys(10_000)
-	g := GCRA{MaxBurst: 1 << 30, Count: 1 << 30, Period: 1, Quantity: 1}
+	// One token per 953 ns, a burst of 2^30: every request is allowed and
+	// stores a new TAT. (Count 2^30 per second, as before, is an emission
+	// interval under 1 ns, which ErrZeroRate refuses before any decision.)
+	g := GCRA{MaxBurst: 1 << 30, Count: 1 << 20, Period: 1, Quantity: 1}
 	var sc LimitScratch
 	now := int64(1_800_000_000_000)
 	decide := func(k []byte) {
 		s := e.ShardFor(k)
 		s.Lock()
-		s.Throttle(0, k, now, g, &sc)
+		_, err := s.Throttle(0, k, now, g, &sc)
 		s.Unlock()
+		if err != nil {
+			b.Fatal(err)
+		}
 	}
 	for _, k := range keys {
 		decide(k)
