@@ -25,6 +25,7 @@ type Server struct {
 
 	clients   clientRegistry
 	stats     Stats
+	rl        rlStats // rate-limit decisions per command, for INFO
 	ops       opsMeter
 	startTime time.Time
 	mem       memoryMarks

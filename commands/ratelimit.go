@@ -23,21 +23,32 @@ type rlScratch struct {
 	decide engine.LimitScratch
 }
 
-// rlStats counts decisions per command for INFO's ratelimit section.
-type rlStats struct {
+// rlCommand names a rate-limit command in the Server's decision counters.
+type rlCommand int
+
+const (
+	rlFixed rlCommand = iota
+	rlSlide
+	rlLogin
+	clThrottle
+	rlCommands
+)
+
+// rlCounterNames are the counters' prefixes in INFO, in INFO's order.
+var rlCounterNames = [rlCommands]string{"rl_fixed", "rl_slide", "rl_login", "cl_throttle"}
+
+// rlStats counts the decisions of each rate-limit command for INFO's
+// ratelimit section; a request that records nothing (PEEK, CL.THROTTLE
+// with quantity 0) is not counted.
+type rlStats [rlCommands]struct {
 	allowed, denied atomic.Int64
 }
 
-var rlCounters = map[string]*rlStats{
-	"rl.fixed": {}, "rl.slide": {}, "rl.login": {}, "cl.throttle": {},
-}
-
-func countDecision(name string, allowed bool) {
-	st := rlCounters[name]
+func (st *rlStats) count(cmd rlCommand, allowed bool) {
 	if allowed {
-		st.allowed.Add(1)
+		st[cmd].allowed.Add(1)
 	} else {
-		st.denied.Add(1)
+		st[cmd].denied.Add(1)
 	}
 }
 
@@ -228,7 +239,7 @@ func cmdRLFixed(c *Ctx) {
 		return
 	}
 	if !a.peek {
-		countDecision("rl.fixed", d.Allowed)
+		c.Srv.rl.count(rlFixed, d.Allowed)
 	}
 	c.replyDecision(d)
 }
@@ -245,7 +256,7 @@ func cmdRLSlide(c *Ctx) {
 		return
 	}
 	if !a.peek {
-		countDecision("rl.slide", d.Allowed)
+		c.Srv.rl.count(rlSlide, d.Allowed)
 	}
 	c.replyDecision(d)
 }
@@ -279,7 +290,7 @@ func cmdCLThrottle(c *Ctx) {
 		return
 	}
 	if g.Quantity != 0 {
-		countDecision("cl.throttle", !res.Limited)
+		c.Srv.rl.count(clThrottle, !res.Limited)
 	}
 	c.W.Array(5)
 	c.W.Int(b2i(res.Limited))
@@ -290,11 +301,9 @@ func cmdCLThrottle(c *Ctx) {
 }
 
 func infoRateLimit(s *Server, b *strings.Builder) {
-	for _, name := range []string{"rl.fixed", "rl.slide", "rl.login", "cl.throttle"} {
-		st := rlCounters[name]
-		n := strings.ReplaceAll(name, ".", "_")
-		kv(b, n+"_allowed", st.allowed.Load())
-		kv(b, n+"_denied", st.denied.Load())
+	for cmd, name := range rlCounterNames {
+		kv(b, name+"_allowed", s.rl[cmd].allowed.Load())
+		kv(b, name+"_denied", s.rl[cmd].denied.Load())
 	}
 }
 
@@ -333,7 +342,7 @@ func cmdRLLogin(c *Ctx) {
 		c.Err(err)
 		return
 	}
-	countDecision("rl.login", d.Allowed)
+	c.Srv.rl.count(rlLogin, d.Allowed)
 	c.replyDecision(d)
 }
 

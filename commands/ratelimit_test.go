@@ -60,3 +60,37 @@ func BenchmarkRLCommands(b *testing.B) {
 	bench("throttle", argv("CL.THROTTLE", "t", "1000000000", "1000000000", "1"), 1, 0)
 	bench("login", argv("RL.LOGIN", "l", "5", "1m", "KEEP", "5"), 5, 12_001)
 }
+
+// TestInfoRateLimit: INFO's ratelimit section counts each RL command's
+// allowed and denied decisions on this server; PEEKs and CL.THROTTLE with
+// quantity 0 take nothing and are not counted, nor are refused arguments.
+func TestInfoRateLimit(t *testing.T) {
+	h := newHarness(t)
+	for _, cmd := range [][]string{
+		{"RL.FIXED", "f", "2", "1m"},
+		{"RL.FIXED", "f", "2", "1m", "PEEK"},
+		{"RL.FIXED", "f", "2", "1m"},
+		{"RL.FIXED", "f", "2", "1m"},
+		{"RL.FIXED", "f", "0", "1m"},
+		{"RL.SLIDE", "s", "1", "1m"},
+		{"RL.SLIDE", "s", "1", "1m", "PENALIZE"},
+		{"RL.SLIDE", "s", "1", "1m", "PEEK"},
+		{"RL.LOGIN", "l", "1", "1m"},
+		{"RL.LOGIN", "l", "1", "1m"},
+		{"RL.LOGIN", "l", "1", "1m"},
+		{"CL.THROTTLE", "t", "0", "1", "60"},
+		{"CL.THROTTLE", "t", "0", "1", "60", "0"},
+		{"CL.THROTTLE", "t", "0", "1", "60"},
+		{"CL.THROTTLE", "t", "0", "0", "60"},
+	} {
+		h.do(cmd...)
+	}
+	want := "# Ratelimit\r\n" +
+		"rl_fixed_allowed:2\r\nrl_fixed_denied:1\r\n" +
+		"rl_slide_allowed:1\r\nrl_slide_denied:1\r\n" +
+		"rl_login_allowed:1\r\nrl_login_denied:2\r\n" +
+		"cl_throttle_allowed:1\r\ncl_throttle_denied:1\r\n"
+	if got := string(h.do("INFO", "ratelimit").Str); got != want {
+		t.Fatalf("INFO ratelimit:\n%q\nwant\n%q", got, want)
+	}
+}
