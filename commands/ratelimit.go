@@ -38,8 +38,8 @@ const (
 var rlCounterNames = [rlCommands]string{"rl_fixed", "rl_slide", "rl_login", "cl_throttle"}
 
 // rlStats counts the decisions of each rate-limit command for INFO's
-// ratelimit section; a request that records nothing (PEEK, CL.THROTTLE
-// with quantity 0) is not counted.
+// ratelimit section. Requests that only ask (PEEK, CL.THROTTLE with
+// quantity 0) are not counted.
 type rlStats [rlCommands]struct {
 	allowed, denied atomic.Int64
 }
