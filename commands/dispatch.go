@@ -26,6 +26,7 @@ type Server struct {
 	clients   clientRegistry
 	stats     Stats
 	auth      authGuard
+	rl        rlStats // rate-limit decisions per command, for INFO
 	ops       opsMeter
 	startTime time.Time
 	mem       memoryMarks

@@ -19,27 +19,36 @@ const maxRules = 16
 // rlScratch is a client's reusable memory for decisions: with it a
 // decision on an existing key allocates nothing.
 type rlScratch struct {
-	rules [maxRules]engine.Rule
-	fixed engine.FixedScratch
-	slide engine.SlideScratch
-	out   []byte
+	rules  [maxRules]engine.Rule
+	decide engine.LimitScratch
 }
 
-// rlStats counts decisions per command for INFO's ratelimit section.
-type rlStats struct {
+// rlCommand names a rate-limit command in the Server's decision counters.
+type rlCommand int
+
+const (
+	rlFixed rlCommand = iota
+	rlSlide
+	rlLogin
+	clThrottle
+	rlCommands
+)
+
+// rlCounterNames are the counters' prefixes in INFO, in INFO's order.
+var rlCounterNames = [rlCommands]string{"rl_fixed", "rl_slide", "rl_login", "cl_throttle"}
+
+// rlStats counts the decisions of each rate-limit command for INFO's
+// ratelimit section. Requests that only ask (PEEK, CL.THROTTLE with
+// quantity 0) are not counted.
+type rlStats [rlCommands]struct {
 	allowed, denied atomic.Int64
 }
 
-var rlCounters = map[string]*rlStats{
-	"rl.fixed": {}, "rl.slide": {}, "rl.login": {}, "cl.throttle": {},
-}
-
-func countDecision(name string, allowed bool) {
-	st := rlCounters[name]
+func (st *rlStats) count(cmd rlCommand, allowed bool) {
 	if allowed {
-		st.allowed.Add(1)
+		st[cmd].allowed.Add(1)
 	} else {
-		st.denied.Add(1)
+		st[cmd].denied.Add(1)
 	}
 }
 
@@ -223,22 +232,14 @@ func cmdRLFixed(c *Ctx) {
 	if !ok {
 		return
 	}
-	key := c.Args[1]
-	s := c.Shard(key)
-	old, _, err := s.LimitState(c.DB, key, c.Now, engine.LimitFixed)
+	o := engine.FixedOptions{Cost: a.cost, Peek: a.peek, First: a.first, Zone: a.zone}
+	d, err := c.Shard(c.Args[1]).Fixed(c.DB, c.Args[1], c.Now, a.rules, o, &c.Client.rl.decide)
 	if err != nil {
 		c.Err(err)
 		return
 	}
-	rl := &c.Client.rl
-	o := engine.FixedOptions{Cost: a.cost, Peek: a.peek, First: a.first, Zone: a.zone}
-	d, st, exp, write := engine.DecideFixed(old, a.rules, c.Now, o, &rl.fixed, rl.out[:0])
-	if write {
-		s.SetLimitState(c.DB, key, c.Now, st, exp)
-		rl.out = st[:0]
-	}
 	if !a.peek {
-		countDecision("rl.fixed", d.Allowed)
+		c.Srv.rl.count(rlFixed, d.Allowed)
 	}
 	c.replyDecision(d)
 }
@@ -248,24 +249,14 @@ func cmdRLSlide(c *Ctx) {
 	if !ok {
 		return
 	}
-	key := c.Args[1]
-	s := c.Shard(key)
-	old, _, err := s.LimitState(c.DB, key, c.Now, engine.LimitSlide)
+	o := engine.SlideOptions{Cost: a.cost, Peek: a.peek, Penalize: a.penalize}
+	d, err := c.Shard(c.Args[1]).Slide(c.DB, c.Args[1], c.Now, a.rules, o, &c.Client.rl.decide)
 	if err != nil {
 		c.Err(err)
 		return
 	}
-	rl := &c.Client.rl
-	o := engine.SlideOptions{Cost: a.cost, Peek: a.peek, Penalize: a.penalize}
-	d, st, exp, write := engine.DecideSlide(old, a.rules, c.Now, o, &rl.slide, rl.out[:0])
-	if write {
-		s.SetLimitState(c.DB, key, c.Now, st, exp)
-		if st != nil {
-			rl.out = st[:0]
-		}
-	}
 	if !a.peek {
-		countDecision("rl.slide", d.Allowed)
+		c.Srv.rl.count(rlSlide, d.Allowed)
 	}
 	c.replyDecision(d)
 }
@@ -289,25 +280,17 @@ func cmdCLThrottle(c *Ctx) {
 		vals[i-2] = n
 	}
 	g := engine.GCRA{MaxBurst: vals[0], Count: vals[1], Period: vals[2], Quantity: vals[3]}
-	key := c.Args[1]
-	s := c.Shard(key)
-	old, _, err := s.LimitState(c.DB, key, c.Now, engine.LimitGCRA)
-	if err != nil {
+	res, err := c.Shard(c.Args[1]).Throttle(c.DB, c.Args[1], c.Now, g, &c.Client.rl.decide)
+	switch {
+	case err == engine.ErrZeroRate || err == engine.ErrGCRAOverflow:
+		c.W.ErrorVerbatim("Cell error: Store error: " + err.Error())
+		return
+	case err != nil:
 		c.Err(err)
 		return
 	}
-	rl := &c.Client.rl
-	res, st, exp, write, err := engine.DecideGCRA(old, g, c.Now, rl.out[:0])
-	if err != nil {
-		c.W.ErrorVerbatim("Cell error: Store error: " + err.Error())
-		return
-	}
-	if write {
-		s.SetLimitState(c.DB, key, c.Now, st, exp)
-		rl.out = st[:0]
-	}
 	if g.Quantity != 0 {
-		countDecision("cl.throttle", !res.Limited)
+		c.Srv.rl.count(clThrottle, !res.Limited)
 	}
 	c.W.Array(5)
 	c.W.Int(b2i(res.Limited))
@@ -318,11 +301,9 @@ func cmdCLThrottle(c *Ctx) {
 }
 
 func infoRateLimit(s *Server, b *strings.Builder) {
-	for _, name := range []string{"rl.fixed", "rl.slide", "rl.login", "cl.throttle"} {
-		st := rlCounters[name]
-		n := strings.ReplaceAll(name, ".", "_")
-		kv(b, n+"_allowed", st.allowed.Load())
-		kv(b, n+"_denied", st.denied.Load())
+	for cmd, name := range rlCounterNames {
+		kv(b, name+"_allowed", s.rl[cmd].allowed.Load())
+		kv(b, name+"_denied", s.rl[cmd].denied.Load())
 	}
 }
 
@@ -361,7 +342,7 @@ func cmdRLLogin(c *Ctx) {
 		c.Err(err)
 		return
 	}
-	countDecision("rl.login", d.Allowed)
+	c.Srv.rl.count(rlLogin, d.Allowed)
 	c.replyDecision(d)
 }
 

@@ -9,8 +9,10 @@ import (
 // Each is a small byte string in the key's record: a kind byte, then the
 // kind's varint-encoded body. Decisions are pure functions from (old state,
 // request, now) to (reply, new state), so that they can be tested against
-// naive models on a manual clock; the Shard methods below only load and
-// store the bytes.
+// naive models on a manual clock. Each command has a Shard operation
+// (Fixed, Slide, Throttle; Login keeps a list instead) that loads the
+// state, runs the decision and stores the new state with the key's expiry,
+// under the shard lock that the caller holds.
 
 // Limit kinds, the first byte of a state.
 const (
@@ -58,6 +60,27 @@ func (s *Shard) LimitState(db int, key []byte, now int64, kind byte) ([]byte, bo
 	return st, true, nil
 }
 
+// LimitScratch is a caller's reusable memory for rate-limit decisions, one
+// per connection: with it a decision on an existing key allocates nothing.
+// The zero value is ready to use.
+type LimitScratch struct {
+	fixed FixedScratch
+	slide SlideScratch
+	state []byte // the new state, until SetLimitState copies it
+}
+
+// storeDecided stores a state a decision returned, if it wrote one, and
+// keeps its buffer for the next decision.
+func (s *Shard) storeDecided(db int, key []byte, now int64, sc *LimitScratch, state []byte, expireAt int64, write bool) {
+	if !write {
+		return
+	}
+	s.SetLimitState(db, key, now, state, expireAt)
+	if state != nil {
+		sc.state = state[:0]
+	}
+}
+
 // limitBytes returns the state bytes of a rate-limit entry.
 func limitBytes(_ *Shard, e Entry) []byte {
 	return rawString(recPayload(e.rec))
@@ -88,35 +111,45 @@ func LimitKindName(kind byte) string {
 	return "ratelimit"
 }
 
-// stateReader walks a varint-encoded body and remembers the first error.
-type stateReader struct {
+// varintReader reads a state body: the one varint reader of the
+// rate-limit states, decoding as binary.Uvarint and binary.Varint do. It
+// remembers the first error: after a truncated or overlong varint (or a
+// missing byte) bad is set, the rest is dropped and every later read
+// returns 0.
+//
+// Decisions read states on every request, RL.SLIDE two varints per entry
+// it walks, so uvarint and varint are kept small enough to inline (check
+// with go build -gcflags=-m; TestVarintReaderInlines does): the loop is
+// written out here instead of calling binary.Uvarint, and no slow path is
+// called out of line.
+type varintReader struct {
 	b   []byte
 	bad bool
 }
 
-func (r *stateReader) uvarint() uint64 {
-	v, n := binary.Uvarint(r.b)
-	if n <= 0 {
-		r.bad = true
-		r.b = nil
-		return 0
+func (r *varintReader) uvarint() (x uint64) {
+	for i, c := range r.b {
+		x |= uint64(c&0x7f) << (7 * i)
+		if c < 0x80 {
+			if i > 9 || i == 9 && c > 1 {
+				break // more than 64 bits
+			}
+			r.b = r.b[i+1:]
+			return x
+		}
 	}
-	r.b = r.b[n:]
-	return v
+	r.bad = true
+	r.b = nil
+	return 0
 }
 
-func (r *stateReader) varint() int64 {
-	v, n := binary.Varint(r.b)
-	if n <= 0 {
-		r.bad = true
-		r.b = nil
-		return 0
-	}
-	r.b = r.b[n:]
-	return v
+// varint reads a zig-zag encoded signed varint.
+func (r *varintReader) varint() int64 {
+	u := r.uvarint()
+	return int64(u>>1) ^ -int64(u&1)
 }
 
-func (r *stateReader) byte() byte {
+func (r *varintReader) byte() byte {
 	if len(r.b) == 0 {
 		r.bad = true
 		return 0

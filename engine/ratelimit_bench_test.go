@@ -8,9 +8,9 @@ import (
 
 // Decisions on an existing key must not allocate: the state is read from
 // the record, decided with reusable scratch memory and written back in
-// place. These benchmarks take the whole path a command takes under its
-// shard lock (load, decide, store) and report allocations; the footprint
-// benchmarks report what one key costs with a typical state.
+// place. These benchmarks run the Shard operations the commands run under
+// their shard lock (load, decide, store) and report allocations; the
+// footprint benchmarks report what one key costs with a typical state.
 
 func benchDecisionKeys(n int) [][]byte {
 	keys := make([][]byte, n)
@@ -24,18 +24,16 @@ func BenchmarkDecideFixed(b *testing.B) {
 	e := New(Config{Databases: 1})
 	keys := benchDecisionKeys(10_000)
 	rules := []Rule{{Limit: 1 << 40, Window: 60_000}}
-	var sc FixedScratch
-	out := make([]byte, 0, 64)
+	var sc LimitScratch
 	now := int64(1_800_000_000_000)
 	decide := func(k []byte) {
 		s := e.ShardFor(k)
 		s.Lock()
-		old, _, _ := s.LimitState(0, k, now, LimitFixed)
-		_, st, exp, write := DecideFixed(old, rules, now, FixedOptions{Cost: 1}, &sc, out[:0])
-		if write {
-			s.SetLimitState(0, k, now, st, exp)
-		}
+		_, err := s.Fixed(0, k, now, rules, FixedOptions{Cost: 1}, &sc)
 		s.Unlock()
+		if err != nil {
+			b.Fatal(err)
+		}
 	}
 	for _, k := range keys {
 		decide(k)
@@ -51,18 +49,16 @@ func BenchmarkDecideSlide100(b *testing.B) {
 	e := New(Config{Databases: 1})
 	keys := benchDecisionKeys(1000)
 	rules := []Rule{{Limit: 100, Window: 60_000}}
-	var sc SlideScratch
-	out := make([]byte, 0, 1024)
+	var sc LimitScratch
 	now := int64(1_800_000_000_000)
 	decide := func(k []byte) {
 		s := e.ShardFor(k)
 		s.Lock()
-		old, _, _ := s.LimitState(0, k, now, LimitSlide)
-		_, st, exp, write := DecideSlide(old, rules, now, SlideOptions{Cost: 1}, &sc, out[:0])
-		if write {
-			s.SetLimitState(0, k, now, st, exp)
-		}
+		_, err := s.Slide(0, k, now, rules, SlideOptions{Cost: 1}, &sc)
 		s.Unlock()
+		if err != nil {
+			b.Fatal(err)
+		}
 	}
 	// Fill every key with a full window of 100 requests 500 ms apart.
 	for j := 0; j < 100; j++ {
@@ -84,18 +80,20 @@ func BenchmarkDecideSlide100(b *testing.B) {
 func BenchmarkDecideGCRA(b *testing.B) {
 	e := New(Config{Databases: 1})
 	keys := benchDecisionKeys(10_000)
-	g := GCRA{MaxBurst: 1 << 30, Count: 1 << 30, Period: 1, Quantity: 1}
-	out := make([]byte, 0, 32)
+	// One token per 953 ns, a burst of 2^30: every request is allowed and
+	// stores a new TAT. (Count 2^30 per second, as before, is an emission
+	// interval under 1 ns, which ErrZeroRate refuses before any decision.)
+	g := GCRA{MaxBurst: 1 << 30, Count: 1 << 20, Period: 1, Quantity: 1}
+	var sc LimitScratch
 	now := int64(1_800_000_000_000)
 	decide := func(k []byte) {
 		s := e.ShardFor(k)
 		s.Lock()
-		old, _, _ := s.LimitState(0, k, now, LimitGCRA)
-		_, st, exp, write, _ := DecideGCRA(old, g, now, out[:0])
-		if write {
-			s.SetLimitState(0, k, now, st, exp)
-		}
+		_, err := s.Throttle(0, k, now, g, &sc)
 		s.Unlock()
+		if err != nil {
+			b.Fatal(err)
+		}
 	}
 	for _, k := range keys {
 		decide(k)

@@ -43,7 +43,7 @@ func parseFixed(st []byte, out []fixedEntry) []fixedEntry {
 	if len(st) == 0 || st[0] != LimitFixed {
 		return out
 	}
-	r := stateReader{b: st[1:]}
+	r := varintReader{b: st[1:]}
 	n := r.uvarint()
 	for i := uint64(0); i < n && !r.bad; i++ {
 		e := fixedEntry{window: int64(r.uvarint()), align: r.byte(), start: r.varint(), count: int64(r.uvarint())}
@@ -150,4 +150,18 @@ func DecideFixed(old []byte, rules []Rule, now int64, o FixedOptions, sc *FixedS
 		expireAt = max(expireAt, w.end-1)
 	}
 	return d, state, expireAt, true
+}
+
+// Fixed runs RL.FIXED on key: it loads the state, decides and, unless the
+// request was denied or a PEEK, stores the new state and expiry. It fails
+// with ErrWrongType when the key holds another type or another kind of
+// rate-limit state.
+func (s *Shard) Fixed(db int, key []byte, now int64, rules []Rule, o FixedOptions, sc *LimitScratch) (Decision, error) {
+	old, _, err := s.LimitState(db, key, now, LimitFixed)
+	if err != nil {
+		return Decision{}, err
+	}
+	d, st, exp, write := DecideFixed(old, rules, now, o, &sc.fixed, sc.state[:0])
+	s.storeDecided(db, key, now, sc, st, exp, write)
+	return d, nil
 }

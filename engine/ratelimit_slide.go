@@ -53,48 +53,19 @@ type slideLog struct {
 	older     []byte // entries 0..n-2
 }
 
-func uvar(b []byte) (int64, []byte, bool) {
-	v, n := binary.Uvarint(b)
-	if n <= 0 {
-		return 0, nil, false
-	}
-	return int64(v), b[n:], true
-}
-
-func svar(b []byte) (int64, []byte, bool) {
-	v, n := binary.Varint(b)
-	if n <= 0 {
-		return 0, nil, false
-	}
-	return v, b[n:], true
-}
-
 // parseSlideLog reads a state; a missing or damaged one reads as empty.
 func parseSlideLog(st []byte) slideLog {
-	var l slideLog
 	if len(st) == 0 || st[0] != LimitSlide {
 		return slideLog{}
 	}
-	b := st[1:]
-	ok := true
-	get := func(signed bool) int64 {
-		if !ok {
-			return 0
-		}
-		var v int64
-		if signed {
-			v, b, ok = svar(b)
-		} else {
-			v, b, ok = uvar(b)
-		}
-		return v
-	}
-	l.n, l.total, l.firstT = get(false), get(false), get(true)
-	l.lastT, l.lastCost, l.lastDelta = get(true), get(false), get(false)
-	if !ok || l.n <= 0 {
+	r := varintReader{b: st[1:]}
+	var l slideLog
+	l.n, l.total, l.firstT = int64(r.uvarint()), int64(r.uvarint()), r.varint()
+	l.lastT, l.lastCost, l.lastDelta = r.varint(), int64(r.uvarint()), int64(r.uvarint())
+	if r.bad || l.n <= 0 {
 		return slideLog{}
 	}
-	l.older = b
+	l.older = r.b
 	return l
 }
 
@@ -105,11 +76,11 @@ type slideIter struct {
 	n, firstT, lastT, lastCost int64
 	i                          int64 // entries returned so far
 	t                          int64
-	b                          []byte // the older entries not read yet
+	r                          varintReader // the older entries not read yet
 }
 
 func (l *slideLog) iter() slideIter {
-	return slideIter{n: l.n, firstT: l.firstT, lastT: l.lastT, lastCost: l.lastCost, b: l.older}
+	return slideIter{n: l.n, firstT: l.firstT, lastT: l.lastT, lastCost: l.lastCost, r: varintReader{b: l.older}}
 }
 
 func (it *slideIter) next() (t, cost int64, ok bool) {
@@ -123,12 +94,9 @@ func (it *slideIter) next() (t, cost int64, ok bool) {
 	if it.i == 0 {
 		it.t = it.firstT
 	} else {
-		d, b, _ := uvar(it.b)
-		it.t += d
-		it.b = b
+		it.t += int64(it.r.uvarint())
 	}
-	c, b, _ := uvar(it.b)
-	it.b = b
+	c := int64(it.r.uvarint())
 	it.i++
 	return it.t, c, true
 }
@@ -273,6 +241,20 @@ func DecideSlide(old []byte, rules []Rule, now int64, o SlideOptions, sc *SlideS
 	return d, l.encode(out, rules, now), l.lastT + longest - 1, true
 }
 
+// Slide runs RL.SLIDE on key: it loads the log, decides and, when the
+// request is recorded (allowed, or PENALIZE) and not a PEEK, stores the
+// new log and expiry. It fails with ErrWrongType when the key holds
+// another type or another kind of rate-limit state.
+func (s *Shard) Slide(db int, key []byte, now int64, rules []Rule, o SlideOptions, sc *LimitScratch) (Decision, error) {
+	old, _, err := s.LimitState(db, key, now, LimitSlide)
+	if err != nil {
+		return Decision{}, err
+	}
+	d, st, exp, write := DecideSlide(old, rules, now, o, &sc.slide, sc.state[:0])
+	s.storeDecided(db, key, now, sc, st, exp, write)
+	return d, nil
+}
+
 // encode writes the log without its prefix of entries that can no longer
 // change a decision under rules: the first kept entry is re-encoded, the
 // bytes after it copied. The newest entry was just recorded and always
@@ -293,7 +275,7 @@ func (l *slideLog) encode(out []byte, rules []Rule, now int64) []byte {
 			}
 		}
 		if !droppable {
-			kept, keepT, keepCost, rest = true, t, c, it.b
+			kept, keepT, keepCost, rest = true, t, c, it.r.b
 			break
 		}
 		newer -= c

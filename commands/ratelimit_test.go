@@ -1,0 +1,96 @@
+package commands
+
+import (
+	"io"
+	"log/slog"
+	"testing"
+
+	"limitkv/engine"
+	"limitkv/resp"
+)
+
+// BenchmarkRLCommands runs the rate-limit handlers directly, as dispatch
+// does under the key's lock: parsing, the decision on an existing key and
+// the reply, without the network. A decision on an existing key should
+// allocate nothing.
+func BenchmarkRLCommands(b *testing.B) {
+	eng := engine.New(engine.Config{Databases: 1})
+	srv := New(eng, NewConfig(), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	w := resp.NewWriter(2)
+	c := &Ctx{Srv: srv, Client: &Client{srv: srv}, W: w, Now: transcriptEpoch}
+	run := func(args [][]byte) {
+		c.Args = args
+		c.Spec = srv.Table.Lookup(args[0])
+		s := c.Shard(args[1])
+		s.Lock()
+		c.Spec.Run(c)
+		s.Unlock()
+		if b := w.Bytes(); len(b) > 0 && b[0] == '-' {
+			panic(string(b))
+		}
+		w.Reset()
+	}
+	argv := func(s ...string) [][]byte {
+		out := make([][]byte, len(s))
+		for i := range s {
+			out[i] = []byte(s[i])
+		}
+		return out
+	}
+	bench := func(name string, args [][]byte, fill int, step int64) {
+		b.Run(name, func(b *testing.B) {
+			for i := 0; i < fill; i++ {
+				run(args)
+				c.Now += step
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				run(args)
+				c.Now += step
+			}
+		})
+	}
+	bench("fixed", argv("RL.FIXED", "f", "1000000000000", "1m"), 1, 0)
+	bench("fixed-3rules-tz", argv("RL.FIXED", "ft", "1000000000000", "1m", "1000000000000", "1h",
+		"1000000000000", "1d", "TZ", "Asia/Shanghai"), 1, 0)
+	// A full window of 100 entries 600 ms apart: the oldest leaves as a
+	// new one comes.
+	bench("slide100", argv("RL.SLIDE", "s", "100", "1m"), 100, 600)
+	bench("throttle", argv("CL.THROTTLE", "t", "1000000000", "1000000000", "1"), 1, 0)
+	bench("login", argv("RL.LOGIN", "l", "5", "1m", "KEEP", "5"), 5, 12_001)
+}
+
+// TestInfoRateLimit: INFO's ratelimit section counts each RL command's
+// allowed and denied decisions on this server; PEEKs and CL.THROTTLE with
+// quantity 0 take nothing and are not counted, nor are refused arguments.
+func TestInfoRateLimit(t *testing.T) {
+	h := newHarness(t)
+	for _, cmd := range [][]string{
+		{"RL.FIXED", "f", "2", "1m"},
+		{"RL.FIXED", "f", "2", "1m", "PEEK"},
+		{"RL.FIXED", "f", "2", "1m"},
+		{"RL.FIXED", "f", "2", "1m"},
+		{"RL.FIXED", "f", "0", "1m"},
+		{"RL.SLIDE", "s", "1", "1m"},
+		{"RL.SLIDE", "s", "1", "1m", "PENALIZE"},
+		{"RL.SLIDE", "s", "1", "1m", "PEEK"},
+		{"RL.LOGIN", "l", "1", "1m"},
+		{"RL.LOGIN", "l", "1", "1m"},
+		{"RL.LOGIN", "l", "1", "1m"},
+		{"CL.THROTTLE", "t", "0", "1", "60"},
+		{"CL.THROTTLE", "t", "0", "1", "60", "0"},
+		{"CL.THROTTLE", "t", "0", "1", "60"},
+		{"CL.THROTTLE", "t", "0", "0", "60"},
+	} {
+		h.do(cmd...)
+	}
+	want := "# Ratelimit\r\n" +
+		"rl_fixed_allowed:2\r\nrl_fixed_denied:1\r\n" +
+		"rl_slide_allowed:1\r\nrl_slide_denied:1\r\n" +
+		"rl_login_allowed:1\r\nrl_login_denied:2\r\n" +
+		"cl_throttle_allowed:1\r\ncl_throttle_denied:1\r\n"
+	if got := string(h.do("INFO", "ratelimit").Str); got != want {
+		t.Fatalf("INFO ratelimit:\n%q\nwant\n%q", got, want)
+	}
+}
