@@ -44,6 +44,13 @@ type rlStats [rlCommands]struct {
 	allowed, denied atomic.Int64
 }
 
+func (st *rlStats) reset() {
+	for i := range st {
+		st[i].allowed.Store(0)
+		st[i].denied.Store(0)
+	}
+}
+
 func (st *rlStats) count(cmd rlCommand, allowed bool) {
 	if allowed {
 		st[cmd].allowed.Add(1)

@@ -69,6 +69,7 @@ func cmdConfigResetStat(c *Ctx) {
 	s.stats.Commands.Store(0)
 	s.stats.ProtocolErrors.Store(0)
 	s.auth.denied.Store(0)
+	s.rl.reset()
 	for _, cl := range s.clients.all() {
 		cl.commands.Store(0)
 	}

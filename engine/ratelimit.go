@@ -1,9 +1,6 @@
 package engine
 
-import (
-	"encoding/binary"
-	"errors"
-)
+import "encoding/binary"
 
 // Rate-limit states are values of their own type (TYPE says "ratelimit").
 // Each is a small byte string in the key's record: a kind byte, then the
@@ -36,11 +33,6 @@ type Decision struct {
 	RetryAfter int64 // ms until the same request would be allowed; -1 when allowed
 	ResetAfter int64 // ms until that rule is back to its full limit
 }
-
-// ErrLimitState reports a key of the rate-limit type holding another kind
-// of rate-limit state (RL.SLIDE on an RL.FIXED key): a type error for the
-// client, as WRONGTYPE.
-var ErrLimitState = errors.New("rate-limit state of another kind")
 
 // LimitState returns the rate-limit state bytes at key, valid until the next
 // change to the shard. It fails with ErrWrongType for other types and when
