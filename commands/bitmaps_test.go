@@ -10,10 +10,10 @@ import (
 	"limitkv/resp"
 )
 
-// seed000Days are user 42's online days in seed 000's ten-year scenario:
+// onlineDays are user 42's online days over ten years, one bit a day:
 // 40 draws of splitmix64 seeded 0, modulo 3650, plus the first and the last
 // day. tests/testdata/diff/bitmaps.txt sets the same days.
-var seed000Days = []int{0, 129, 313, 441, 492, 630, 740, 994, 1090, 1176, 1403, 1517, 1567, 1614,
+var onlineDays = []int{0, 129, 313, 441, 492, 630, 740, 994, 1090, 1176, 1403, 1517, 1567, 1614,
 	1631, 1749, 1831, 1850, 1915, 2018, 2051, 2057, 2097, 2128, 2187, 2188, 2434, 2551, 2591, 2690,
 	2702, 2809, 2865, 3060, 3125, 3183, 3291, 3335, 3342, 3489, 3529, 3649}
 
@@ -52,7 +52,7 @@ func words(s ...string) [][]byte {
 // no more than copying the value into the reply.
 func BenchmarkBitCountVsGet(b *testing.B) {
 	p := newInProcess()
-	for _, d := range seed000Days {
+	for _, d := range onlineDays {
 		p.do(words("SETBIT", "user:42", strconv.Itoa(d), "1")...)
 	}
 	if r := string(p.do(words("STRLEN", "user:42")...)); r != ":457\r\n" {
@@ -85,7 +85,7 @@ func BenchmarkBitCountVsGet(b *testing.B) {
 // system calls are shared and the per-request work shows.
 func BenchmarkBitCountVsGetLoopback(b *testing.B) {
 	h := newHarness(b)
-	for _, d := range seed000Days {
+	for _, d := range onlineDays {
 		h.do("SETBIT", "user:42", strconv.Itoa(d), "1")
 	}
 	const batch = 64

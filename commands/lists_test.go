@@ -101,7 +101,7 @@ func TestListHugeArguments(t *testing.T) {
 
 // BenchmarkListCommands runs list handlers directly, as dispatch does
 // under the key's lock, to show what a command costs beyond the engine.
-// Seed 000's login check (LINDEX, RPUSH, LTRIM on five timestamps) makes
+// A login check (LINDEX, RPUSH, LTRIM on five timestamps) makes
 // three small allocations: the sixth timestamp moves the list out of its
 // inline array into a chunk, and LTRIM moves it back, which is what keeps
 // every such list at 48 bytes between logins. LRANGE allocates nothing.

@@ -150,9 +150,10 @@ func TestScriptBrokenStateIsReplaced(t *testing.T) {
 }
 
 // BenchmarkEvalSha runs EVALSHA in-process, as dispatch does, locks
-// included: a trivial script, seed 002's quota script and redis_rate's GCRA
-// script. Allocations per call are those of the Lua values (KEYS, ARGV,
-// the strings of every reply read back) and of the commands' arguments.
+// included: a trivial script, a DECR quota script with a TTL marker key and
+// redis_rate's GCRA script. Allocations per call are those of the Lua
+// values (KEYS, ARGV, the strings of every reply read back) and of the
+// commands' arguments.
 func BenchmarkEvalSha(b *testing.B) {
 	scripts := []struct {
 		name, body string
@@ -160,7 +161,7 @@ func BenchmarkEvalSha(b *testing.B) {
 	}{
 		{"return-key", "return KEYS[1]", []string{"1", "key"}},
 		{"incr", "return redis.call('INCR', KEYS[1])", []string{"1", "counter"}},
-		{"seed002-quota", "local key1 ,key2 = 'access:limit' ,'access:expire'\nif redis.call('EXISTS' ,key2) > 0 then\n\treturn redis.call('DECR' ,key1) ;\nelse \n\tredis.call('SET' ,key2 ,1)\n\tredis.call('EXPIRE' ,key2 ,60)\n\tredis.call('SET' ,key1 ,KEYS[1])\n\treturn KEYS[1]\nend", []string{"1", "1000000000"}},
+		{"quota-decr", "local key1 ,key2 = 'access:limit' ,'access:expire'\nif redis.call('EXISTS' ,key2) > 0 then\n\treturn redis.call('DECR' ,key1) ;\nelse \n\tredis.call('SET' ,key2 ,1)\n\tredis.call('EXPIRE' ,key2 ,60)\n\tredis.call('SET' ,key1 ,KEYS[1])\n\treturn KEYS[1]\nend", []string{"1", "1000000000"}},
 		{"gcra-redis-rate", redisRateAllowN, []string{"1", "rate:user", "100", "100", "1", "1"}},
 	}
 	for _, sc := range scripts {

@@ -27,7 +27,7 @@ import (
 //
 // A list whose entries fit in inlineCap bytes keeps them inside the List
 // itself, zero padded: the List is then one 48-byte allocation in all,
-// which is what millions of short lists (seed 000's five login times) cost.
+// which is what millions of short lists (five login times per user) cost.
 // A longer list keeps a deque of chunks, each holding at most
 // chunkMaxEntries entries and chunkMaxBytes bytes (a single larger element
 // gets a chunk of its own), so pushes and pops at either end are O(1)
@@ -636,7 +636,8 @@ func (l *List) toChunks(used, off int, h uint64, p []byte, size int) {
 
 // shrinkToInline moves a list that fits in the inline array back into it,
 // so that a list trimmed back to a few elements costs what a short list
-// costs (seed 000 pushes a sixth login and trims back to five every time).
+// costs (a login check pushes a sixth login and trims back to five every
+// time).
 func (l *List) shrinkToInline() {
 	q := l.big
 	switch live := q.live(); {

@@ -396,7 +396,7 @@ func TestListFiveTimestampsInline(t *testing.T) {
 	if got := l.MemoryUsage(); got != 48 {
 		t.Errorf("MemoryUsage = %d, want 48", got)
 	}
-	// Seed 000's sixth login and trim back to five returns to inline.
+	// A login check's sixth login and trim back to five returns to inline.
 	l.PushTail([]byte("1732123999999"))
 	if l.big == nil {
 		t.Fatal("six timestamps still inline")
@@ -419,8 +419,8 @@ func TestListStructSizes(t *testing.T) {
 	}
 }
 
-// TestListMemoryPerKey loads many keys each holding seed 000's list of five
-// millisecond timestamps and measures the heap they take, everything
+// TestListMemoryPerKey loads many keys each holding a login check's list of
+// five millisecond timestamps and measures the heap they take, everything
 // included: table slots, records, the object table and the lists.
 //
 // Redis 7.0.15 takes 232 bytes per key for the same data (used_memory

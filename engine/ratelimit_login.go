@@ -5,7 +5,7 @@ import (
 	"strconv"
 )
 
-// RL.LOGIN keeps seed 000's login history as a plain list at the key: the
+// RL.LOGIN keeps a user's login history as a plain list at the key: the
 // times of the recorded logins in ms, as decimal strings, newest first, so
 // that LRANGE shows the history and LLEN counts it. A login is allowed if
 // fewer than limit entries exist or the limit-th newest is older than the

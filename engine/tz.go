@@ -30,7 +30,8 @@ var ErrUnknownZone = errors.New("unknown time zone")
 
 // ParseZone reads an IANA zone name ("Asia/Shanghai") or a fixed offset
 // ("+08:00", "-0530", "+08", "UTC", "Z"). "Local" is refused: a window that
-// depends on where the server runs is the bug seed 003 describes.
+// depends on where the server runs is the bug of a daily cap that resets at
+// midnight in the app server's time zone.
 func ParseZone(name []byte) (*Zone, error) {
 	zoneCache.Lock()
 	if z, ok := zoneCache.m[string(name)]; ok {

@@ -974,9 +974,10 @@ func BenchmarkZSet1M(b *testing.B) {
 	})
 }
 
-// BenchmarkZSetSlidingWindow runs seed 001's and 004's step on a window
-// log of 100 requests: drop entries older than the window, count, log the
-// new request with its time as member and score.
+// BenchmarkZSetSlidingWindow runs one step of a ZSET sliding-window limiter
+// (SMS per hour, replies per minute) on a window log of 100 requests: drop
+// entries older than the window, count, log the new request with its time
+// as member and score.
 func BenchmarkZSetSlidingWindow(b *testing.B) {
 	for _, size := range []int{100, 1000} {
 		b.Run(strconv.Itoa(size), func(b *testing.B) {

@@ -16,7 +16,8 @@ import (
 )
 
 // The rate-limit commands, black box: atomicity under many connections,
-// and one test per seed article showing that its bug cannot happen.
+// and one test per common rate-limit recipe showing that its bug cannot
+// happen.
 
 // frozenServer starts limitkv with the debug clock frozen at ms.
 func frozenServer(t *testing.T, ms int64, flags ...string) (*server, *rawConn) {
@@ -113,13 +114,13 @@ func toBytes(args []string) [][]byte {
 	return out
 }
 
-// TestSeed001SlidingWindowExact: seed 001's Lua script compared with ">"
-// and admitted limit+1, took timestamps from each app server's clock, and
-// lost requests of the same millisecond (equal ZSET members). RL.SLIDE
-// admits exactly limit, on the server's clock, counting requests of one
-// millisecond one by one, and "3 per hour" refuses 3 more at 2:01 after 3
-// at 1:59.
-func TestSeed001SlidingWindowExact(t *testing.T) {
+// TestSMSSlidingWindowExact: the "3 SMS per hour" sliding-window Lua script
+// compared with ">" and admitted limit+1, took timestamps from each app
+// server's clock, and lost requests of the same millisecond (equal ZSET
+// members). RL.SLIDE admits exactly limit, on the server's clock, counting
+// requests of one millisecond one by one, and "3 per hour" refuses 3 more
+// at 2:01 after 3 at 1:59.
+func TestSMSSlidingWindowExact(t *testing.T) {
 	base := time.Date(2026, 11, 21, 1, 59, 0, 0, time.UTC).UnixMilli()
 	_, c := frozenServer(t, base)
 	var req []byte
@@ -149,11 +150,11 @@ func TestSeed001SlidingWindowExact(t *testing.T) {
 	}
 }
 
-// TestSeed002QuotaNeverLosesItsTTL: seed 002's DECR on a key that expired a
+// TestQuotaNeverLosesItsTTL: a quota done with DECR on a key that expired a
 // moment earlier created a key without TTL and blocked the user forever.
 // A rate-limit key always carries the TTL of its window, at the very
 // millisecond its window ends too.
-func TestSeed002QuotaNeverLosesItsTTL(t *testing.T) {
+func TestQuotaNeverLosesItsTTL(t *testing.T) {
 	base := int64(1_800_000_000_000)
 	_, c := frozenServer(t, base)
 	for step := 0; step < 200; step++ {
@@ -179,11 +180,12 @@ func TestSeed002QuotaNeverLosesItsTTL(t *testing.T) {
 	}
 }
 
-// TestSeed003DailyQuotaAtLocalMidnight: seed 003's quota rewrote its key
-// without EX (losing the TTL) and reset at midnight in the app server's
-// own time zone. RL.FIXED keeps the TTL itself and resets at midnight in
-// the zone the command names, whatever zone the server runs in.
-func TestSeed003DailyQuotaAtLocalMidnight(t *testing.T) {
+// TestConversationDailyCapAtLocalMidnight: the new-conversations quota
+// (hour*100+count in one value) rewrote its key without EX (losing the
+// TTL) and reset at midnight in the app server's own time zone. RL.FIXED
+// keeps the TTL itself and resets at midnight in the zone the command
+// names, whatever zone the server runs in.
+func TestConversationDailyCapAtLocalMidnight(t *testing.T) {
 	os.Setenv("TZ", "America/Los_Angeles") // the server's own zone must not matter
 	defer os.Unsetenv("TZ")
 	sh := time.FixedZone("CST", 8*3600)
@@ -206,7 +208,7 @@ func TestSeed003DailyQuotaAtLocalMidnight(t *testing.T) {
 		t.Fatalf("after Shanghai midnight: %v", d)
 	}
 	// An hourly and a daily rule in one call: the "hour*100+count" encoding
-	// of seed 003 becomes two rules, all or nothing.
+	// of the conversation limits becomes two rules, all or nothing.
 	for i := 0; i < 3; i++ {
 		c.do("RL.FIXED", "conv:8", "3", "1h", "10", "1d", "TZ", "Asia/Shanghai")
 	}
@@ -215,10 +217,11 @@ func TestSeed003DailyQuotaAtLocalMidnight(t *testing.T) {
 	}
 }
 
-// TestSeed004PenalizedLogStaysBounded: seed 004's ZSET log grew by a member
-// per request, a million requests a million members. RL.SLIDE PENALIZE
-// keeps refusing a client that keeps retrying, in bounded memory.
-func TestSeed004PenalizedLogStaysBounded(t *testing.T) {
+// TestReplyRatePenalizedLogStaysBounded: the "5 replies per minute" ZSET
+// log grew by a member per request, a million requests a million members.
+// RL.SLIDE PENALIZE keeps refusing a client that keeps retrying, in bounded
+// memory.
+func TestReplyRatePenalizedLogStaysBounded(t *testing.T) {
 	_, c := frozenServer(t, 1_800_000_000_000)
 	const total = 100_000
 	var batch []byte
@@ -292,12 +295,12 @@ func TestRateLimitWithGoRedis(t *testing.T) {
 	}
 }
 
-// TestSeed000LoginListKeepsNewest: seed 000's filter read LINDEX 4, then
-// RPUSHed and LTRIMmed 0 4 — keeping the five OLDEST logins, so the list
+// TestLoginListKeepsNewest: the "5 logins per hour" filter read LINDEX 4,
+// then RPUSHed and LTRIMmed 0 4 — keeping the five OLDEST logins, so the list
 // froze — and raced between app servers. RL.LOGIN keeps the newest logins
 // at the head, decides and records atomically, and many app servers
 // logging the same user in at once get exactly the limit through.
-func TestSeed000LoginListKeepsNewest(t *testing.T) {
+func TestLoginListKeepsNewest(t *testing.T) {
 	base := int64(1_800_000_000_000)
 	s, c := frozenServer(t, base)
 	var times []string

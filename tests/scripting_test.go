@@ -278,9 +278,10 @@ return v + 1`)
 	}
 }
 
-// seed001Transcript is seed 001's sliding-window script (1 minute, limit
-// 3, with its ">" that admits a fourth request) with literal timestamps.
-const seed001Transcript = `SCRIPT LOAD "--根据score删除数据\nredis.call(\"zremrangebyscore\",KEYS[1],ARGV[1],ARGV[2])\n\n--获取个数\nlocal zSetLen = redis.call(\"zcard\", KEYS[1])\n\n\n\nif tonumber(zSetLen) > tonumber(ARGV[4]) then\n    return 0\nend\n--zadd添加数据\nlocal res = redis.call(\"zadd\",KEYS[1], ARGV[5], ARGV[6])\nredis.call(\"expire\",KEYS[1],ARGV[3])\nreturn res\n\n\n"
+// smsSlidingWindowTranscript is an SMS limit's sliding-window script on a
+// ZSET (1 minute, limit 3, with its ">" that admits a fourth request) with
+// literal timestamps.
+const smsSlidingWindowTranscript = `SCRIPT LOAD "--根据score删除数据\nredis.call(\"zremrangebyscore\",KEYS[1],ARGV[1],ARGV[2])\n\n--获取个数\nlocal zSetLen = redis.call(\"zcard\", KEYS[1])\n\n\n\nif tonumber(zSetLen) > tonumber(ARGV[4]) then\n    return 0\nend\n--zadd添加数据\nlocal res = redis.call(\"zadd\",KEYS[1], ARGV[5], ARGV[6])\nredis.call(\"expire\",KEYS[1],ARGV[3])\nreturn res\n\n\n"
 EVALSHA %[1]s 1 zhangsan 0 1699999940000 60 3 1700000000000 1700000000000
 EVALSHA %[1]s 1 zhangsan 0 1699999941000 60 3 1700000001000 1700000001000
 EVALSHA %[1]s 1 zhangsan 0 1699999942000 60 3 1700000002000 1700000002000
@@ -304,18 +305,18 @@ EVAL "redis.setresp(3) return redis.call('zrange', KEYS[1], 0, -1, 'withscores')
 EVAL "return redis.call('zrange', KEYS[1], 0, -1, 'withscores')" 1 zhangsan
 `
 
-// TestSeed001SlidingWindowScript compares seed 001's script on limitkv and
-// redis-server, reply by reply. It needs sorted sets; on a build without
-// them it is skipped.
-func TestSeed001SlidingWindowScript(t *testing.T) {
+// TestSMSSlidingWindowScript compares the SMS sliding-window script on
+// limitkv and redis-server, reply by reply. It needs sorted sets; on a
+// build without them it is skipped.
+func TestSMSSlidingWindowScript(t *testing.T) {
 	redisSrv := startRedis(t)
 	kv := startLimitkv(t)
 	if v := dialRaw(t, kv.addr).do("COMMAND", "INFO", "zadd"); len(v.Elems) != 1 || v.Elems[0].Null {
-		t.Skip("this build has no sorted sets; seed 001's script needs ZADD, ZCARD and ZREMRANGEBYSCORE")
+		t.Skip("this build has no sorted sets; the SMS sliding-window script needs ZADD, ZCARD and ZREMRANGEBYSCORE")
 	}
 	body := "--根据score删除数据\nredis.call(\"zremrangebyscore\",KEYS[1],ARGV[1],ARGV[2])\n\n--获取个数\nlocal zSetLen = redis.call(\"zcard\", KEYS[1])\n\n\n\nif tonumber(zSetLen) > tonumber(ARGV[4]) then\n    return 0\nend\n--zadd添加数据\nlocal res = redis.call(\"zadd\",KEYS[1], ARGV[5], ARGV[6])\nredis.call(\"expire\",KEYS[1],ARGV[3])\nreturn res\n\n\n"
-	path := filepath.Join(t.TempDir(), "seed001.txt")
-	if err := os.WriteFile(path, []byte(fmt.Sprintf(seed001Transcript, sha1Hex(body))), 0o644); err != nil {
+	path := filepath.Join(t.TempDir(), "sms-sliding-window.txt")
+	if err := os.WriteFile(path, []byte(fmt.Sprintf(smsSlidingWindowTranscript, sha1Hex(body))), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if n := runDiffFile(t, path, redisSrv.addr, kv.addr); n < 10 {

@@ -20,11 +20,12 @@ import (
 // or 0 (denied). They compute no retry time: limitkv's reply carries one,
 // so the comparison leaves Redis the lighter job.
 
-// slideLua is seeds 001/004's sliding window done right: trim what left the
-// window, count, add a unique member only when under the limit ('<', so the
-// limit is not off by one), and keep the key alive as long as its newest
-// member. The member is the time in µs plus a request id from the client,
-// so two requests in one ms (or one µs) never collide.
+// slideLua is the ZSET sliding window (SMS per hour, replies per minute)
+// done right: trim what left the window, count, add a unique member only
+// when under the limit ('<', so the limit is not off by one), and keep the
+// key alive as long as its newest member. The member is the time in µs
+// plus a request id from the client, so two requests in one ms (or one µs)
+// never collide.
 const slideLua = `local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local limit = tonumber(ARGV[1])
@@ -38,8 +39,9 @@ end
 return 0
 `
 
-// fixedLua is the classic fixed window (seeds 001/002/003): INCR, and set
-// the TTL on the request that created the counter; atomic as a script.
+// fixedLua is the classic fixed window (SMS per hour, quotas that reset,
+// conversations per hour and per day): INCR, and set the TTL on the
+// request that created the counter; atomic as a script.
 const fixedLua = `local n = redis.call('INCR', KEYS[1])
 if n == 1 then
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
@@ -50,10 +52,11 @@ end
 return 1
 `
 
-// loginLua is seed 000's login guard, corrected: the limit-th newest login
-// (LINDEX limit-1) must be older than the window; the new login's time,
-// from the server, goes to the head (LPUSH), the list keeps the newest
-// limit entries (LTRIM 0 limit-1) and lives a window after the newest.
+// loginLua is the "5 logins per hour" login guard, corrected: the
+// limit-th newest login (LINDEX limit-1) must be older than the window;
+// the new login's time, from the server, goes to the head (LPUSH), the
+// list keeps the newest limit entries (LTRIM 0 limit-1) and lives a window
+// after the newest.
 const loginLua = `local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local limit = tonumber(ARGV[1])
