@@ -14,7 +14,8 @@ import (
 // The snapshot figures: a full snapshot of 1M small keys, the restore of
 // the same, and an incremental snapshot of 1k changed keys out of 1M. They
 // run on the real filesystem (a temporary directory), because the disk's
-// sync is part of the cost.
+// sync is part of the cost; with Pebble in a worker process (as the
+// server runs it) and in this process (to see what the worker costs).
 
 const benchKeys = 1_000_000
 
@@ -29,8 +30,12 @@ func loadKeys(eng *engine.Engine, n int, ttl int64) {
 	}
 }
 
-func benchStore(b *testing.B, dir string, eng *engine.Engine) *Store {
-	st, err := Open(eng, Options{Dir: dir, FS: vfs.Default, Log: quiet})
+func benchStore(b *testing.B, dir string, eng *engine.Engine, worker bool) *Store {
+	o := Options{Dir: dir, FS: vfs.Default, Log: quiet}
+	if worker {
+		o = workerOptions(dir, "", quiet)
+	}
+	st, err := Open(eng, o)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -38,11 +43,16 @@ func benchStore(b *testing.B, dir string, eng *engine.Engine) *Store {
 }
 
 func BenchmarkSnapshot1M(b *testing.B) {
+	b.Run("worker", func(b *testing.B) { benchSnapshot1M(b, true) })
+	b.Run("in-process", func(b *testing.B) { benchSnapshot1M(b, false) })
+}
+
+func benchSnapshot1M(b *testing.B, worker bool) {
 	for i := 0; i < b.N; i++ {
 		dir := b.TempDir()
 		clock := engine.NewManualClock(t0)
 		eng := newEngine(clock)
-		st := benchStore(b, dir, eng)
+		st := benchStore(b, dir, eng, worker)
 		st.Load(t0)
 		loadKeys(eng, benchKeys, t0+3_600_000)
 		start := time.Now()
@@ -66,7 +76,7 @@ func BenchmarkSnapshot1M(b *testing.B) {
 		st.Close()
 
 		eng2 := newEngine(clock)
-		st2 := benchStore(b, dir, eng2)
+		st2 := benchStore(b, dir, eng2, worker)
 		start = time.Now()
 		n, err := st2.Load(t0)
 		if err != nil || n != benchKeys {

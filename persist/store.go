@@ -2,14 +2,9 @@ package persist
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
-	"os"
-	"runtime"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -20,20 +15,24 @@ import (
 	"limitkv/engine"
 )
 
-// Pebble v2 rather than v1: it is the maintained line, and its on-disk
-// format is the current one, so a data directory written today stays
-// readable by the releases to come.
-
 // Options configure a Store.
 type Options struct {
 	Dir    string
-	FS     vfs.FS // nil: the operating system's
+	FS     vfs.FS // for the load and an in-process writer; nil: the operating system's
 	Log    *slog.Logger
 	Limits func() Limits // compact-encoding limits for rebuilt values
-	// OpTimeout bounds one Pebble operation; past it the database is
-	// treated as broken (its goroutine may be stuck in a failing disk) and
-	// reopened later. Zero means a minute.
+	// Worker starts the snapshot worker that writes the database (see
+	// worker.go). Nil writes in this process, which cannot survive Pebble's
+	// reaction to a failing disk: for tests only.
+	Worker *WorkerCommand
+	// OpTimeout bounds every wait on the writer: starting it, sending it a
+	// chunk of changes, a commit. Past it the worker is killed and the
+	// snapshot fails. Zero means 30 seconds.
 	OpTimeout time.Duration
+	// After a failed snapshot the periodic ones wait RetryMin, doubling at
+	// each failure up to RetryMax, before they try again (a new worker
+	// included); SAVE and shutdown try at once. Zero means 1s and 30s.
+	RetryMin, RetryMax time.Duration
 }
 
 // Stats describe the snapshots so far, for INFO.
@@ -51,43 +50,43 @@ type Stats struct {
 	LoadDuration time.Duration
 }
 
-// Store keeps an engine's keyspace in a Pebble database.
+// Store keeps an engine's keyspace in a Pebble database: loaded at
+// start-up through a read-only handle, written by snapshots through a
+// writer (a worker process in the server).
 type Store struct {
 	opts Options
 	eng  *engine.Engine
 	log  *slog.Logger
 
-	mu     sync.Mutex // one snapshot or reopen at a time
-	db     *pebble.DB
-	broken error // set when a Pebble failure left the handle unusable
-	// A broken handle is closed, and a new one opened, in the background:
-	// either may wait on a failing disk for a long time, and a snapshot
-	// must not.
-	closing chan struct{}
-	opening chan openResult
+	// sem admits one snapshot (or the load, or Close) at a time; a
+	// channel rather than a mutex so that a caller with a deadline can
+	// give up waiting behind a snapshot stuck on a failing disk.
+	sem chan struct{}
+	ro  *pebble.DB // the read-only handle, between Open and Load
+	wMu sync.Mutex // guards w for Close, which may not get sem
+	w   writer     // nil until started, and after it failed
+	// Periodic snapshots wait until retryAt after a failure.
+	retryAt time.Time
+	backoff time.Duration
+	damage  error    // the directory is damaged: no snapshot can succeed
+	stale   [][]byte // keys found expired at the load, deleted by the next snapshot
+	note    corruptionNote
+	fails   failureLog
 
-	statsMu sync.Mutex
-	stats   Stats
-	running atomic.Bool
+	throttle *logThrottle // for the worker's crash reports
+	statsMu  sync.Mutex
+	stats    Stats
+	running  atomic.Bool
 
-	logs [][]byte // recycled change-log buffers, one per shard
-	buf  []byte   // value encoding scratch
-	// stage holds a chunk of captured entries between the shard's lock
-	// and the batch.
-	stage []byte
-	kbuf  []byte // key encoding scratch
+	logs  [][]byte // recycled change-log buffers, one per shard
+	buf   []byte   // value encoding scratch
+	kbuf  []byte   // key encoding scratch
+	stage []byte   // operations captured, not yet sent to the writer
 }
 
-// ErrForeign, ErrNewerFormat and ErrDamaged are returned by Open for a
-// directory it refuses to use; it never empties one.
-var (
-	ErrForeign     = errors.New("not a limitkv data directory")
-	ErrNewerFormat = errors.New("written by a newer limitkv")
-	ErrDamaged     = errors.New("damaged data directory")
-)
-
-// Open opens (or creates) the data directory and checks that it is
-// limitkv's and of a format this binary reads.
+// Open checks the data directory and, if it holds a database, opens it
+// read-only for Load. A directory that is not limitkv's, of a newer
+// format or damaged is refused with a message naming it, never emptied.
 func Open(eng *engine.Engine, o Options) (*Store, error) {
 	if o.FS == nil {
 		o.FS = vfs.Default
@@ -96,238 +95,149 @@ func Open(eng *engine.Engine, o Options) (*Store, error) {
 		o.Log = slog.Default()
 	}
 	if o.OpTimeout == 0 {
-		o.OpTimeout = time.Minute
+		o.OpTimeout = 30 * time.Second
 	}
-	s := &Store{opts: o, eng: eng, log: o.Log, logs: make([][]byte, engine.Shards)}
-	r := <-s.openAsync()
-	if r.err != nil {
-		return nil, r.err
+	if o.RetryMin == 0 {
+		o.RetryMin = time.Second
 	}
-	s.db = r.db
+	if o.RetryMax == 0 {
+		o.RetryMax = 30 * time.Second
+	}
+	s := &Store{
+		opts: o, eng: eng, log: o.Log, sem: make(chan struct{}, 1),
+		logs: make([][]byte, engine.Shards), throttle: newLogThrottle(time.Minute),
+	}
+	exists, err := listDir(o.FS, o.Dir)
+	if err != nil {
+		return nil, err
+	}
+	if exists {
+		if s.ro, err = openReadOnly(o.Dir, o.FS, s.log, &s.note); err != nil {
+			return nil, err
+		}
+	}
 	return s, nil
 }
 
-// openAsync runs openDB on a goroutine of its own and delivers its result,
-// also when Pebble ends that goroutine (Fatalf): a failing disk can make
-// opening take long or fail in any way, and the caller decides how long to
-// wait. The result is delivered exactly once, so a handle is never lost.
-func (s *Store) openAsync() chan openResult {
-	out := make(chan openResult, 1)
-	go func() {
-		sent := false
-		defer func() {
-			if !sent {
-				out <- openResult{nil, fmt.Errorf("%w: opening %s: pebble stopped: %v", ErrDamaged, s.opts.Dir, s.isBroken())}
-			}
-		}()
-		db, err := s.openDB()
-		sent = true
-		out <- openResult{db, err}
-	}()
-	return out
-}
-
-// openDB opens Pebble and validates the format marker.
-func (s *Store) openDB() (*pebble.DB, error) {
-	dir := s.opts.Dir
-	exists := false
-	names, err := s.opts.FS.List(dir)
-	switch {
-	case err == nil && len(names) > 0:
-		exists = true
-		// Look before opening: Pebble would create its lock file even in a
-		// directory it then refuses.
-		if !hasPebbleFiles(names) {
-			return nil, fmt.Errorf("%w: %s holds files but no Pebble database; refusing to use it", ErrForeign, dir)
-		}
-	case err != nil && !errors.Is(err, fs.ErrNotExist) && !os.IsNotExist(err):
-		return nil, fmt.Errorf("data directory %s: %w", dir, err)
-	}
-	if !exists {
-		if err := s.opts.FS.MkdirAll(dir, 0o755); err != nil {
-			return nil, fmt.Errorf("data directory %s: %w", dir, err)
-		}
-	}
-	popts := &pebble.Options{
-		FS:               s.opts.FS,
-		Logger:           pebbleLogger{s.log, s},
-		ErrorIfNotExists: exists,
-	}
-	db, err := pebble.Open(dir, popts)
-	if err != nil {
-		return nil, fmt.Errorf("%w: opening %s: %v", ErrDamaged, dir, err)
-	}
-	fail := func(e error) (*pebble.DB, error) {
-		db.Close()
-		return nil, e
-	}
-	v, closer, err := db.Get(metaKey)
-	switch {
-	case errors.Is(err, pebble.ErrNotFound):
-		// A new database, or someone else's Pebble database.
-		it, ierr := db.NewIter(nil)
-		if ierr != nil {
-			return fail(fmt.Errorf("%w: %s: %v", ErrDamaged, dir, ierr))
-		}
-		empty := !it.First()
-		it.Close()
-		if !empty {
-			return fail(fmt.Errorf("%w: %s is a Pebble database without limitkv's format marker; refusing to use it", ErrForeign, dir))
-		}
-		if err := s.guard(func() error { return db.Set(metaKey, metaValue(), pebble.Sync) }); err != nil {
-			return fail(fmt.Errorf("initialising %s: %v", dir, err))
-		}
-	case err != nil:
-		return fail(fmt.Errorf("%w: %s: reading the format marker: %v", ErrDamaged, dir, err))
-	default:
-		version, perr := parseMeta(v)
-		closer.Close()
-		if perr != nil {
-			return fail(fmt.Errorf("%w: %s: %v", ErrForeign, dir, perr))
-		}
-		if version > formatVersion {
-			return fail(fmt.Errorf("%w: %s has snapshot format %d; this limitkv reads format %d at most", ErrNewerFormat, dir, version, formatVersion))
-		}
-	}
-	return db, nil
-}
-
-// hasPebbleFiles reports whether a directory listing has Pebble's
-// manifest: a CURRENT file or a manifest marker.
-func hasPebbleFiles(names []string) bool {
-	for _, n := range names {
-		if n == "CURRENT" || strings.HasPrefix(n, "marker.manifest.") || strings.HasPrefix(n, "MANIFEST-") {
-			return true
-		}
-	}
-	return false
-}
-
-// pebbleLogger routes Pebble's logs to slog. Pebble calls Fatalf for
-// failures it considers unrecoverable (a WAL or MANIFEST write that
-// failed): a serving process must not exit for that, so Fatalf marks the
-// store broken and ends the goroutine that hit the failure. Pebble
-// operations run on goroutines of their own under guard, which notices.
-type pebbleLogger struct {
-	log *slog.Logger
-	s   *Store
-}
-
-func (l pebbleLogger) Infof(format string, args ...any) {
-	l.log.Debug("pebble: " + fmt.Sprintf(format, args...))
-}
-
-func (l pebbleLogger) Errorf(format string, args ...any) {
-	l.log.Warn("pebble: " + fmt.Sprintf(format, args...))
-}
-
-func (l pebbleLogger) Fatalf(format string, args ...any) {
-	msg := fmt.Sprintf(format, args...)
-	l.log.Error("pebble failed; snapshots will retry with the database reopened", "err", msg)
-	l.s.markBroken(errors.New(msg))
-	runtime.Goexit()
-}
-
-func (s *Store) markBroken(err error) {
-	s.statsMu.Lock()
-	defer s.statsMu.Unlock()
-	if s.broken == nil {
-		s.broken = err
-	}
-}
-
-func (s *Store) isBroken() error {
-	s.statsMu.Lock()
-	defer s.statsMu.Unlock()
-	return s.broken
-}
-
-// guard runs fn on a goroutine of its own and waits for it, at most
-// OpTimeout. A goroutine that Pebble ended (Fatalf) or that hangs counts
-// as a failure, and leaves the store marked broken.
-func (s *Store) guard(fn func() error) error {
-	done := make(chan error, 1)
-	go func() {
-		finished := false
-		defer func() {
-			if !finished {
-				done <- fmt.Errorf("pebble stopped: %v", s.isBroken())
-			}
-		}()
-		err := fn()
-		finished = true
-		done <- err
-	}()
-	select {
-	case err := <-done:
-		return err
-	case <-time.After(s.opts.OpTimeout):
-		err := errors.New("pebble operation timed out")
-		s.markBroken(err)
-		return err
-	}
-}
-
-// Load reads the snapshot into the engine (which should be empty) and then
-// turns on change tracking. Keys that expired while the server was down are
-// not loaded, and are deleted from disk by the next snapshot.
+// Load reads the snapshot into the engine (which should be empty), turns
+// on change tracking and starts the writer. Keys that expired while the
+// server was down are not loaded, and the next snapshot deletes them.
+//
+// A directory that is damaged, or that another process uses, is an error.
+// A writer that cannot start for another reason (a full disk) is not: the
+// server serves, INFO reports the failure and snapshots keep retrying.
 func (s *Store) Load(now int64) (int, error) {
 	start := time.Now()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{tagKey}, UpperBound: []byte{tagKey + 1}})
-	if err != nil {
-		return 0, fmt.Errorf("%w: %s: %v", ErrDamaged, s.opts.Dir, err)
-	}
-	defer it.Close()
-	lim := s.limits()
+	s.sem <- struct{}{}
+	defer func() { <-s.sem }()
 	loaded := 0
-	var stale [][]byte
-	for ok := it.First(); ok; ok = it.Next() {
-		db, key, kok := parseDataKey(it.Key())
-		if !kok {
-			return loaded, fmt.Errorf("%w: %s: bad key %q", ErrDamaged, s.opts.Dir, it.Key())
+	if s.ro != nil {
+		n, err := s.loadFrom(s.ro, now)
+		cerr := s.ro.Close()
+		s.ro = nil
+		if err == nil && cerr != nil {
+			err = fmt.Errorf("%w: %s: %v", ErrDamaged, s.opts.Dir, cerr)
 		}
-		if db >= s.eng.Databases() {
-			return loaded, fmt.Errorf("%s holds keys of database %d but the server has %d databases (set --databases)", s.opts.Dir, db, s.eng.Databases())
-		}
-		v, err := it.ValueAndErr()
 		if err != nil {
-			return loaded, fmt.Errorf("%w: %s: reading key %q: %v", ErrDamaged, s.opts.Dir, key, err)
+			return n, err
 		}
-		sh := s.eng.ShardFor(key)
-		sh.Lock()
-		expired, err := restore(sh, db, key, v, now, lim)
-		sh.Unlock()
-		if err != nil {
-			return loaded, fmt.Errorf("%w: %s: key %q of database %d: %v", ErrDamaged, s.opts.Dir, key, db, err)
-		}
-		if expired {
-			stale = append(stale, append([]byte(nil), it.Key()...))
-			continue
-		}
-		loaded++
-	}
-	if err := it.Error(); err != nil {
-		return loaded, fmt.Errorf("%w: %s: %v", ErrDamaged, s.opts.Dir, err)
+		loaded = n
 	}
 	s.eng.TrackChanges(true)
-	if len(stale) > 0 {
-		// Deleted now rather than logged: these keys are in no shard.
-		b := s.db.NewBatch()
-		for _, k := range stale {
-			b.Delete(k, nil)
-		}
-		if err := s.guard(func() error { return b.Commit(pebble.Sync) }); err != nil {
-			s.log.Warn("could not delete keys that expired while the server was down", "keys", len(stale), "err", err)
-		}
-	}
 	s.statsMu.Lock()
 	s.stats.Loaded = loaded
 	s.stats.LoadDuration = time.Since(start)
 	s.stats.LastSuccess = time.Now()
 	s.stats.LastOK = true
 	s.statsMu.Unlock()
+
+	wstart := time.Now()
+	if err := s.startWriter(context.Background()); err != nil {
+		if refusedAtStart(err) {
+			return loaded, err
+		}
+		s.failed(wstart, 0, 0, err)
+		return loaded, nil
+	}
+	if len(s.stale) > 0 {
+		s.deleteStale()
+	}
+	return loaded, nil
+}
+
+// refusedAtStart reports whether a writer that cannot start makes the
+// start-up fail: for a directory that is not usable as configured (in use,
+// foreign, newer, damaged, not allowed). A disk that is full or fails is
+// not such a reason: the server serves what it loaded and retries.
+func refusedAtStart(err error) bool {
+	for _, target := range []error{ErrLocked, ErrForeign, ErrNewerFormat, ErrDamaged} {
+		if errors.Is(err, target) {
+			return true
+		}
+	}
+	return isDenied(err)
+}
+
+// deleteStale deletes the keys found expired at the load; if it cannot,
+// the next snapshot does.
+func (s *Store) deleteStale() {
+	var ops []byte
+	for _, k := range s.stale {
+		ops = appendDelete(ops, k)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), s.opts.OpTimeout)
+	defer cancel()
+	err := s.w.write(ctx, ops)
+	if err == nil {
+		err = s.w.commit(ctx)
+	}
+	if err != nil {
+		s.log.Warn("could not delete keys that expired while the server was down; the next snapshot will", "keys", len(s.stale), "err", err)
+		if !s.w.usable() {
+			s.dropWriter()
+		}
+		return
+	}
+	s.stale = nil
+}
+
+func (s *Store) loadFrom(db *pebble.DB, now int64) (int, error) {
+	dir := s.opts.Dir
+	it, err := db.NewIter(&pebble.IterOptions{LowerBound: []byte{tagKey}, UpperBound: []byte{tagKey + 1}})
+	if err != nil {
+		return 0, readFailed(dir, err, &s.note)
+	}
+	defer it.Close()
+	lim := s.limits()
+	loaded := 0
+	for ok := it.First(); ok; ok = it.Next() {
+		db, key, kok := parseDataKey(it.Key())
+		if !kok {
+			return loaded, fmt.Errorf("%w: %s: bad key %q", ErrDamaged, dir, it.Key())
+		}
+		if db >= s.eng.Databases() {
+			return loaded, fmt.Errorf("%s holds keys of database %d but the server has %d databases (set --databases)", dir, db, s.eng.Databases())
+		}
+		v, err := it.ValueAndErr()
+		if err != nil {
+			return loaded, readFailed(dir, fmt.Errorf("reading key %q: %w", key, err), &s.note)
+		}
+		sh := s.eng.ShardFor(key)
+		sh.Lock()
+		expired, err := restore(sh, db, key, v, now, lim)
+		sh.Unlock()
+		if err != nil {
+			return loaded, fmt.Errorf("%w: %s: key %q of database %d: %v", ErrDamaged, dir, key, db, err)
+		}
+		if expired {
+			s.stale = append(s.stale, append([]byte(nil), it.Key()...))
+			continue
+		}
+		loaded++
+	}
+	if err := it.Error(); err != nil {
+		return loaded, readFailed(dir, err, &s.note)
+	}
 	return loaded, nil
 }
 
@@ -341,37 +251,127 @@ func (s *Store) limits() Limits {
 	}
 }
 
+// startWriter starts the writer: a worker process, or Pebble in this
+// process when Options.Worker is nil.
+func (s *Store) startWriter(ctx context.Context) error {
+	var w writer
+	if s.opts.Worker == nil {
+		lw, err := openLocal(s.opts.Dir, s.opts.FS, s.log)
+		if err != nil {
+			return err
+		}
+		w = lw
+	} else {
+		ctx, cancel := context.WithTimeout(ctx, s.opts.OpTimeout)
+		defer cancel()
+		pw, err := startWorker(ctx, s.opts.Worker, s.opts.Dir, s.log, s.throttle)
+		if err != nil {
+			return err
+		}
+		s.log.Debug("snapshot worker started", "pid", pw.cmd.Process.Pid)
+		w = pw
+	}
+	s.wMu.Lock()
+	s.w = w
+	s.wMu.Unlock()
+	return nil
+}
+
+// dropWriter kills the writer after a failure that left it unusable.
+func (s *Store) dropWriter() {
+	s.wMu.Lock()
+	w := s.w
+	s.w = nil
+	s.wMu.Unlock()
+	if w != nil {
+		w.kill()
+	}
+}
+
 // captureChunk bounds the keys captured per lock acquisition, so that a
 // large snapshot never holds a shard long (about 100 µs per chunk).
 const captureChunk = 512
 
+// sendChunk is the size at which captured operations go to the writer.
+const sendChunk = 256 << 10
+
 // Snapshot writes every key changed since the last snapshot, in one synced
-// batch. It holds a shard's lock only while copying a chunk of that shard's
-// changed entries into a small staging buffer, never across I/O nor while
-// the batch grows: growing a batch of tens of megabytes copies it in one
-// go, which stalled a shard for milliseconds and, by delaying the garbage
-// collector's stop-the-world phases, every other request with it. On
-// failure the changes are marked again so that the next snapshot retries
-// them.
-func (s *Store) Snapshot() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+// batch. It waits for the writer OpTimeout at most per step.
+func (s *Store) Snapshot() error { return s.snapshot(context.Background(), false) }
+
+// SnapshotContext is Snapshot, giving up when ctx ends (the final snapshot
+// at shutdown has a few seconds).
+func (s *Store) SnapshotContext(ctx context.Context) error { return s.snapshot(ctx, false) }
+
+// errWaiting is the answer of a periodic snapshot skipped while the
+// store waits to retry after a failure.
+var errWaiting = errors.New("waiting to retry after a failed snapshot")
+
+// snapshot captures the changes and streams them to the writer, which
+// builds the batch and commits it. It holds a shard's lock only while
+// copying a chunk of that shard's changed entries into a small staging
+// buffer, never across I/O. On failure the changes are marked again, so
+// that the next snapshot retries them; a batch is atomic and its
+// operations idempotent, so a commit whose outcome is unknown (a worker
+// that died) is simply written again.
+func (s *Store) snapshot(ctx context.Context, periodic bool) error {
+	select {
+	case s.sem <- struct{}{}:
+	case <-ctx.Done():
+		return fmt.Errorf("a snapshot is still running: %w", context.Cause(ctx))
+	}
+	defer func() { <-s.sem }()
+	if periodic && time.Now().Before(s.retryAt) {
+		return errWaiting
+	}
 	s.running.Store(true)
 	defer s.running.Store(false)
 	start := time.Now()
-	if err := s.reopenIfBroken(); err != nil {
-		s.record(start, 0, 0, err)
+	if s.damage != nil {
+		s.failed(start, 0, 0, s.damage)
+		return s.damage
+	}
+	if s.w == nil {
+		if err := s.startWriter(ctx); err != nil {
+			s.failed(start, 0, 0, err)
+			return err
+		}
+	}
+	keys, size, err := s.capture(ctx)
+	if err != nil {
+		s.failed(start, keys, size, err)
 		return err
 	}
+	s.stale = nil
+	s.backoff, s.retryAt = 0, time.Time{}
+	s.record(start, keys, size, nil)
+	if s.fails.failing {
+		s.log.Info("snapshots succeed again", "failed_attempts", s.fails.attempts, "since", s.fails.since.Format(time.RFC3339))
+		s.fails = failureLog{}
+	}
+	return nil
+}
+
+// capture sends every change to the writer and commits. On failure the
+// changes taken are marked to be retried.
+func (s *Store) capture(ctx context.Context) (keys int, size int64, err error) {
+	w := s.w
 	now := s.eng.Now()
-	b := s.db.NewBatchWithSize(s.batchSizeHint())
-	defer b.Close()
 	flushed := s.eng.TakeFlushed()
-	keys := 0
-	var encErr error
-	// Staged entries: [kind][key length uvarint][key][value length uvarint]
-	// [value], kind 1 for a set, 0 for a deletion.
+	taken := make([][]byte, engine.Shards)
+	var encErr, sendErr error
+	ops := 0
 	stage := s.stage[:0]
+	send := func(force bool) {
+		if sendErr != nil || len(stage) == 0 || (!force && len(stage) < sendChunk) {
+			return
+		}
+		octx, cancel := context.WithTimeout(ctx, s.opts.OpTimeout)
+		sendErr = w.write(octx, stage)
+		cancel()
+		size += int64(len(stage))
+		stage = stage[:0]
+	}
 	put := func(sh *engine.Shard, db int, key []byte, e engine.Entry) {
 		var err error
 		s.buf, err = encodeValue(s.buf[:0], sh, e)
@@ -380,53 +380,34 @@ func (s *Store) Snapshot() error {
 			return
 		}
 		s.kbuf = dataKey(s.kbuf[:0], db, key)
-		stage = append(stage, 1)
-		stage = binary.AppendUvarint(stage, uint64(len(s.kbuf)))
-		stage = append(stage, s.kbuf...)
-		stage = binary.AppendUvarint(stage, uint64(len(s.buf)))
-		stage = append(stage, s.buf...)
+		stage = appendSet(stage, s.kbuf, s.buf)
 		keys++
+		ops++
 	}
-	del := func(db int, key []byte) {
-		s.kbuf = dataKey(s.kbuf[:0], db, key)
-		stage = append(stage, 0)
-		stage = binary.AppendUvarint(stage, uint64(len(s.kbuf)))
-		stage = append(stage, s.kbuf...)
+	del := func(key []byte) {
+		stage = appendDelete(stage, key)
 		keys++
+		ops++
 	}
-	// unstage moves the staged entries into the batch, outside any lock.
-	unstage := func() {
-		for st := stage; len(st) > 0; {
-			kind := st[0]
-			n, w := binary.Uvarint(st[1:])
-			key := st[1+w : 1+w+int(n)]
-			st = st[1+w+int(n):]
-			if kind == 0 {
-				b.Delete(key, nil)
-				continue
-			}
-			n, w = binary.Uvarint(st)
-			b.Set(key, st[w:w+int(n)], nil)
-			st = st[w+int(n):]
-		}
-		stage = stage[:0]
+	for _, k := range s.stale {
+		del(k)
 	}
 	// A flushed or swapped database is rewritten whole: a range deletion,
 	// then every key it holds now.
 	for _, db := range flushed {
-		b.DeleteRange(dbPrefix(db), dbEnd(db), nil)
-		for i := 0; i < engine.Shards; i++ {
+		stage = appendDeleteRange(stage, dbPrefix(db), dbEnd(db))
+		ops++
+		for i := 0; i < engine.Shards && sendErr == nil; i++ {
 			sh := s.eng.Shard(i)
-			for from := 0; from >= 0; {
+			for from := 0; from >= 0 && sendErr == nil; {
 				sh.Lock()
 				from = sh.Keys(db, from, captureChunk, now, func(e engine.Entry) { put(sh, db, e.Key(), e) })
 				sh.Unlock()
-				unstage()
+				send(false)
 			}
 		}
 	}
-	taken := make([][]byte, engine.Shards)
-	for i := 0; i < engine.Shards; i++ {
+	for i := 0; i < engine.Shards && sendErr == nil; i++ {
 		sh := s.eng.Shard(i)
 		sh.Lock()
 		taken[i] = sh.TakeChanges(s.logs[i])
@@ -447,56 +428,45 @@ func (s *Store) Snapshot() error {
 				case live:
 					put(sh, db, key, e)
 				default:
-					del(db, key)
+					s.kbuf = dataKey(s.kbuf[:0], db, key)
+					del(s.kbuf)
 				}
 			}
 			sh.Unlock()
-			unstage()
+			send(false)
 		}
+	}
+	if encErr == nil {
+		send(true)
 	}
 	if cap(stage) <= 1<<20 {
 		s.stage = stage[:0] // kept for the next snapshot, unless a huge value grew it
 	} else {
 		s.stage = nil
 	}
-	size := int64(b.Len())
-	var err error
+	octx, cancel := context.WithTimeout(ctx, s.opts.OpTimeout)
+	defer cancel()
 	switch {
+	case sendErr != nil:
+		err = sendErr
 	case encErr != nil:
 		err = encErr
-	case b.Count() > 0:
-		err = s.guard(func() error { return b.Commit(pebble.Sync) })
+		if derr := w.discard(octx); derr != nil {
+			err = errors.Join(err, derr)
+		}
+	case ops > 0:
+		err = w.commit(octx)
 	}
 	if err != nil {
 		s.retryLater(taken, flushed)
-		s.record(start, keys, size, err)
-		s.log.Error("snapshot failed; will retry", "err", err, "keys", keys)
-		return err
+		return keys, size, err
 	}
 	for i := range taken {
-		s.logs[i] = taken[i][:0]
+		if taken[i] != nil {
+			s.logs[i] = taken[i][:0]
+		}
 	}
-	s.record(start, keys, size, nil)
-	return nil
-}
-
-// batchSizeHint guesses the bytes of the next snapshot's batch, so that
-// the batch is allocated once rather than grown by copying: the keys
-// changed so far at the size per key of the last snapshot (64 bytes before
-// the first), a quarter more for the keys that change while it is taken.
-// The batch is allocated at this size up front, so a last snapshot of a
-// few huge values must not make a small one reserve gigabytes: the size
-// per key counts at most 4 KiB and the hint at most 64 MiB (a larger
-// batch grows as it fills, outside any lock).
-func (s *Store) batchSizeHint() int {
-	perKey := int64(64)
-	s.statsMu.Lock()
-	if s.stats.LastKeys > 0 && s.stats.LastBytes > 0 {
-		perKey = min(s.stats.LastBytes/int64(s.stats.LastKeys)+1, 4<<10)
-	}
-	s.statsMu.Unlock()
-	n := int64(s.eng.PendingChanges()) * perKey * 5 / 4
-	return int(min(max(n, 1<<10), 64<<20))
+	return keys, size, nil
 }
 
 // retryLater marks the keys of a failed snapshot as changed again.
@@ -519,58 +489,48 @@ func (s *Store) retryLater(taken [][]byte, flushed []int) {
 	}
 }
 
-type openResult struct {
-	db  *pebble.DB
-	err error
+// failureLog keeps a failing disk from flooding the log: the first
+// failure is logged, then one line a minute at most while they go on, and
+// one when snapshots succeed again.
+type failureLog struct {
+	failing  bool
+	since    time.Time
+	attempts int
+	logged   time.Time
 }
 
-// reopenIfBroken replaces a database handle that a Pebble failure left
-// unusable: it closes the old handle and opens a new one, each in the
-// background, waiting for them at most OpTimeout per snapshot attempt.
-// While the disk keeps failing, every attempt reports why; once it works
-// again, the next attempt finds the database open.
-func (s *Store) reopenIfBroken() error {
-	if cause := s.isBroken(); cause != nil && s.db != nil {
-		old := s.db
-		s.db = nil
-		s.closing = make(chan struct{})
-		go func(done chan struct{}) {
-			defer close(done)
-			defer func() { recover() }()
-			old.Close()
-		}(s.closing)
-		s.log.Warn("closing the snapshot database to reopen it", "after", cause)
+const failureLogPeriod = time.Minute
+
+// failed records a failed snapshot: the writer is dropped if it cannot go
+// on, periodic snapshots back off, and the failure is logged (throttled).
+func (s *Store) failed(start time.Time, keys int, size int64, err error) {
+	s.wMu.Lock()
+	w := s.w
+	s.wMu.Unlock()
+	if w != nil && !w.usable() {
+		s.dropWriter()
 	}
-	if s.db != nil {
-		return nil
+	if errors.Is(err, ErrDamaged) && s.damage == nil {
+		s.damage = err
 	}
-	wait := time.NewTimer(s.opts.OpTimeout)
-	defer wait.Stop()
-	if s.closing != nil {
-		select {
-		case <-s.closing:
-			s.closing = nil
-		case <-wait.C:
-			return errors.New("the snapshot database is still closing after a disk failure")
-		}
+	if s.backoff == 0 {
+		s.backoff = s.opts.RetryMin
+	} else {
+		s.backoff = min(2*s.backoff, s.opts.RetryMax)
 	}
-	s.statsMu.Lock()
-	s.broken = nil
-	s.statsMu.Unlock()
-	if s.opening == nil {
-		s.opening = s.openAsync()
+	s.retryAt = time.Now().Add(s.backoff)
+	s.record(start, keys, size, err)
+	now := time.Now()
+	f := &s.fails
+	if !f.failing {
+		*f = failureLog{failing: true, since: now, attempts: 1, logged: now}
+		s.log.Error("snapshot failed; the changes are kept for the next attempt", "err", err, "keys", keys, "retry_in", s.backoff)
+		return
 	}
-	select {
-	case r := <-s.opening:
-		s.opening = nil
-		if r.err != nil {
-			return fmt.Errorf("reopening the snapshot database: %w", r.err)
-		}
-		s.db = r.db
-		s.log.Info("snapshot database reopened")
-		return nil
-	case <-wait.C:
-		return errors.New("reopening the snapshot database: still waiting for the disk")
+	f.attempts++
+	if now.Sub(f.logged) >= failureLogPeriod {
+		f.logged = now
+		s.log.Error("snapshot still failing", "attempts", f.attempts, "since", f.since.Format(time.RFC3339), "err", err)
 	}
 }
 
@@ -604,7 +564,8 @@ func (s *Store) Stats() Stats {
 func (s *Store) Busy() bool { return s.running.Load() }
 
 // Run takes a snapshot every interval() (re-read each time; 0 pauses) until
-// ctx ends.
+// ctx ends. After a failure it waits longer (RetryMin doubling to
+// RetryMax). A snapshot under way when ctx ends is not interrupted.
 func (s *Store) Run(ctx context.Context, interval func() time.Duration) {
 	for {
 		d := interval()
@@ -622,32 +583,45 @@ func (s *Store) Run(ctx context.Context, interval func() time.Duration) {
 			return
 		case <-time.After(d):
 		}
-		s.Snapshot()
+		s.snapshot(context.Background(), true)
 	}
 }
 
-// Close closes the database.
+// closeWait is how long Close waits for a running snapshot before it kills
+// the worker under it, and then for the worker to close the database
+// before it kills it: stopping must take seconds, and a killed worker
+// leaves what a crash would, which Pebble recovers from.
+const closeWait = 2 * time.Second
+
+// Close closes the database, within seconds.
 func (s *Store) Close() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.opening != nil {
-		select {
-		case r := <-s.opening:
-			s.opening = nil
-			if r.db != nil {
-				s.db = r.db
-			}
-		case <-time.After(s.opts.OpTimeout):
+	select {
+	case s.sem <- struct{}{}:
+	case <-time.After(closeWait):
+		// A snapshot is stuck on the worker: kill it, and the snapshot
+		// ends.
+		s.wMu.Lock()
+		w := s.w
+		s.wMu.Unlock()
+		if w != nil {
+			w.kill()
 		}
+		s.sem <- struct{}{}
 	}
-	if s.db == nil {
-		return nil
-	}
+	defer func() { <-s.sem }()
 	var err error
-	closeErr := s.guard(func() error { err = s.db.Close(); return err })
-	s.db = nil
-	if closeErr != nil {
-		return closeErr
+	if s.ro != nil {
+		err = s.ro.Close()
+		s.ro = nil
+	}
+	s.wMu.Lock()
+	w := s.w
+	s.w = nil
+	s.wMu.Unlock()
+	if w != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), min(s.opts.OpTimeout, 2*closeWait))
+		defer cancel()
+		err = errors.Join(err, w.close(ctx))
 	}
 	return err
 }

@@ -10,13 +10,11 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
-	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
 
 	"limitkv/engine"
 )
@@ -243,70 +241,6 @@ func TestExpiredWhileDown(t *testing.T) {
 	}
 }
 
-// TestWriteFailuresAreRetried injects write and sync failures: the
-// snapshot fails with an error, nothing is lost, and once the disk works
-// again the next snapshot writes everything.
-func TestWriteFailuresAreRetried(t *testing.T) {
-	for _, kind := range []string{"write", "sync"} {
-		t.Run(kind, func(t *testing.T) {
-			mem := vfs.NewMem()
-			var failing atomic.Bool
-			inj := errorfs.InjectorFunc(func(op errorfs.Op) error {
-				if !failing.Load() {
-					return nil
-				}
-				switch {
-				case kind == "write" && (op.Kind == errorfs.OpFileWrite || op.Kind == errorfs.OpFileWriteAt || op.Kind == errorfs.OpCreate):
-					return errors.New("injected write error (ENOSPC)")
-				case kind == "sync" && (op.Kind == errorfs.OpFileSync || op.Kind == errorfs.OpFileSyncData || op.Kind == errorfs.OpFileSyncTo):
-					return errors.New("injected sync error (EIO)")
-				}
-				return nil
-			})
-			fs := errorfs.Wrap(mem, inj)
-			clock := engine.NewManualClock(t0)
-			eng := newEngine(clock)
-			st, err := Open(eng, Options{Dir: "/data", FS: fs, Log: quiet, OpTimeout: 500 * time.Millisecond})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer st.Close()
-			st.Load(t0)
-			fill(eng)
-			if err := st.Snapshot(); err != nil {
-				t.Fatal(err)
-			}
-			with(eng, "during", func(s *engine.Shard, k []byte) { s.SetString(0, k, []byte("outage"), 0) })
-			with(eng, "str", func(s *engine.Shard, k []byte) { s.Delete(0, k, t0) })
-			failing.Store(true)
-			for i := 0; i < 3; i++ {
-				if err := st.Snapshot(); err == nil {
-					t.Fatal("a snapshot succeeded while the disk fails")
-				}
-			}
-			if s := st.Stats(); s.LastOK || s.Errors < 3 || s.LastError == "" {
-				t.Fatalf("stats after failures: %+v", s)
-			}
-			failing.Store(false)
-			// The interval loop retries; a few attempts may wait on Pebble
-			// recovering from the failure in the background.
-			var err2 error
-			for i := 0; i < 20; i++ {
-				if err2 = st.Snapshot(); err2 == nil {
-					break
-				}
-			}
-			if err2 != nil {
-				t.Fatalf("snapshot after the disk recovered: %v", err2)
-			}
-			want := dump(t, eng)
-			st.Close()
-			eng2, _ := restart(t, mem, clock)
-			sameDump(t, dump(t, eng2), want)
-		})
-	}
-}
-
 // TestRefusesForeignNewerAndDamaged: a directory that is not limitkv's, of
 // a newer format, or damaged is refused with a message, never emptied.
 func TestRefusesForeignNewerAndDamaged(t *testing.T) {
@@ -326,7 +260,7 @@ func TestRefusesForeignNewerAndDamaged(t *testing.T) {
 	})
 	t.Run("foreign pebble", func(t *testing.T) {
 		fs := vfs.NewMem()
-		db, err := pebble.Open("/data", &pebble.Options{FS: fs, Logger: pebbleLogger{quiet, &Store{}}})
+		db, err := pebble.Open("/data", &pebble.Options{FS: fs, Logger: localLogger{quiet, newLogThrottle(time.Minute)}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -339,7 +273,7 @@ func TestRefusesForeignNewerAndDamaged(t *testing.T) {
 	})
 	t.Run("newer format", func(t *testing.T) {
 		fs := vfs.NewMem()
-		db, _ := pebble.Open("/data", &pebble.Options{FS: fs, Logger: pebbleLogger{quiet, &Store{}}})
+		db, _ := pebble.Open("/data", &pebble.Options{FS: fs, Logger: localLogger{quiet, newLogThrottle(time.Minute)}})
 		db.Set(metaKey, append(append([]byte(magic), 0), 99), pebble.Sync)
 		db.Close()
 		_, err := Open(newEngine(engine.NewManualClock(t0)), Options{Dir: "/data", FS: fs, Log: quiet})
@@ -349,7 +283,7 @@ func TestRefusesForeignNewerAndDamaged(t *testing.T) {
 	})
 	t.Run("damaged value", func(t *testing.T) {
 		fs := vfs.NewMem()
-		db, _ := pebble.Open("/data", &pebble.Options{FS: fs, Logger: pebbleLogger{quiet, &Store{}}})
+		db, _ := pebble.Open("/data", &pebble.Options{FS: fs, Logger: localLogger{quiet, newLogThrottle(time.Minute)}})
 		db.Set(metaKey, metaValue(), pebble.Sync)
 		db.Set(dataKey(nil, 0, []byte("k")), []byte{typeList, 0, 200}, pebble.Sync)
 		db.Close()
@@ -411,28 +345,4 @@ func TestManyChangesInChunks(t *testing.T) {
 	st.Close()
 	eng2, _ := restart(t, fs, clock)
 	sameDump(t, dump(t, eng2), want)
-}
-
-// The batch is allocated at the hint's size up front: a last snapshot of
-// one huge value must not make the next small one reserve gigabytes.
-func TestBatchSizeHintIsBounded(t *testing.T) {
-	fs := vfs.NewMem()
-	clock := engine.NewManualClock(t0)
-	eng, st := restart(t, fs, clock)
-	defer st.Close()
-	for i := 0; i < 1000; i++ {
-		with(eng, "k"+strconv.Itoa(i), func(s *engine.Shard, k []byte) { s.SetInt(0, k, int64(i), 0) })
-	}
-	st.statsMu.Lock()
-	st.stats.LastKeys, st.stats.LastBytes = 1, 500<<20
-	st.statsMu.Unlock()
-	if got := st.batchSizeHint(); got > 1000*(4<<10)*5/4 {
-		t.Fatalf("hint %d bytes for 1000 changed keys after a 500 MB one", got)
-	}
-	st.statsMu.Lock()
-	st.stats.LastKeys, st.stats.LastBytes = 1000, 1000*64
-	st.statsMu.Unlock()
-	if got := st.batchSizeHint(); got < 1000*64 || got > 1000*65*5/4 {
-		t.Fatalf("hint %d bytes for 1000 changed keys of 64 bytes", got)
-	}
 }

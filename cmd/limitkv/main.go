@@ -32,7 +32,15 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stderr))
 }
 
+// workerFlag, as the only argument, makes the binary a snapshot worker:
+// the process that owns the Pebble database and writes the snapshots the
+// server sends it (persist/worker.go). It is not a setting.
+const workerFlag = "--snapshot-worker"
+
 func run(args []string, stderr io.Writer) int {
+	if len(args) == 1 && args[0] == workerFlag {
+		return persist.ServeWorker(os.Stdin, os.Stdout, nil)
+	}
 	cfg := commands.NewConfig()
 	fs := flag.NewFlagSet("limitkv", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -121,16 +129,17 @@ func run(args []string, stderr io.Writer) int {
 		srv.Run(ctx)
 	}()
 	if store != nil {
-		bg.Add(1)
-		go func() {
-			defer bg.Done()
-			store.Run(ctx, func() time.Duration { return time.Duration(cfg.Int("snapshot-interval")) })
-		}()
+		// Not waited for at shutdown: a snapshot it runs then is waited for
+		// by the final one, within that one's bound.
+		go store.Run(ctx, func() time.Duration { return time.Duration(cfg.Int("snapshot-interval")) })
 	}
 
 	listeners, err := listen(cfg.Get("bind"), cfg.Get("port"), log)
 	if err != nil {
 		log.Error("cannot listen", "err", err)
+		if store != nil {
+			store.Close()
+		}
 		return 1
 	}
 	for _, ln := range listeners {
@@ -175,7 +184,18 @@ func run(args []string, stderr io.Writer) int {
 		why = "SHUTDOWN command"
 	}
 	log.Info("shutting down", "reason", why)
-	shutCtx, shutCancel := context.WithTimeout(context.Background(), 10*time.Second)
+	// A second signal ends the drain and the final snapshot at once.
+	hurry, hurried := context.WithCancel(context.Background())
+	defer hurried()
+	go func() {
+		select {
+		case <-sigs:
+			log.Warn("second signal: stopping without waiting")
+			hurried()
+		case <-hurry.Done():
+		}
+	}()
+	shutCtx, shutCancel := context.WithTimeout(hurry, 10*time.Second)
 	defer shutCancel()
 	if err := srv.Net.Shutdown(shutCtx); err != nil {
 		log.Warn("connections did not close in time", "err", err)
@@ -184,41 +204,54 @@ func run(args []string, stderr io.Writer) int {
 	bg.Wait()
 	code := 0
 	if store != nil {
-		if save {
-			code = finalSnapshot(store, sigs, log)
+		if save && !finalSnapshot(hurry, store, log) {
+			code = 1
 		}
 		if err := store.Close(); err != nil {
 			log.Warn("closing the snapshot database", "err", err)
 		}
 	}
-	log.Info("limitkv stopped")
+	log.Info("limitkv stopped", "exit_code", code)
 	return code
 }
 
-// finalSnapshot saves before exit. If the disk fails, the server does not
-// throw away the changes silently: it keeps trying until the disk recovers
-// or it gets a second signal, which stops it without saving.
-func finalSnapshot(store *persist.Store, sigs chan os.Signal, log *slog.Logger) int {
-	for {
-		err := store.Snapshot()
-		if err == nil {
-			return 0
-		}
-		log.Error("final snapshot failed; retrying every 5s. Send SIGTERM again to stop without saving", "err", err)
-		select {
-		case <-sigs:
-			log.Error("stopping without the final snapshot: changes since the last snapshot are lost")
-			return 1
-		case <-time.After(5 * time.Second):
-		}
+// finalSnapshotBound is the time SIGTERM, SIGINT or SHUTDOWN give the
+// final snapshot: a supervisor expects the process to end within seconds.
+const finalSnapshotBound = 10 * time.Second
+
+// finalSnapshot saves before exit, within finalSnapshotBound. If it
+// cannot, it says loudly what is lost, and the process exits non-zero.
+func finalSnapshot(ctx context.Context, store *persist.Store, log *slog.Logger) bool {
+	ctx, cancel := context.WithTimeout(ctx, finalSnapshotBound)
+	defer cancel()
+	err := store.SnapshotContext(ctx)
+	if err == nil {
+		return true
 	}
+	last := "never"
+	if t := store.Stats().LastSuccess; !t.IsZero() {
+		last = t.Format(time.RFC3339)
+	}
+	log.Error("final snapshot failed: the changes since the last successful snapshot are lost",
+		"last_successful_snapshot", last, "err", err)
+	return false
 }
 
 // openStore opens the data directory and loads its snapshot.
 func openStore(eng *engine.Engine, cfg *commands.Config, log *slog.Logger) (*persist.Store, error) {
+	// /proc/self/exe is this very binary even when the file was replaced
+	// or deleted since (an upgrade): a worker always speaks the server's
+	// protocol.
+	exe := "/proc/self/exe"
+	if _, err := os.Stat(exe); err != nil {
+		if exe, err = os.Executable(); err != nil {
+			return nil, fmt.Errorf("finding this binary to start the snapshot worker: %w", err)
+		}
+	}
 	store, err := persist.Open(eng, persist.Options{
-		Dir: cfg.Get("dir"),
-		Log: log,
+		Dir:    cfg.Get("dir"),
+		Log:    log,
+		Worker: &persist.WorkerCommand{Path: exe, Args: []string{workerFlag}},
 		Limits: func() persist.Limits {
 			he, hv, ze, zv := cfg.ListpackLimits()
 			return persist.Limits{
