@@ -41,6 +41,9 @@ type Hooks struct {
 	// snapshot (nil: as configured), force whether to stop even if it
 	// fails.
 	Shutdown func(save *bool, force bool) error
+	// Seal stops snapshots for good: SHUTDOWN NOSAVE is under way, and
+	// may have stopped a script halfway (see persist.Store.Seal).
+	Seal func()
 	// Save takes a snapshot now (SAVE); BgSave starts one in the background
 	// and returns BGSAVE's reply (schedule: wait for a running one).
 	Save   func() error
@@ -197,7 +200,7 @@ func (s *Server) execute(cl *Client, w *resp.Writer, args [][]byte, now int64) {
 	}()
 	for spec.Flags&AllowBusy == 0 || spec == s.shutdownSpec {
 		waited, ok := s.awaitScript()
-		if !ok && (spec != s.shutdownSpec || !s.scripts.stopForShutdown(args)) {
+		if !ok && (spec != s.shutdownSpec || !s.scripts.stopForShutdown(s, args)) {
 			s.reject(cl, w, spec, msgBusy)
 			return
 		}

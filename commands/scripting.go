@@ -570,13 +570,17 @@ func cmdScriptKill(c *Ctx) {
 // stopForShutdown lets SHUTDOWN NOSAVE through while a script is busy, as
 // Redis does, stopping the script even if it has written (nothing will be
 // saved); any other SHUTDOWN is refused with BUSY.
-func (se *scriptEngine) stopForShutdown(args [][]byte) bool {
+func (se *scriptEngine) stopForShutdown(srv *Server, args [][]byte) bool {
 	nosave := false
 	for _, a := range args[1:] {
 		nosave = nosave || is(a, "NOSAVE")
 	}
 	if !nosave {
 		return false
+	}
+	// Sealed before the kill: the script's half must never be saved.
+	if seal := srv.Hooks.Seal; seal != nil {
+		seal()
 	}
 	se.killMu.Lock()
 	defer se.killMu.Unlock()

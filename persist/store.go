@@ -73,6 +73,9 @@ type Store struct {
 	note    corruptionNote
 	fails   failureLog
 
+	// sealed: nothing more may be written (Seal).
+	sealed atomic.Bool
+
 	throttle *logThrottle // for the worker's crash reports
 	statsMu  sync.Mutex
 	stats    Stats
@@ -303,6 +306,17 @@ func (s *Store) Snapshot() error { return s.snapshot(context.Background(), false
 // at shutdown has a few seconds).
 func (s *Store) SnapshotContext(ctx context.Context) error { return s.snapshot(ctx, false) }
 
+// ErrSealed is the answer of every snapshot after Seal.
+var ErrSealed = errors.New("snapshots are sealed: the server is stopping without saving")
+
+// Seal stops every later snapshot, and one being captured, from writing
+// anything: the server is stopping without saving (SHUTDOWN NOSAVE), and
+// it may do so by killing a script halfway, whose partial effects must
+// never reach the disk. A script holds every shard lock while it runs, so
+// a snapshot captures either none of it or, once the kill released the
+// locks, the half that Seal keeps from being committed.
+func (s *Store) Seal() { s.sealed.Store(true) }
+
 // errWaiting is the answer of a periodic snapshot skipped while the
 // store waits to retry after a failure.
 var errWaiting = errors.New("waiting to retry after a failed snapshot")
@@ -324,6 +338,9 @@ func (s *Store) snapshot(ctx context.Context, periodic bool) error {
 	if periodic && time.Now().Before(s.retryAt) {
 		return errWaiting
 	}
+	if s.sealed.Load() {
+		return ErrSealed
+	}
 	s.running.Store(true)
 	defer s.running.Store(false)
 	start := time.Now()
@@ -338,6 +355,9 @@ func (s *Store) snapshot(ctx context.Context, periodic bool) error {
 		}
 	}
 	keys, size, err := s.capture(ctx)
+	if errors.Is(err, ErrSealed) {
+		return err // not a failure: the server stops without saving
+	}
 	if err != nil {
 		s.failed(start, keys, size, err)
 		return err
@@ -447,6 +467,13 @@ func (s *Store) capture(ctx context.Context) (keys int, size int64, err error) {
 	octx, cancel := context.WithTimeout(ctx, s.opts.OpTimeout)
 	defer cancel()
 	switch {
+	case s.sealed.Load():
+		// Checked after the capture: it may have waited on a shard lock
+		// behind the very script whose kill sealed the store.
+		err = ErrSealed
+		if derr := w.discard(octx); derr != nil {
+			err = errors.Join(err, derr)
+		}
 	case sendErr != nil:
 		err = sendErr
 	case encErr != nil:

@@ -346,3 +346,27 @@ func TestManyChangesInChunks(t *testing.T) {
 	eng2, _ := restart(t, fs, clock)
 	sameDump(t, dump(t, eng2), want)
 }
+
+// TestSealedStoreWritesNothing: after Seal (SHUTDOWN NOSAVE, perhaps
+// stopping a script halfway), no snapshot writes anything more.
+func TestSealedStoreWritesNothing(t *testing.T) {
+	fs := vfs.NewMem()
+	clock := engine.NewManualClock(t0)
+	eng, st := restart(t, fs, clock)
+	with(eng, "saved", func(s *engine.Shard, k []byte) { s.SetString(0, k, []byte("1"), 0) })
+	if err := st.Snapshot(); err != nil {
+		t.Fatal(err)
+	}
+	want := dump(t, eng)
+	with(eng, "half", func(s *engine.Shard, k []byte) { s.SetString(0, k, []byte("v"), 0) })
+	st.Seal()
+	if err := st.Snapshot(); !errors.Is(err, ErrSealed) {
+		t.Fatalf("Snapshot after Seal: %v, want ErrSealed", err)
+	}
+	if st.Stats().Errors != 0 {
+		t.Fatal("a sealed snapshot counted as a failure")
+	}
+	st.Close()
+	eng2, _ := restart(t, fs, clock)
+	sameDump(t, dump(t, eng2), want)
+}

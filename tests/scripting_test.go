@@ -323,3 +323,36 @@ func TestSMSSlidingWindowScript(t *testing.T) {
 		t.Fatalf("only %d commands compared", n)
 	}
 }
+
+// TestKilledScriptIsNeverSaved: SHUTDOWN NOSAVE may stop a script that
+// has written; the half it ran stays in memory until the process exits,
+// and no snapshot may write it meanwhile (snapshots run every 20 ms here,
+// so the exit's draining leaves plenty of time for one).
+func TestKilledScriptIsNeverSaved(t *testing.T) {
+	dir := t.TempDir()
+	kv := startLimitkvIn(t, dir, "--busy-reply-threshold", "100", "--snapshot-interval", "20ms")
+	runner := dialRaw(t, kv.addr)
+	other := dialRaw(t, kv.addr)
+	if v := other.do("SET", "before", "1"); v.String() != "+OK" {
+		t.Fatalf("SET: %s", v)
+	}
+	if v := other.do("SAVE"); v.String() != "+OK" {
+		t.Fatalf("SAVE: %s", v)
+	}
+	runner.send(encodeCommand("EVAL", "redis.call('SET','wk3','v') while true do end", "0"))
+	waitBusy(t, other)
+	other.send(encodeCommand("SHUTDOWN", "NOSAVE"))
+	select {
+	case <-kv.done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("SHUTDOWN NOSAVE did not stop the server")
+	}
+	again := startLimitkvIn(t, dir)
+	c := dialRaw(t, again.addr)
+	if v := c.do("GET", "wk3"); v.String() != "nil" {
+		t.Fatalf("GET wk3 after the restart: %s; the killed script's write was saved", v)
+	}
+	if v := c.do("GET", "before"); v.String() != "\"1\"" {
+		t.Fatalf("GET before after the restart: %s", v)
+	}
+}

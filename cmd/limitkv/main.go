@@ -156,6 +156,9 @@ func run(args []string, stderr io.Writer) int {
 	stop := make(chan bool, 1) // true: take a final snapshot
 	srv.Hooks.Shutdown = func(save *bool, force bool) error {
 		wantSave := store != nil && (save == nil || *save)
+		if store != nil && !wantSave {
+			store.Seal() // no periodic snapshot between here and the exit
+		}
 		if wantSave {
 			if err := store.Snapshot(); err != nil && !force {
 				log.Error("SHUTDOWN refused: the snapshot failed", "err", err)
@@ -276,6 +279,7 @@ func openStore(eng *engine.Engine, cfg *commands.Config, log *slog.Logger) (*per
 // wireStore connects SAVE, BGSAVE, LASTSAVE and INFO to the store.
 func wireStore(srv *commands.Server, store *persist.Store, cfg *commands.Config) {
 	srv.Hooks.Save = store.Snapshot
+	srv.Hooks.Seal = store.Seal
 	var scheduled atomic.Bool
 	srv.Hooks.BgSave = func(schedule bool) (string, error) {
 		if store.Busy() {
