@@ -79,10 +79,10 @@ func (cl *Client) flagTx() {
 	}
 }
 
-// queue adds a command to the open transaction. redcon gives every request
-// its own buffer, so args can be kept as they are.
+// queue adds a command to the open transaction. The request's arguments
+// point into the connection's read buffer, so it keeps a copy.
 func (cl *Client) queue(spec *Spec, args [][]byte) {
-	cl.queued = append(cl.queued, queuedCmd{spec: spec, args: args})
+	cl.queued = append(cl.queued, queuedCmd{spec: spec, args: cl.conn.KeepArgs(args)})
 	cl.multiLen.Store(int32(len(cl.queued)))
 }
 
@@ -168,6 +168,14 @@ func (cl *Client) info(now time.Time) string {
 	w("lib-name", loadString(&cl.libName))
 	w("lib-ver", loadString(&cl.libVer))
 	return b.String()
+}
+
+// clientInfo is a connection's CLIENT LIST line, for the log.
+func clientInfo(conn *resp.Conn) string {
+	if cl, ok := conn.Ctx.(*Client); ok {
+		return cl.info(time.Now())
+	}
+	return "addr=" + conn.RemoteAddr() + " laddr=" + conn.LocalAddr()
 }
 
 // clientRegistry holds the connected clients.
