@@ -16,12 +16,18 @@ import (
 // Output: the replies to the requests of one read accumulate in W and
 // leave in one write once that read's requests are served, or as soon as
 // they pass flushAt bytes, so that a pipeline of big replies never piles
-// up. The write blocks this connection's goroutine only: a client that
-// does not read stops being read from (backpressure), and what the server
-// holds for it stays bounded by flushAt plus one reply. Unsent bytes are
-// checked against the client-output-buffer-limit of the connection's
-// class: past the hard limit the connection is closed at once, and past
-// the soft one for longer than its seconds, as Redis does.
+// up. Unsent bytes are checked against the client-output-buffer-limit of
+// the connection's class: past the hard limit the connection is closed at
+// once, and past the soft one for longer than its seconds, as Redis does.
+//
+// When the class has no limit (normal clients, by default), the write
+// blocks this connection's goroutine only: a client that does not read
+// stops being read from (backpressure), and what the server holds for it
+// stays bounded by flushAt plus one reply, where Redis would buffer
+// without bound. When the class has a limit, the connection behaves as in
+// Redis: its replies go to an output queue that a writer goroutine sends,
+// its goroutine keeps serving requests, and the limits close a client
+// that lets its output pile up.
 //
 // Once anything is pushed, a writer goroutine sends the connection's output
 // queue and the connection's own replies go through that queue too, so
@@ -313,8 +319,8 @@ func (c *Conn) flush() bool {
 	if len(b) == 0 {
 		return !c.killed.Load()
 	}
-	if c.queued.Load() {
-		ok := c.enqueue(b, true)
+	if c.queued.Load() || c.limited() {
+		ok := c.enqueueOwn(b)
 		c.resetW()
 		return ok
 	}
@@ -355,6 +361,12 @@ func (c *Conn) write(b []byte) bool {
 		b = b[n:]
 	}
 	return true
+}
+
+// limited reports whether the connection's class has an output limit.
+func (c *Conn) limited() bool {
+	lim := c.srv.Limits.Output(c.Class())
+	return lim.Hard > 0 || lim.Soft > 0
 }
 
 // addPending counts n more unsent bytes and applies the class's output

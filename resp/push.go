@@ -25,6 +25,28 @@ type pushQueue struct {
 // not with Push: they are sent in order with the rest.
 func (c *Conn) Push(b []byte) bool { return c.enqueue(b, false) }
 
+// enqueueOwn adds the connection's own replies to the output queue; a big
+// batch is handed over rather than copied. While the class has no output
+// limit it then waits until the unsent output is back under flushAt: a
+// client that does not read stops being read from. With a limit it does
+// not wait, as Redis does not: the limit closes a client that lets its
+// output pile up.
+func (c *Conn) enqueueOwn(b []byte) bool {
+	ok := c.enqueue(b, len(b) >= pushBlock)
+	if ok && len(b) >= pushBlock {
+		c.W.b = nil // the queue has it
+	}
+	if ok && !c.limited() {
+		c.qmu.Lock()
+		for c.pending.Load() > flushAt && !c.q.closed {
+			c.q.cond.Wait()
+		}
+		ok = !c.q.closed
+		c.qmu.Unlock()
+	}
+	return ok
+}
+
 // Commit moves the replies written to W so far into the output queue,
 // starting the queue if need be, so that anything pushed afterwards is
 // sent after them. A handler that makes its connection a target of pushes
@@ -35,10 +57,8 @@ func (c *Conn) Commit() {
 	c.resetW()
 }
 
-// enqueue adds b to the output queue. For the connection's own replies
-// (own), it then waits until the unsent output is back under flushAt: a
-// client that does not read stops being read from.
-func (c *Conn) enqueue(b []byte, own bool) bool {
+// enqueue adds b to the output queue, copied, or handed over whole (take).
+func (c *Conn) enqueue(b []byte, take bool) bool {
 	if len(b) > 0 && !c.addPending(int64(len(b))) {
 		return false
 	}
@@ -53,19 +73,16 @@ func (c *Conn) enqueue(b []byte, own bool) bool {
 		go c.writeQueue(c.q)
 	}
 	q := c.q
-	if len(b) > 0 {
+	switch {
+	case take:
+		q.blocks = append(q.blocks, b)
+	case len(b) > 0:
 		q.add(b)
-		c.blocksQueued.Store(int64(len(q.blocks)))
-		q.cond.Broadcast()
 	}
-	if own {
-		for c.pending.Load() > flushAt && !q.closed {
-			q.cond.Wait()
-		}
-	}
-	ok := !q.closed
+	c.blocksQueued.Store(int64(len(q.blocks)))
+	q.cond.Broadcast()
 	c.qmu.Unlock()
-	return ok
+	return true
 }
 
 // add copies b into the queue: into the last block while it has room, a
