@@ -28,6 +28,7 @@ type Client struct {
 	lastCmd         atomic.Pointer[Spec]
 	commands        atomic.Int64
 	multiLen        atomic.Int32 // queued commands, -1 outside MULTI
+	multiMem        atomic.Int64 // bytes of the queued commands' arguments
 
 	authed bool
 
@@ -84,6 +85,11 @@ func (cl *Client) flagTx() {
 func (cl *Client) queue(spec *Spec, args [][]byte) {
 	cl.queued = append(cl.queued, queuedCmd{spec: spec, args: cl.conn.KeepArgs(args)})
 	cl.multiLen.Store(int32(len(cl.queued)))
+	n := int64(len(args)) * 24
+	for _, a := range args {
+		n += int64(len(a))
+	}
+	cl.multiMem.Add(n)
 }
 
 // discardTx leaves MULTI state.
@@ -93,6 +99,7 @@ func (cl *Client) discardTx() {
 	clear(cl.queued)
 	cl.queued = cl.queued[:0]
 	cl.multiLen.Store(-1)
+	cl.multiMem.Store(0)
 }
 
 // unwatchAll drops every WATCH of the client.
@@ -158,8 +165,19 @@ func (cl *Client) info(now time.Time) string {
 	w("psub", "0")
 	w("ssub", "0")
 	w("multi", i(int64(cl.multiLen.Load())))
-	// Redis's buffer fields (qbuf, omem, ...) describe its own allocator
-	// and are left out rather than made up.
+	// The connection's buffers, as resp.ConnStats describes them; omem is
+	// all unsent output, the figure client-output-buffer-limit checks.
+	st := cl.conn.Stats()
+	w("qbuf", i(st.QueryBuf))
+	w("qbuf-free", i(st.QueryBufFree))
+	w("argv-mem", i(st.ArgvMem))
+	w("multi-mem", i(cl.multiMem.Load()))
+	w("rbs", i(st.ReadBuf))
+	w("rbp", i(st.ReadBufPeak))
+	w("obl", i(st.OutBuf))
+	w("oll", i(st.OutBlocks))
+	w("omem", i(st.OutMem))
+	w("tot-mem", i(st.TotalMem+cl.multiMem.Load()))
 	w("events", "r")
 	w("cmd", cmd)
 	w("user", "default")
