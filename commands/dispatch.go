@@ -28,6 +28,7 @@ type Server struct {
 	ops       opsMeter
 	startTime time.Time
 	mem       memoryMarks
+	release   memRelease
 	scripts   scriptEngine
 	// shutdownSpec is SHUTDOWN, which may stop a busy script.
 	shutdownSpec *Spec
@@ -98,6 +99,9 @@ func New(eng *engine.Engine, cfg *Config, log *slog.Logger) *Server {
 			return
 		}
 		s.Log.Debug("protocol error", "err", err.Error(), "client", clientInfo(conn))
+	}
+	s.Net.BeforeBigArg = func(n int) {
+		s.release.beforeBig(int64(n), s.Net.ReleasedBytes()+s.Eng.FreedBytes())
 	}
 	s.Net.OnOutputLimit = func(conn *resp.Conn) {
 		s.Log.Warn("Client " + clientInfo(conn) + " scheduled to be closed ASAP for overcoming of output buffer limits.")

@@ -89,6 +89,7 @@ const (
 
 func newConn(nc net.Conn, srv *Server) *Conn {
 	c := &Conn{nc: nc, srv: srv, fd: -1, p: newParser(srv.Limits)}
+	c.p.beforeBig = srv.BeforeBigArg
 	if a := nc.RemoteAddr(); a != nil {
 		c.remote = a.String()
 	}

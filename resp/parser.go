@@ -54,8 +54,9 @@ type bigArg struct {
 }
 
 type parser struct {
-	limits *Limits
-	noAuth bool
+	limits    *Limits
+	noAuth    bool
+	beforeBig func(n int) // see Server.BeforeBigArg
 
 	buf  []byte
 	pos  int // start of the current request: buf[:pos] is consumed
@@ -183,6 +184,9 @@ func (p *parser) startBig(n int) {
 		}
 	}
 	head = min(head, bigHeadroomMax)
+	if p.beforeBig != nil {
+		p.beforeBig(n)
+	}
 	p.bigs = append(p.bigs, bigArg{b: make([]byte, head+n+2), head: head, n: n})
 	p.fill = 0
 	p.filling = true

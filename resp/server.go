@@ -37,6 +37,10 @@ type Server struct {
 	// OnPanic, if set, is told of a handler that panicked; the connection
 	// that sent the request is closed, the server carries on.
 	OnPanic func(recovered any)
+	// BeforeBigArg, if set, is called on a connection's goroutine before
+	// an argument of n bytes (BigArg or more) is allocated, so that memory
+	// let go of may be collected first and reused.
+	BeforeBigArg func(n int)
 
 	mu        sync.Mutex
 	listeners map[net.Listener]struct{}

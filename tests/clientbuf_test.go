@@ -172,6 +172,47 @@ func TestOutputBufferLimitCloses(t *testing.T) {
 	}
 }
 
+// TestBigSetMemory: a 256 MB SET costs about its size (Redis: 1x), not a
+// multiple of it, and the memory goes back after DEL and close.
+func TestBigSetMemory(t *testing.T) {
+	s := startLimitkv(t, "--persistence", "no")
+	c := dialRaw(t, s.addr)
+	c.do("PING")
+	const n = 256 << 20
+	base := procStatus(t, s, "VmRSS")
+	val := bytes.Repeat([]byte("v"), n)
+	w := dialRaw(t, s.addr)
+	fmt.Fprintf(w.c, "*3\r\n$3\r\nSET\r\n$3\r\nbig\r\n$%d\r\n", n)
+	w.send(val)
+	w.send([]byte("\r\n"))
+	if v := w.read(); v.String() != "+OK" {
+		t.Fatal(v)
+	}
+	peak := procStatus(t, s, "VmHWM") - base
+	if v := c.do("STRLEN", "big"); v.Int != n {
+		t.Fatalf("STRLEN %d", v.Int)
+	}
+	// CLIENT LIST: the writer's buffers are back to their usual size.
+	if rbs, _ := clientField(t, c, w.do("CLIENT", "ID").Int, "rbs"); rbs > 64<<10 {
+		t.Errorf("read buffer of %d bytes after the SET", rbs)
+	}
+	c.do("DEL", "big")
+	w.c.Close()
+	var after int64
+	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+		if after = procStatus(t, s, "VmRSS") - base; after < 32<<20 {
+			break
+		}
+	}
+	t.Logf("256 MB SET: peak RSS growth %d MB (%.2fx); %d MB after DEL and close", peak>>20, float64(peak)/n, after>>20)
+	if float64(peak) > 1.6*n {
+		t.Errorf("peak RSS growth %d MB for a 256 MB value", peak>>20)
+	}
+	if after > 32<<20 {
+		t.Errorf("RSS still %d MB above its start after DEL and close", after>>20)
+	}
+}
+
 // TestQueryBufferLimitCloses: a request whose bytes pass
 // client-query-buffer-limit closes its client, with nothing sent and
 // Redis's line logged, as redis-server does; the requests before it are
