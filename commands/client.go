@@ -182,7 +182,7 @@ func (cl *Client) info(now time.Time) string {
 	w("cmd", cmd)
 	w("user", "default")
 	w("redir", "-1")
-	w("resp", i(int64(cl.conn.W.Proto())))
+	w("resp", i(int64(cl.conn.Proto())))
 	w("lib-name", loadString(&cl.libName))
 	w("lib-ver", loadString(&cl.libVer))
 	return b.String()

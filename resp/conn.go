@@ -44,7 +44,10 @@ type Conn struct {
 	local  string
 	p      *parser
 
-	closing bool // QUIT or a fatal error: drop the rest of the pipeline
+	closing bool         // QUIT or a fatal error: drop the rest of the pipeline
+	proto   atomic.Int32 // W's protocol, for other goroutines
+	done    chan struct{}
+	stop    sync.Once
 	class   atomic.Uint32
 	inRead  atomic.Bool // waiting on the socket: Shutdown wakes only these
 	killed  atomic.Bool
@@ -88,7 +91,7 @@ const (
 )
 
 func newConn(nc net.Conn, srv *Server) *Conn {
-	c := &Conn{nc: nc, srv: srv, fd: -1, p: newParser(srv.Limits)}
+	c := &Conn{nc: nc, srv: srv, fd: -1, p: newParser(srv.Limits), done: make(chan struct{})}
 	c.p.beforeBig = srv.BeforeBigArg
 	if a := nc.RemoteAddr(); a != nil {
 		c.remote = a.String()
@@ -102,6 +105,7 @@ func newConn(nc net.Conn, srv *Server) *Conn {
 		}
 	}
 	c.W.SetProto(2)
+	c.proto.Store(2)
 	c.readBuf.Store(int64(len(c.p.buf)))
 	c.readBufPeak.Store(int64(len(c.p.buf)))
 	return c
@@ -121,9 +125,26 @@ func (c *Conn) CloseAfterReply() { c.closing = true }
 // Closing reports whether CloseAfterReply was called.
 func (c *Conn) Closing() bool { return c.closing }
 
+// Proto returns the protocol the client chose (2 or 3) as of its last
+// request. Any goroutine may call it; the handler uses W.Proto.
+func (c *Conn) Proto() int { return int(c.proto.Load()) }
+
+// Done is closed when the connection is killed or the server shuts down.
+// A handler that waits for something (a blocking command) must stop
+// waiting then, and should call Flush before it starts to wait.
+func (c *Conn) Done() <-chan struct{} { return c.done }
+
+// Flush sends the replies written so far, for a handler about to wait (a
+// blocking command): the replies to the requests before it must not wait
+// with it. It reports whether the connection is still open.
+func (c *Conn) Flush() bool { return c.flush() }
+
+func (c *Conn) signalDone() { c.stop.Do(func() { close(c.done) }) }
+
 // Kill closes the connection from any goroutine (CLIENT KILL, timeouts).
 func (c *Conn) Kill() {
 	c.killed.Store(true)
+	c.signalDone()
 	c.nc.Close()
 	c.qmu.Lock()
 	if c.q != nil {
@@ -259,6 +280,9 @@ func (c *Conn) serve() {
 				break
 			}
 			c.srv.call(c, args)
+			if p := int32(c.W.Proto()); p != c.proto.Load() {
+				c.proto.Store(p)
+			}
 			c.released(c.p.done())
 			if c.W.Len() >= flushAt && !c.flush() {
 				return

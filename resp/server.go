@@ -222,6 +222,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 			s.mu.Lock()
 			n := len(s.conns)
 			for c := range s.conns {
+				c.signalDone() // a handler waiting (BLPOP) stops waiting
 				if c.inRead.Load() {
 					c.nc.SetReadDeadline(time.Now())
 				}

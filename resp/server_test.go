@@ -19,7 +19,8 @@ import (
 //
 //	PING, ECHO x, QUIT, PANIC, BIG n (a bulk reply of n bytes),
 //	SUB (the connection becomes a pubsub target), KEEP args..., KEPT,
-//	ADOPT x (takes x's memory; replies with the headroom it got).
+//	ADOPT x (takes x's memory; replies with the headroom it got),
+//	BLOCK (flushes, then waits for Done), SLEEP (200 ms).
 type testHandler struct {
 	mu     sync.Mutex
 	conns  []*Conn
@@ -57,6 +58,13 @@ func (h *testHandler) Serve(c *Conn, args [][]byte) {
 	case "BIG":
 		n, _ := strconv.Atoi(string(args[1]))
 		c.W.Bulk(bytes.Repeat([]byte{'b'}, n))
+	case "BLOCK": // as a blocking command would: flush, then wait
+		c.Flush()
+		select {
+		case <-c.Done():
+		case <-time.After(10 * time.Second):
+		}
+		c.W.Simple("UNBLOCKED")
 	case "SLEEP":
 		time.Sleep(200 * time.Millisecond)
 		c.W.Simple("SLEPT")
@@ -504,5 +512,25 @@ func TestServeNoAllocs(t *testing.T) {
 	})
 	if allocs > 0 {
 		t.Fatalf("%.1f allocations per pipeline of 16 requests", allocs)
+	}
+}
+
+// TestBlockingHandler: a handler that waits gets the earlier replies out
+// first (Flush), and stops waiting when the server shuts down (Done).
+func TestBlockingHandler(t *testing.T) {
+	ts := startServer(t, &testHandler{})
+	c := ts.dial(t)
+	c.send("PING\r\nBLOCK\r\n")
+	if v, err := ReadValue(c.r); err != nil || v.String() != "+PONG" {
+		t.Fatalf("reply before the wait: %s %v", v, err)
+	}
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := ts.srv.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.readAll(); got != "+UNBLOCKED\r\n" || time.Since(start) > 2*time.Second {
+		t.Fatalf("after Shutdown: %q in %v", got, time.Since(start))
 	}
 }
