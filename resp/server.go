@@ -166,7 +166,9 @@ func (s *Server) serveConn(nc net.Conn) {
 	if msg := s.Handler.Open(c); msg != "" {
 		c.W.Error(msg)
 		nc.SetWriteDeadline(time.Now().Add(errorWriteWindow))
-		c.flush()
+		if c.flush() {
+			c.drainQueue() // a class with limits sends through the queue
+		}
 		return
 	}
 	s.mu.Lock()

@@ -29,6 +29,7 @@ type testHandler struct {
 	onOpen func(c *Conn)
 	onSub  func(c *Conn)
 	opened atomic.Int64
+	refuse atomic.Bool
 }
 
 func (h *testHandler) Open(c *Conn) string {
@@ -38,6 +39,9 @@ func (h *testHandler) Open(c *Conn) string {
 	h.mu.Unlock()
 	if h.onOpen != nil {
 		h.onOpen(c)
+	}
+	if h.refuse.Load() {
+		return "ERR max number of clients reached"
 	}
 	return ""
 }
@@ -532,5 +536,22 @@ func TestBlockingHandler(t *testing.T) {
 	}
 	if got := c.readAll(); got != "+UNBLOCKED\r\n" || time.Since(start) > 2*time.Second {
 		t.Fatalf("after Shutdown: %q in %v", got, time.Since(start))
+	}
+}
+
+// TestRefusedConnection: a connection the handler refuses gets the error,
+// whether its class sends directly or through the output queue.
+func TestRefusedConnection(t *testing.T) {
+	h := &testHandler{}
+	h.refuse.Store(true)
+	ts := startServer(t, h)
+	for _, lim := range []OutputLimit{{}, {Hard: 1 << 20}} {
+		ts.srv.Limits.SetOutput(ClassNormal, lim)
+		if got := ts.dial(t).readAll(); got != "-ERR max number of clients reached\r\n" {
+			t.Fatalf("limit %+v: %q", lim, got)
+		}
+	}
+	if n := len(ts.srv.Conns()); n != 0 {
+		t.Fatalf("%d refused connections registered", n)
 	}
 }
