@@ -229,7 +229,7 @@ type ConnStats struct {
 	QueryBufFree int64 // qbuf-free: free room in the read buffer
 	ArgvMem      int64 // argv-mem: big arguments of the request being read
 	ReadBuf      int64 // rbs: read buffer size
-	ReadBufPeak  int64 // rbp: largest read buffer since it last shrank
+	ReadBufPeak  int64 // rbp: largest read buffer so far
 	OutBuf       int64 // obl: replies built and not yet sent
 	OutBlocks    int64 // oll: blocks in the output queue
 	OutMem       int64 // omem: unsent output, what the output limits check
@@ -261,7 +261,7 @@ func (c *Conn) publishInput() {
 	c.argvMem.Store(int64(argv))
 	if n := int64(len(c.p.buf)); n != c.readBuf.Load() {
 		c.readBuf.Store(n)
-		if n > c.readBufPeak.Load() || n == initialReadBuf {
+		if n > c.readBufPeak.Load() {
 			c.readBufPeak.Store(n)
 		}
 	}
@@ -324,11 +324,11 @@ func (c *Conn) read() bool {
 		c.inRead.Store(false)
 		return false
 	}
-	shrunk := len(c.p.buf)
+	size := len(c.p.buf)
 	n, err := c.p.readFrom(c.nc)
 	c.inRead.Store(false)
-	if shrunk > len(c.p.buf) {
-		c.released(shrunk)
+	if size > len(c.p.buf) { // a buffer a big request grew was given back
+		c.released(size)
 	}
 	c.netIn.Add(int64(n))
 	if c.p.filling {
