@@ -2,7 +2,10 @@ package commands
 
 import (
 	"context"
+	"runtime"
+	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -35,6 +38,7 @@ func (s *Server) Run(ctx context.Context) {
 			case now := <-tick.C:
 				s.ops.sample(now, s.commandsProcessed())
 				s.mem.note(heapInUse())
+				s.release.tick(now, s.Net.ReleasedBytes()+s.Eng.FreedBytes())
 			}
 		}
 	}()
@@ -86,3 +90,47 @@ func (m *opsMeter) rate() int64 {
 }
 
 func (s *Server) opsPerSec() int64 { return s.ops.rate() }
+
+// memRelease hands memory back to the system once big buffers or values
+// have been let go of. Go would keep it: after a big value is deleted or a
+// client with big buffers leaves, nothing may allocate, so no collection
+// runs for up to two minutes (the runtime's forced period), and the
+// scavenger returns only pages a collection has found free. A release is a
+// full collection, so it waits for 32 MiB to be let go of and runs at most
+// once a second, and never more than a twentieth of the time.
+type memRelease struct {
+	last      int64        // bytes let go of at the last release
+	next      atomic.Int64 // earliest next release, Unix ns
+	running   atomic.Bool
+	collected atomic.Int64 // bytes let go of at the last collection beforeBig ran
+}
+
+const releaseMin = 32 << 20
+
+func (m *memRelease) tick(now time.Time, letGo int64) {
+	if letGo-m.last < releaseMin || now.UnixNano() < m.next.Load() || m.running.Load() {
+		return
+	}
+	m.last = letGo
+	m.running.Store(true)
+	go func() {
+		defer m.running.Store(false)
+		start := time.Now()
+		debug.FreeOSMemory()
+		took := time.Since(start)
+		m.next.Store(start.Add(max(time.Second, 20*took)).UnixNano())
+	}()
+}
+
+// beforeBig runs on a connection about to read an argument of n bytes. When
+// at least that much has been let go of since the last collection (SET
+// replacing a big value with another) and the argument is big next to the
+// heap, it collects first, so that the argument reuses that memory instead
+// of adding to it: Redis frees the old value at once.
+func (m *memRelease) beforeBig(n, letGo int64) {
+	if n < 1<<20 || letGo-m.collected.Load() < n || heapInUse() > 8*n {
+		return
+	}
+	m.collected.Store(letGo)
+	runtime.GC()
+}

@@ -28,6 +28,7 @@ type Client struct {
 	lastCmd         atomic.Pointer[Spec]
 	commands        atomic.Int64
 	multiLen        atomic.Int32 // queued commands, -1 outside MULTI
+	multiMem        atomic.Int64 // bytes of the queued commands' arguments
 
 	authed bool
 	// authFails counts consecutive failed AUTHs; penalty is the delay the
@@ -83,11 +84,16 @@ func (cl *Client) flagTx() {
 	}
 }
 
-// queue adds a command to the open transaction. redcon gives every request
-// its own buffer, so args can be kept as they are.
+// queue adds a command to the open transaction. The request's arguments
+// point into the connection's read buffer, so it keeps a copy.
 func (cl *Client) queue(spec *Spec, args [][]byte) {
-	cl.queued = append(cl.queued, queuedCmd{spec: spec, args: args})
+	cl.queued = append(cl.queued, queuedCmd{spec: spec, args: cl.conn.KeepArgs(args)})
 	cl.multiLen.Store(int32(len(cl.queued)))
+	n := int64(len(args)) * 24
+	for _, a := range args {
+		n += int64(len(a))
+	}
+	cl.multiMem.Add(n)
 }
 
 // discardTx leaves MULTI state.
@@ -97,6 +103,7 @@ func (cl *Client) discardTx() {
 	clear(cl.queued)
 	cl.queued = cl.queued[:0]
 	cl.multiLen.Store(-1)
+	cl.multiMem.Store(0)
 }
 
 // unwatchAll drops every WATCH of the client.
@@ -162,16 +169,35 @@ func (cl *Client) info(now time.Time) string {
 	w("psub", "0")
 	w("ssub", "0")
 	w("multi", i(int64(cl.multiLen.Load())))
-	// Redis's buffer fields (qbuf, omem, ...) describe its own allocator
-	// and are left out rather than made up.
+	// The connection's buffers, as resp.ConnStats describes them; omem is
+	// all unsent output, the figure client-output-buffer-limit checks.
+	st := cl.conn.Stats()
+	w("qbuf", i(st.QueryBuf))
+	w("qbuf-free", i(st.QueryBufFree))
+	w("argv-mem", i(st.ArgvMem))
+	w("multi-mem", i(cl.multiMem.Load()))
+	w("rbs", i(st.ReadBuf))
+	w("rbp", i(st.ReadBufPeak))
+	w("obl", i(st.OutBuf))
+	w("oll", i(st.OutBlocks))
+	w("omem", i(st.OutMem))
+	w("tot-mem", i(st.TotalMem+cl.multiMem.Load()))
 	w("events", "r")
 	w("cmd", cmd)
 	w("user", "default")
 	w("redir", "-1")
-	w("resp", i(int64(cl.conn.W.Proto())))
+	w("resp", i(int64(cl.conn.Proto())))
 	w("lib-name", loadString(&cl.libName))
 	w("lib-ver", loadString(&cl.libVer))
 	return b.String()
+}
+
+// clientInfo is a connection's CLIENT LIST line, for the log.
+func clientInfo(conn *resp.Conn) string {
+	if cl, ok := conn.Ctx.(*Client); ok {
+		return cl.info(time.Now())
+	}
+	return "addr=" + conn.RemoteAddr() + " laddr=" + conn.LocalAddr()
 }
 
 // clientRegistry holds the connected clients.

@@ -63,6 +63,10 @@ type param struct {
 	// apply makes a validated value take effect; it runs with the config
 	// lock held.
 	apply func(c *Config, v string, n int64)
+	// merge, if set, validates a value against the current one and
+	// returns the new one, for settings that change only what the value
+	// names (client-output-buffer-limit).
+	merge func(cur, v string) (string, error)
 }
 
 // Indexes into Config.listpack.
@@ -107,6 +111,14 @@ func configParams() []*param {
 			help: "largest request a client may send", apply: func(c *Config, _ string, n int64) {
 				if c.srv != nil {
 					c.srv.Net.Limits.QueryBufLimit.Store(n)
+				}
+			}},
+		{name: "client-output-buffer-limit", def: resp.DefaultOutputLimits.String(),
+			help:  "close clients whose unsent output passes these limits: <class> <hard> <soft> <soft-seconds>, for the classes normal, replica and pubsub",
+			merge: mergeOutputLimits, apply: func(c *Config, v string, _ int64) {
+				if c.srv != nil {
+					l, _ := resp.ParseOutputLimits(resp.OutputLimits{}, v, parseMemory)
+					c.srv.Net.Limits.SetOutputLimits(l)
 				}
 			}},
 		{name: "hz", kind: pInt, def: "10", min: 0, max: 2147483647, help: "active expiry ticks per second (1-500)",
@@ -352,6 +364,19 @@ func parseMemory(v string) (int64, bool) {
 	return n * mul, true
 }
 
+// mergeOutputLimits applies a client-output-buffer-limit value, which
+// names some classes, to the current limits of all of them.
+func mergeOutputLimits(cur, v string) (string, error) {
+	l, err := resp.ParseOutputLimits(resp.OutputLimits{}, cur, parseMemory)
+	if err == nil {
+		l, err = resp.ParseOutputLimits(l, v, parseMemory)
+	}
+	if err != nil {
+		return "", err
+	}
+	return l.String(), nil
+}
+
 // Set changes several parameters at once, all or none, as CONFIG SET does.
 // fromFile allows immutable parameters (start-up).
 func (c *Config) Set(pairs [][2]string, startup bool) error {
@@ -380,6 +405,9 @@ func (c *Config) Set(pairs [][2]string, startup bool) error {
 			return &configError{kv[0], "can't set protected config"}
 		}
 		v, n, err := p.parse(kv[1])
+		if p.merge != nil {
+			v, err = p.merge(c.values[p], kv[1])
+		}
 		if err != nil {
 			return &configError{kv[0], err.Error()}
 		}

@@ -2,8 +2,8 @@ package commands
 
 import (
 	"log/slog"
-	"net"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -30,6 +30,7 @@ type Server struct {
 	ops       opsMeter
 	startTime time.Time
 	mem       memoryMarks
+	release   memRelease
 	scripts   scriptEngine
 	// shutdownSpec is SHUTDOWN, which may stop a busy script.
 	shutdownSpec *Spec
@@ -92,9 +93,20 @@ func New(eng *engine.Engine, cfg *Config, log *slog.Logger) *Server {
 	s.Net.OnPanic = func(r any) {
 		s.Log.Error("command panicked", "panic", r, "stack", string(debug.Stack()))
 	}
-	s.Net.OnProtocolError = func(_ net.Conn, err *resp.ProtocolError) {
+	s.Net.OnProtocolError = func(conn *resp.Conn, err *resp.ProtocolError) {
 		s.stats.ProtocolErrors.Add(1)
-		s.Log.Debug("protocol error", "err", err.Error())
+		if err.Msg == "" {
+			s.Log.Warn("Closing client that reached max query buffer length: " + clientInfo(conn) +
+				" (qbuf initial bytes: " + strconv.Quote(err.Head) + ")")
+			return
+		}
+		s.Log.Debug("protocol error", "err", err.Error(), "client", clientInfo(conn))
+	}
+	s.Net.BeforeBigArg = func(n int) {
+		s.release.beforeBig(int64(n), s.Net.ReleasedBytes()+s.Eng.FreedBytes())
+	}
+	s.Net.OnOutputLimit = func(conn *resp.Conn) {
+		s.Log.Warn("Client " + clientInfo(conn) + " scheduled to be closed ASAP for overcoming of output buffer limits.")
 	}
 	cfg.bind(s)
 	return s

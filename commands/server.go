@@ -223,11 +223,13 @@ func cmdMemoryUsage(c *Ctx) {
 
 func cmdMemoryStats(c *Ctx) {
 	m := readMemory(c.Srv)
+	replicas, normal := c.Srv.Net.ClientMemory()
 	pairs := []struct {
 		k string
 		v int64
 	}{
 		{"peak.allocated", m.peak}, {"total.allocated", m.used}, {"startup.allocated", m.startup},
+		{"clients.slaves", replicas}, {"clients.normal", normal},
 		{"dataset.bytes", m.dataset}, {"keys.count", int64(c.Srv.totalKeys())},
 	}
 	c.W.Map(len(pairs))
@@ -580,6 +582,10 @@ func infoMemory(s *Server, b *strings.Builder) {
 	if m.used > 0 {
 		kv(b, "mem_fragmentation_ratio", fmt.Sprintf("%.2f", float64(m.rss)/float64(m.used)))
 	}
+	// Client buffers live on the Go heap, so used_memory counts them too.
+	replicas, normal := s.Net.ClientMemory()
+	kv(b, "mem_clients_slaves", replicas)
+	kv(b, "mem_clients_normal", normal)
 	kv(b, "mem_allocator", "go-"+runtime.Version())
 	kv(b, "lazyfree_pending_objects", 0)
 }

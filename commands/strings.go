@@ -101,8 +101,12 @@ func (c *Ctx) expireAtArg(kind expiryOpt, i int) (int64, bool) {
 }
 
 // set runs SET's engine operation and replies: OK or null, or with GET the
-// old value.
+// old value. A big value read into memory of its own is handed to the
+// engine, which keeps it rather than a copy.
 func (c *Ctx) set(key, val []byte, o engine.SetOptions) {
+	if c.Client != nil && c.Client.conn != nil {
+		o.Owned, o.OwnedOff, _ = c.Client.conn.Adopt(val)
+	}
 	prev, hadPrev, written, err := c.Shard(key).Set(c.DB, key, val, c.Now, o, nil)
 	switch {
 	case err != nil:

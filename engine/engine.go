@@ -56,6 +56,7 @@ type Engine struct {
 	seed   maphash.Seed
 	numDB  int
 	clock  atomic.Pointer[clockBox]
+	freed  atomic.Int64 // bytes of big records dropped, see FreedBytes
 }
 
 type clockBox struct{ Clock }
@@ -75,6 +76,11 @@ func New(cfg Config) *Engine {
 	}
 	return e
 }
+
+// FreedBytes counts the bytes of big string records (those stored on the
+// Go heap) that were deleted or replaced since the start: garbage the
+// process may collect and hand back to the system.
+func (e *Engine) FreedBytes() int64 { return e.freed.Load() }
 
 // Now reads the engine's clock.
 func (e *Engine) Now() int64 { return e.clock.Load().Now() }

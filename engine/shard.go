@@ -197,6 +197,9 @@ func (s *Shard) newObj(o any) uint32 {
 }
 
 func (s *Shard) freeObj(h uint32) {
+	if r, ok := s.objs[h].([]byte); ok {
+		s.eng.freed.Add(int64(cap(r)))
+	}
 	s.objs[h] = nil
 	s.freeObjs = append(s.freeObjs, h)
 }
@@ -282,6 +285,36 @@ func (s *Shard) newRecord(key []byte, enc byte, expireAt int64, head, body []byt
 	stub[0], stub[1] = encStub, 0
 	put32(stub[2:], s.newObj(r))
 	return ref, r
+}
+
+// putHeap stores r, a complete record too big for the arena, for key in
+// database db, replacing any value the key had.
+func (s *Shard) putHeap(db int, key, r []byte, expireAt int64) Entry {
+	t := &s.dbs[db]
+	h := uint32(s.eng.hash(key))
+	i, old, found := s.find(t, key, h)
+	ref := s.arena.alloc(0)
+	stub := s.arena.bytes(ref, 6)
+	stub[0], stub[1] = encStub, 0
+	put32(stub[2:], s.newObj(r))
+	if !found {
+		if t.needGrow() {
+			t.grow()
+		}
+		i = h & t.mask
+		for slotRef(t.slots[i]) != 0 {
+			i = t.next(i)
+		}
+		t.count++
+	} else {
+		t.delExp(recExpire(old))
+		r[1] |= old[1] & flagDirty
+		s.freeRecord(slotRef(t.slots[i]), old, false)
+	}
+	t.slots[i] = mkSlot(h, ref)
+	t.addExp(expireAt)
+	s.changed(db, r)
+	return Entry{rec: r, db: db, slot: i}
 }
 
 // SetExpire changes the expiry of an existing entry (0 removes it) and

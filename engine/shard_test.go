@@ -73,7 +73,13 @@ func TestShardAgainstModel(t *testing.T) {
 					if rng.IntN(3) == 0 {
 						exp = now + int64(rng.IntN(50))
 					}
-					s.SetString(db, k, v, exp)
+					// Big values are sometimes handed over with room in
+					// front, as a connection hands over a big argument.
+					head := rng.IntN(len(k) + 40)
+					buf := append(make([]byte, head), v...)
+					if rng.IntN(2) == 0 || !s.AdoptString(db, k, buf, head, exp) {
+						s.SetString(db, k, v, exp)
+					}
 					m[string(k)] = modelEntry{append([]byte(nil), v...), exp}
 				case op < 5:
 					got := s.Delete(db, k, now)
@@ -264,4 +270,51 @@ func TestActiveExpiryFreesIdleKeys(t *testing.T) {
 		t.Fatal("a key without TTL was swept")
 	}
 	t.Logf("%d sweeper ticks", ticks)
+}
+
+// TestAdoptString checks that a big value handed over is stored in the
+// memory it came in, header in front, and that it is refused when it is
+// small, an integer, or when the header does not fit.
+func TestAdoptString(t *testing.T) {
+	e := New(Config{Databases: 1})
+	s := e.Shard(0)
+	val := bytes.Repeat([]byte("x"), 100000)
+	key := []byte("big")
+	mk := func(head int) []byte { return append(make([]byte, head), val...) }
+	for _, tc := range []struct {
+		buf  []byte
+		head int
+		exp  int64
+		ok   bool
+	}{
+		{mk(64), 64, 0, true},
+		{mk(64), 64, 5_000_000, true},
+		{mk(3), 3, 0, false},                                 // no room for the header
+		{append(make([]byte, 64), "12345"...), 64, 0, false}, // small
+		{append(make([]byte, 64), make([]byte, 2000)...), 64, 0, true},
+	} {
+		if got := s.AdoptString(0, key, tc.buf, tc.head, tc.exp); got != tc.ok {
+			t.Fatalf("AdoptString(head %d, %d bytes) = %v", tc.head, len(tc.buf)-tc.head, got)
+		}
+		if !tc.ok {
+			continue
+		}
+		ent, found := s.Find(0, key, 1)
+		if !found || ent.ExpireAt() != tc.exp {
+			t.Fatalf("found %v, expiry %d", found, ent.ExpireAt())
+		}
+		v, _ := ent.StringOf(nil)
+		if !bytes.Equal(v, tc.buf[tc.head:]) || &v[0] != &tc.buf[tc.head] {
+			t.Fatal("the value was copied or changed")
+		}
+	}
+	// Replacing any value frees it, and FreedBytes counts big ones.
+	s.SetObject(0, []byte("l"), KindList, NewList(), 0)
+	if !s.AdoptString(0, []byte("l"), mk(64), 64, 0) {
+		t.Fatal("replacing a list")
+	}
+	before := e.FreedBytes()
+	if !s.Delete(0, []byte("l"), 1) || e.FreedBytes()-before < int64(len(val)) {
+		t.Fatalf("Delete freed %d bytes", e.FreedBytes()-before)
+	}
 }

@@ -72,6 +72,12 @@ type SetOptions struct {
 	KeepTTL bool
 	// ExpireAt is the new absolute expiry in ms, 0 for none.
 	ExpireAt int64
+	// Owned, if set, is memory the caller gives up that holds the value at
+	// Owned[OwnedOff:]: the shard may keep it as the value's record, writing
+	// the record's header into Owned[:OwnedOff], instead of copying a big
+	// value (see AdoptString).
+	Owned    []byte
+	OwnedOff int
 }
 
 // Set implements SET. With Get, the old value is appended to old and
@@ -99,8 +105,35 @@ func (s *Shard) Set(db int, key, val []byte, now int64, o SetOptions, old []byte
 	if o.KeepTTL && found {
 		exp = e.ExpireAt()
 	}
-	s.SetString(db, key, val, exp)
+	if o.Owned == nil || !s.AdoptString(db, key, o.Owned, o.OwnedOff, exp) {
+		s.SetString(db, key, val, exp)
+	}
 	return prev, hadPrev, true, nil
+}
+
+// AdoptString stores the string buf[off:] under key as SetString does, but
+// in buf itself, when the value is big enough to live outside the arena and
+// the record's header fits in buf[:off]: a big value then costs no copy and
+// no second allocation. The caller gives buf up. It reports whether it
+// stored the value; if not, buf is untouched.
+func (s *Shard) AdoptString(db int, key []byte, buf []byte, off int, expireAt int64) bool {
+	val := buf[off:]
+	if len(val) <= maxBlock {
+		return false
+	}
+	if _, isInt := ParseInt(val); isInt {
+		return false
+	}
+	var hb [binary.MaxVarintLen64]byte
+	hn := binary.PutUvarint(hb[:], uint64(len(val)))
+	head := recSize(len(key), expireAt != 0, hn)
+	if head > off {
+		return false
+	}
+	r := buf[off-head:]
+	writeRecord(r[:head], encRaw, 0, key, expireAt, hb[:hn], nil)
+	s.putHeap(db, key, r, expireAt)
+	return true
 }
 
 // IncrBy adds delta to the integer at key, creating it as 0 if absent, and
@@ -240,6 +273,7 @@ func (s *Shard) growString(db int, key []byte, e Entry, found bool, old []byte, 
 			r := make([]byte, size, size+size/2)
 			writeRecord(r, encRaw, 0, key, exp, hb[:hn], old)
 			r[1] |= e.rec[1] & flagDirty
+			s.eng.freed.Add(int64(cap(e.rec)))
 			s.objs[le32(stub[2:])] = r
 			e.rec = r
 			return e

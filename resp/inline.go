@@ -5,11 +5,24 @@ package resp
 // quotes" understand \n \r \t \b \a, \xHH and \<any>; 'single quotes'
 // understand only \'; a closing quote must be followed by white space or the
 // end of the line; a NUL byte ends the line, as it does for C strings. It
-// returns false for unbalanced quotes.
+// returns false for unbalanced quotes. line is left as it is.
 func SplitArgs(line []byte) ([][]byte, bool) {
-	var args [][]byte
+	args, ok := splitArgsInPlace(append([]byte(nil), line...), nil)
+	if !ok {
+		return nil, false
+	}
+	return args[:len(args):len(args)], true
+}
+
+// splitArgsInPlace is SplitArgs decoding into line itself, which it
+// overwrites: an argument never decodes to more bytes than it is written
+// with, so the decoded bytes never overtake the ones still to be read. The
+// arguments are appended to args and point into line; nothing is allocated
+// unless args must grow.
+func splitArgsInPlace(line []byte, args [][]byte) ([][]byte, bool) {
+	// p is the read position; at reads the line as a NUL-terminated C string.
 	p := 0
-	at := func(i int) byte { // the line as a NUL-terminated C string
+	at := func(i int) byte {
 		if i < len(line) {
 			return line[i]
 		}
@@ -22,7 +35,12 @@ func SplitArgs(line []byte) ([][]byte, bool) {
 		if at(p) == 0 {
 			return args, true
 		}
-		var cur []byte
+		start := p // the argument is decoded into line[start:w]
+		w := start
+		put := func(c byte) {
+			line[w] = c
+			w++
+		}
 		inDouble, inSingle, done := false, false, false
 		for !done {
 			c := at(p)
@@ -30,48 +48,48 @@ func SplitArgs(line []byte) ([][]byte, bool) {
 			case inDouble:
 				switch {
 				case c == '\\' && at(p+1) == 'x' && isHex(at(p+2)) && isHex(at(p+3)):
-					cur = append(cur, hexVal(at(p+2))<<4|hexVal(at(p+3)))
+					put(hexVal(at(p+2))<<4 | hexVal(at(p+3)))
 					p += 3
 				case c == '\\' && at(p+1) != 0:
 					p++
 					switch e := at(p); e {
 					case 'n':
-						cur = append(cur, '\n')
+						put('\n')
 					case 'r':
-						cur = append(cur, '\r')
+						put('\r')
 					case 't':
-						cur = append(cur, '\t')
+						put('\t')
 					case 'b':
-						cur = append(cur, '\b')
+						put('\b')
 					case 'a':
-						cur = append(cur, '\a')
+						put('\a')
 					default:
-						cur = append(cur, e)
+						put(e)
 					}
 				case c == '"':
 					if n := at(p + 1); n != 0 && !isCSpace(n) {
-						return nil, false
+						return args, false
 					}
 					done = true
 				case c == 0:
-					return nil, false
+					return args, false
 				default:
-					cur = append(cur, c)
+					put(c)
 				}
 			case inSingle:
 				switch {
 				case c == '\\' && at(p+1) == '\'':
 					p++
-					cur = append(cur, '\'')
+					put('\'')
 				case c == '\'':
 					if n := at(p + 1); n != 0 && !isCSpace(n) {
-						return nil, false
+						return args, false
 					}
 					done = true
 				case c == 0:
-					return nil, false
+					return args, false
 				default:
-					cur = append(cur, c)
+					put(c)
 				}
 			default:
 				switch c {
@@ -82,17 +100,14 @@ func SplitArgs(line []byte) ([][]byte, bool) {
 				case '\'':
 					inSingle = true
 				default:
-					cur = append(cur, c)
+					put(c)
 				}
 			}
 			if at(p) != 0 {
 				p++
 			}
 		}
-		if cur == nil {
-			cur = []byte{}
-		}
-		args = append(args, cur)
+		args = append(args, line[start:w:w])
 	}
 }
 

@@ -6,88 +6,93 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
-
-	"github.com/tidwall/redcon"
 )
 
 // Handler serves the connections of a Server.
 type Handler interface {
-	// Open is called for a new connection. A non-empty result refuses it
-	// with that error reply.
+	// Open is called for a new connection, on its own goroutine. A
+	// non-empty result refuses it with that error reply.
 	Open(c *Conn) (refuse string)
-	// Serve executes one request. Replies go to c.W.
+	// Serve executes one request. Replies go to c.W. args and their bytes
+	// are valid until Serve returns; see Conn.KeepArgs and Conn.Adopt.
 	Serve(c *Conn, args [][]byte)
 	// Closed is called once the connection is gone.
 	Closed(c *Conn)
 }
 
-// Conn is one client connection as handlers see it.
-type Conn struct {
-	W Writer // replies for the current request
-	// Ctx is the handler's per-connection state.
-	Ctx any
-
-	rc     redcon.Conn
-	g      *guard
-	srv    *Server
-	fd     int
-	closed bool // QUIT or a fatal error: drop the rest of the pipeline
-}
-
-// FD returns the socket's file descriptor, or -1.
-func (c *Conn) FD() int { return c.fd }
-
-// RemoteAddr and LocalAddr name the two ends.
-func (c *Conn) RemoteAddr() string { return c.g.RemoteAddr().String() }
-func (c *Conn) LocalAddr() string  { return c.g.LocalAddr().String() }
-
-// CloseAfterReply closes the connection once the current reply is sent and
-// ignores any requests that follow it in the pipeline (QUIT, RESET errors).
-func (c *Conn) CloseAfterReply() { c.closed = true }
-
-// Closing reports whether CloseAfterReply was called.
-func (c *Conn) Closing() bool { return c.closed }
-
-// Kill closes the connection from any goroutine (CLIENT KILL, timeouts).
-func (c *Conn) Kill() { c.g.Conn.Close() }
-
-// SetAuthenticated switches the unauthenticated request limits off or on.
-func (c *Conn) SetAuthenticated(ok bool) { c.g.noAuth.Store(!ok) }
-
-// Server accepts connections on any number of listeners and feeds their
-// requests, through the protocol guard and redcon, to a Handler.
+// Server accepts connections on any number of listeners and serves each
+// on a goroutine of its own: one parser reads its requests (see parser.go),
+// the Handler executes them, and their replies leave in one write per read
+// (see Conn). It works over any net.Conn.
 type Server struct {
 	Handler Handler
 	Limits  *Limits
-	// OnProtocolError, if set, is told of each refused request.
-	OnProtocolError func(c net.Conn, err *ProtocolError)
+	// OnProtocolError, if set, is told of each refused request (the query
+	// buffer limit included).
+	OnProtocolError func(c *Conn, err *ProtocolError)
+	// OnOutputLimit, if set, is told of a connection about to be closed for
+	// passing its client-output-buffer-limit.
+	OnOutputLimit func(c *Conn)
 	// OnPanic, if set, is told of a handler that panicked; the connection
 	// that sent the request is closed, the server carries on.
 	OnPanic func(recovered any)
+	// BeforeBigArg, if set, is called on a connection's goroutine before
+	// an argument of n bytes (BigArg or more) is allocated, so that memory
+	// let go of may be collected first and reused.
+	BeforeBigArg func(n int)
 
-	mu       sync.Mutex
-	servers  []*redcon.Server
-	conns    map[*Conn]struct{}
-	wg       sync.WaitGroup
-	draining atomic.Bool
+	mu        sync.Mutex
+	listeners map[net.Listener]struct{}
+	conns     map[*Conn]struct{}
+	draining  atomic.Bool
 
 	idleTimeout atomic.Int64 // ns; 0 = never
-	netInput    atomic.Int64
-	netOutput   atomic.Int64
+	// Bytes of closed connections, and big buffers let go of.
+	closedIn, closedOut atomic.Int64
+	released            atomic.Int64
 }
 
 // NewServer returns a Server for h with Redis's default limits.
 func NewServer(h Handler) *Server {
-	return &Server{Handler: h, Limits: NewLimits(), conns: make(map[*Conn]struct{})}
+	return &Server{Handler: h, Limits: NewLimits(), conns: make(map[*Conn]struct{}), listeners: make(map[net.Listener]struct{})}
 }
 
 // SetIdleTimeout closes connections idle for longer than d (0: never).
 func (s *Server) SetIdleTimeout(d time.Duration) { s.idleTimeout.Store(int64(d)) }
 
 // NetBytes returns the bytes read from and written to clients.
-func (s *Server) NetBytes() (in, out int64) { return s.netInput.Load(), s.netOutput.Load() }
+func (s *Server) NetBytes() (in, out int64) {
+	in, out = s.closedIn.Load(), s.closedOut.Load()
+	s.mu.Lock()
+	for c := range s.conns {
+		in += c.netIn.Load()
+		out += c.netOut.Load()
+	}
+	s.mu.Unlock()
+	return in, out
+}
+
+// ReleasedBytes counts the bytes of big buffers (big arguments nobody
+// kept, read and reply buffers that grew) that connections have let go of
+// since the start: memory the process may hand back to the system.
+func (s *Server) ReleasedBytes() int64 { return s.released.Load() }
+
+// ClientMemory returns the memory of the connections' buffers (tot-mem),
+// for replicas and for every other connection (INFO's mem_clients_slaves
+// and mem_clients_normal).
+func (s *Server) ClientMemory() (replicas, normal int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for c := range s.conns {
+		if c.Class() == ClassReplica {
+			replicas += c.Stats().TotalMem
+		} else {
+			normal += c.Stats().TotalMem
+		}
+	}
+	return replicas, normal
+}
 
 // Listen opens a TCP listener on addr. Serve must be called to use it.
 func (s *Server) Listen(addr string) (net.Listener, error) {
@@ -96,89 +101,88 @@ func (s *Server) Listen(addr string) (net.Listener, error) {
 
 // Serve serves ln until Shutdown. It returns when the listener is closed.
 func (s *Server) Serve(ln net.Listener) error {
-	rs := redcon.NewServer(ln.Addr().String(), s.serveRequest, s.accept, s.closed)
 	s.mu.Lock()
 	if s.draining.Load() {
 		s.mu.Unlock()
 		ln.Close()
 		return nil
 	}
-	s.servers = append(s.servers, rs)
+	s.listeners[ln] = struct{}{}
 	s.mu.Unlock()
-	return rs.Serve(&guardListener{Listener: ln, srv: s})
-}
-
-type guardListener struct {
-	net.Listener
-	srv *Server
-}
-
-func (l *guardListener) Accept() (net.Conn, error) {
-	c, err := l.Listener.Accept()
-	if err != nil {
-		return nil, err
-	}
-	if tc, ok := c.(*net.TCPConn); ok {
-		tc.SetNoDelay(true)
-	}
-	return newGuard(c, l.srv), nil
-}
-
-func (s *Server) accept(rc redcon.Conn) bool {
-	g, ok := rc.NetConn().(*guard)
-	if !ok {
-		return false
-	}
-	c := &Conn{rc: rc, g: g, srv: s, fd: -1}
-	if sc, ok := g.Conn.(syscall.Conn); ok {
-		if raw, err := sc.SyscallConn(); err == nil {
-			raw.Control(func(fd uintptr) { c.fd = int(fd) })
+	defer func() {
+		s.mu.Lock()
+		delete(s.listeners, ln)
+		s.mu.Unlock()
+	}()
+	var backoff time.Duration
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			if s.draining.Load() || errors.Is(err, net.ErrClosed) {
+				return nil
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() || isTemporary(err) {
+				// Out of file descriptors and the like: wait, as net/http does.
+				backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+				time.Sleep(backoff)
+				continue
+			}
+			return err
 		}
+		backoff = 0
+		go s.serveConn(nc)
 	}
-	c.W.SetProto(2)
+}
+
+func isTemporary(err error) bool {
+	t, ok := err.(interface{ Temporary() bool })
+	return ok && t.Temporary()
+}
+
+// serveConn runs one connection. A panic anywhere in it, the parser's
+// included, costs this connection only.
+func (s *Server) serveConn(nc net.Conn) {
 	if s.draining.Load() {
-		return false
+		nc.Close()
+		return
 	}
+	c := newConn(nc, s)
+	opened := false
+	defer func() {
+		if r := recover(); r != nil && s.OnPanic != nil {
+			s.OnPanic(r)
+		}
+		c.close()
+		if opened {
+			s.mu.Lock()
+			delete(s.conns, c)
+			s.closedIn.Add(c.netIn.Load())
+			s.closedOut.Add(c.netOut.Load())
+			s.mu.Unlock()
+			s.Handler.Closed(c)
+		}
+	}()
 	if msg := s.Handler.Open(c); msg != "" {
 		c.W.Error(msg)
-		rc.WriteRaw(c.W.Bytes())
-		return false
-	}
-	rc.SetContext(c)
-	s.mu.Lock()
-	s.conns[c] = struct{}{}
-	s.wg.Add(1)
-	s.mu.Unlock()
-	return true
-}
-
-func (s *Server) closed(rc redcon.Conn, err error) {
-	c, ok := rc.Context().(*Conn)
-	if !ok {
+		nc.SetWriteDeadline(time.Now().Add(errorWriteWindow))
+		if c.flush() {
+			c.drainQueue() // a class with limits sends through the queue
+		}
 		return
 	}
 	s.mu.Lock()
-	_, present := s.conns[c]
-	delete(s.conns, c)
-	s.mu.Unlock()
-	if present {
+	if s.draining.Load() {
+		s.mu.Unlock()
 		s.Handler.Closed(c)
-		s.wg.Done()
-	}
-}
-
-func (s *Server) serveRequest(rc redcon.Conn, cmd redcon.Command) {
-	c, ok := rc.Context().(*Conn)
-	if !ok || c.closed {
 		return
 	}
-	s.call(c, cmd.Args)
-	if c.W.Len() > 0 {
-		rc.WriteRaw(c.W.Bytes())
-		c.W.Reset()
-	}
-	if c.closed {
-		rc.Close()
+	s.conns[c] = struct{}{}
+	opened = true
+	s.mu.Unlock()
+	c.serve()
+	if !c.killed.Load() {
+		c.drainQueue()
 	}
 }
 
@@ -191,7 +195,7 @@ func (s *Server) call(c *Conn, args [][]byte) {
 				s.OnPanic(r)
 			}
 			c.W.Error("ERR internal error")
-			c.closed = true
+			c.closing = true
 		}
 	}()
 	s.Handler.Serve(c, args)
@@ -203,18 +207,15 @@ func (s *Server) call(c *Conn, args [][]byte) {
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.draining.Store(true)
 	s.mu.Lock()
-	conns := make([]*Conn, 0, len(s.conns))
-	for c := range s.conns {
-		conns = append(conns, c)
+	var err error
+	for ln := range s.listeners {
+		if cerr := ln.Close(); cerr != nil && !errors.Is(cerr, net.ErrClosed) && err == nil {
+			err = cerr
+		}
 	}
 	s.mu.Unlock()
 	// Connections waiting for input are woken now; the others will find
 	// the server draining when they next read, after flushing their replies.
-	for _, c := range conns {
-		if c.g.inRead.Load() {
-			c.g.Conn.SetReadDeadline(time.Now())
-		}
-	}
 	done := make(chan struct{})
 	go func() {
 		tick := time.NewTicker(5 * time.Millisecond)
@@ -222,36 +223,29 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		for {
 			s.mu.Lock()
 			n := len(s.conns)
-			rest := make([]*Conn, 0, n)
 			for c := range s.conns {
-				rest = append(rest, c)
+				c.signalDone() // a handler waiting (BLPOP) stops waiting
+				if c.inRead.Load() {
+					c.nc.SetReadDeadline(time.Now())
+				}
 			}
 			s.mu.Unlock()
 			if n == 0 {
 				close(done)
 				return
 			}
-			for _, c := range rest {
-				if c.g.inRead.Load() {
-					c.g.Conn.SetReadDeadline(time.Now())
-				}
+			select {
+			case <-tick.C:
+			case <-ctx.Done():
+				return
 			}
-			<-tick.C
 		}
 	}()
-	var err error
 	select {
 	case <-done:
 	case <-ctx.Done():
-		err = ctx.Err()
-	}
-	s.mu.Lock()
-	servers := s.servers
-	s.servers = nil
-	s.mu.Unlock()
-	for _, rs := range servers {
-		if cerr := rs.Close(); cerr != nil && !errors.Is(cerr, net.ErrClosed) && err == nil {
-			err = cerr
+		if err == nil {
+			err = ctx.Err()
 		}
 	}
 	return err

@@ -1,7 +1,7 @@
 // Package resp is limitkv's wire layer: a typed reply writer for RESP2 and
-// RESP3, a protocol guard that enforces Redis's request limits before any
-// byte reaches redcon's parser, and the server that ties both to redcon.
-// It knows nothing of commands or of the keyspace.
+// RESP3, a request parser that enforces Redis's protocol limits as it goes,
+// and the connection server that ties them to a Handler, with Redis's
+// client buffer limits. It knows nothing of commands or of the keyspace.
 package resp
 
 import (

@@ -409,8 +409,9 @@ func TestFlagsAndConfigFile(t *testing.T) {
 	}
 	dir := t.TempDir()
 	conf := filepath.Join(dir, "limitkv.conf")
-	os.WriteFile(conf, []byte("# test config\nmaxclients 77\nrequirepass \"pa ss\"\nhash-max-ziplist-entries 64\n"), 0o644)
-	s := startLimitkv(t, "--config", conf, "--maxclients", "88")
+	os.WriteFile(conf, []byte("# test config\nmaxclients 77\nrequirepass \"pa ss\"\nhash-max-ziplist-entries 64\n"+
+		"client-output-buffer-limit pubsub 64mb 16mb 30\nclient-output-buffer-limit replica 1gb 256mb 90\n"), 0o644)
+	s := startLimitkv(t, "--config", conf, "--maxclients", "88", "--client-output-buffer-limit", "normal 1gb 512mb 20")
 	c := dialRaw(t, s.addr)
 	if v := c.do("AUTH", "pa ss"); v.String() != "+OK" {
 		t.Fatal(v)
@@ -421,6 +422,10 @@ func TestFlagsAndConfigFile(t *testing.T) {
 	if v := c.do("CONFIG", "GET", "hash-max-listpack-entries"); v.String() != `["hash-max-listpack-entries", "64"]` {
 		t.Fatalf("alias from file: %s", v)
 	}
+	// Each line and the flag change only the classes they name.
+	if v := c.do("CONFIG", "GET", "client-output-buffer-limit"); v.String() != `["client-output-buffer-limit", "normal 1073741824 536870912 20 slave 1073741824 268435456 90 pubsub 67108864 16777216 30"]` {
+		t.Fatalf("client-output-buffer-limit from file and flag: %s", v)
+	}
 	c.do("CONFIG", "SET", "timeout", "123")
 	if v := c.do("CONFIG", "REWRITE"); v.String() != "+OK" {
 		t.Fatal(v)
@@ -428,6 +433,14 @@ func TestFlagsAndConfigFile(t *testing.T) {
 	data, _ := os.ReadFile(conf)
 	if !strings.Contains(string(data), "timeout 123") || !strings.Contains(string(data), "# test config") {
 		t.Fatalf("rewritten config:\n%s", data)
+	}
+	// The rewritten file gives the same limits back.
+	s.stop()
+	s2 := startLimitkv(t, "--config", conf)
+	c2 := dialRaw(t, s2.addr)
+	c2.do("AUTH", "pa ss")
+	if v := c2.do("CONFIG", "GET", "client-output-buffer-limit"); v.String() != `["client-output-buffer-limit", "normal 1073741824 536870912 20 slave 1073741824 268435456 90 pubsub 67108864 16777216 30"]` {
+		t.Fatalf("client-output-buffer-limit after CONFIG REWRITE: %s\n%s", v, data)
 	}
 }
 
