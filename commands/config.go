@@ -28,15 +28,17 @@ type Config struct {
 
 	// Settings read on hot paths.
 	maxClients atomic.Int64
-	reqPass    atomic.Pointer[string]
-	debug      atomic.Bool
-	hz         atomic.Int64
-	busyMs     atomic.Int64
-	loginKeep  atomic.Int64
-	logLevel   atomic.Pointer[string]
-	onLevel    func(string)
-	maxMemory  atomic.Int64
-	listpack   [4]atomic.Int64 // hash entries, hash value, zset entries, zset value
+	// protectedMode: see Server.Open.
+	protectedMode atomic.Bool
+	reqPass       atomic.Pointer[string]
+	debug         atomic.Bool
+	hz            atomic.Int64
+	busyMs        atomic.Int64
+	loginKeep     atomic.Int64
+	logLevel      atomic.Pointer[string]
+	onLevel       func(string)
+	maxMemory     atomic.Int64
+	listpack      [4]atomic.Int64 // hash entries, hash value, zset entries, zset value
 }
 
 type paramKind int
@@ -151,7 +153,9 @@ func configParams() []*param {
 		{name: "slowlog-max-len", kind: pInt, def: "128", min: 0, max: 1<<63 - 1, help: "accepted for compatibility"},
 		{name: "notify-keyspace-events", def: "", help: "accepted for compatibility; limitkv sends no notifications"},
 		{name: "tcp-keepalive", kind: pInt, def: "300", min: 0, max: 2147483647, help: "accepted for compatibility"},
-		{name: "protected-mode", kind: pBool, def: "yes", help: "accepted for compatibility"},
+		{name: "protected-mode", kind: pBool, def: "yes",
+			help:  "without a password, refuse clients that are not on the loopback interface",
+			apply: func(c *Config, _ string, n int64) { c.protectedMode.Store(n != 0) }},
 		{name: "daemonize", kind: pBool, def: "no", immutable: true, help: "accepted for compatibility (limitkv stays in the foreground)"},
 		{name: "io-threads", kind: pInt, def: "1", min: 1, max: 128, immutable: true, help: "accepted for compatibility"},
 		{name: "lazyfree-lazy-eviction", kind: pBool, def: "no", help: "accepted for compatibility"},

@@ -2,6 +2,7 @@ package commands
 
 import (
 	"log/slog"
+	"net"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -134,11 +135,15 @@ func (c *Ctx) Held() bool { return c.held }
 
 // Open is called for every new connection.
 func (s *Server) Open(conn *resp.Conn) string {
-	s.stats.Connections.Add(1)
 	if s.clients.count() >= int(s.Cfg.maxClients.Load()) {
 		s.stats.Rejected.Add(1)
 		return "ERR max number of clients reached"
 	}
+	if s.Cfg.protectedMode.Load() && s.Cfg.requirePass() == "" && !isLoopback(conn.RemoteAddr()) {
+		s.stats.Rejected.Add(1)
+		return msgProtectedMode
+	}
+	s.stats.Connections.Add(1)
 	cl := s.clients.add(s, conn)
 	conn.Ctx = cl
 	if s.Cfg.requirePass() != "" {
@@ -147,6 +152,29 @@ func (s *Server) Open(conn *resp.Conn) string {
 		cl.authed = true
 	}
 	return ""
+}
+
+// msgProtectedMode is Redis 7.0's refusal of a client from another
+// machine while the default user has no password.
+const msgProtectedMode = "DENIED Redis is running in protected mode because protected mode is enabled and no password is set for the default user. " +
+	"In this mode connections are only accepted from the loopback interface. " +
+	"If you want to connect from external computers to Redis you may adopt one of the following solutions: " +
+	"1) Just disable protected mode sending the command 'CONFIG SET protected-mode no' from the loopback interface by connecting to Redis from the same host the server is running, however MAKE SURE Redis is not publicly accessible from internet if you do so. Use CONFIG REWRITE to make this change permanent. " +
+	"2) Alternatively you can just disable the protected mode by editing the Redis configuration file, and setting the protected mode option to 'no', and then restarting the server. " +
+	"3) If you started the server manually just for testing, restart it with the '--protected-mode no' option. " +
+	"4) Setup a an authentication password for the default user. " +
+	"NOTE: You only need to do one of the above things in order for the server to start accepting connections from the outside."
+
+// isLoopback reports whether a client's address is local in Redis's sense:
+// exactly 127.0.0.1 or ::1 (so 127.0.0.2, though on the loopback
+// interface, is not).
+func isLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && (ip.Equal(net.IPv4(127, 0, 0, 1)) || ip.Equal(net.IPv6loopback))
 }
 
 // Closed is called when a connection has gone.

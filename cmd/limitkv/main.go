@@ -52,7 +52,10 @@ func run(args []string, stderr io.Writer) int {
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: limitkv [--config FILE] [--<setting> value ...]\n\n"+
 			"A Redis-protocol server with native rate-limit commands.\n"+
-			"Settings use Redis's names; CONFIG GET/SET see the same ones.\n\n")
+			"Settings use Redis's names; CONFIG GET/SET see the same ones.\n"+
+			"Each may also come from the environment: LIMITKV_<NAME> (LIMITKV_REQUIREPASS),\n"+
+			"or LIMITKV_<NAME>_FILE naming a file that holds it (a Docker secret).\n"+
+			"Flags override the environment, which overrides --config.\n\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -74,6 +77,10 @@ func run(args []string, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "limitkv: %v\n", err)
 			return 1
 		}
+	}
+	if err := loadEnv(cfg, os.LookupEnv); err != nil {
+		fmt.Fprintf(stderr, "limitkv: %v\n", err)
+		return 2
 	}
 	var flagErr error
 	fs.Visit(func(f *flag.Flag) {
@@ -142,6 +149,7 @@ func run(args []string, stderr io.Writer) int {
 		}
 		return 1
 	}
+	warnIfOpen(listenAddrs(listeners), cfg, log)
 	for _, ln := range listeners {
 		go func(ln net.Listener) {
 			if err := srv.Net.Serve(ln); err != nil {
@@ -338,6 +346,67 @@ func listen(bind, port string, log *slog.Logger) ([]net.Listener, error) {
 		return nil, errors.New("no address to listen on (bind " + bind + ")")
 	}
 	return out, nil
+}
+
+func listenAddrs(listeners []net.Listener) []net.Addr {
+	out := make([]net.Addr, len(listeners))
+	for i, ln := range listeners {
+		out[i] = ln.Addr()
+	}
+	return out
+}
+
+// loadEnv applies settings given in the environment, so that a container
+// can take its password (or anything else) without a config file:
+// LIMITKV_REQUIREPASS=... or LIMITKV_REQUIREPASS_FILE=/run/secrets/pw.
+func loadEnv(cfg *commands.Config, lookup func(string) (string, bool)) error {
+	for _, p := range cfg.Params() {
+		name := "LIMITKV_" + strings.ToUpper(strings.ReplaceAll(p.Name, "-", "_"))
+		v, ok := lookup(name)
+		if path, fromFile := lookup(name + "_FILE"); fromFile {
+			if ok {
+				return fmt.Errorf("both %s and %s_FILE are set", name, name)
+			}
+			b, err := os.ReadFile(path)
+			if err != nil {
+				return fmt.Errorf("%s_FILE: %v", name, err)
+			}
+			v, ok = strings.TrimRight(string(b), "\r\n"), true
+		}
+		if !ok {
+			continue
+		}
+		if err := cfg.Set([][2]string{{p.Name, v}}, true); err != nil {
+			return fmt.Errorf("%s: %v", name, err)
+		}
+	}
+	return nil
+}
+
+// warnIfOpen says at start-up what a server reachable from other machines
+// without a password will do: refuse them (protected mode, as Redis does
+// with no warning at all) or, with protected mode off, serve anyone.
+func warnIfOpen(addrs []net.Addr, cfg *commands.Config, log *slog.Logger) {
+	if cfg.Get("requirepass") != "" {
+		return
+	}
+	var exposed []string
+	for _, addr := range addrs {
+		if a, ok := addr.(*net.TCPAddr); ok && !a.IP.IsLoopback() {
+			exposed = append(exposed, a.String())
+		}
+	}
+	if len(exposed) == 0 {
+		return
+	}
+	if cfg.Get("protected-mode") == "yes" {
+		log.Warn("protected mode: no password is set, so clients from other machines get DENIED; "+
+			"set requirepass (LIMITKV_REQUIREPASS in Docker) or, on a trusted network, protected-mode no",
+			"addr", strings.Join(exposed, " "))
+		return
+	}
+	log.Warn("no password and protected mode off: anyone who can reach these addresses can read and change every key",
+		"addr", strings.Join(exposed, " "))
 }
 
 // slogLevel maps Redis's log levels onto slog's.
