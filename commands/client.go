@@ -31,6 +31,9 @@ type Client struct {
 	multiMem        atomic.Int64 // bytes of the queued commands' arguments
 
 	authed bool
+	// dispatched: the current request ran (Server.run), rather than being
+	// refused or queued.
+	dispatched bool
 	// authFails counts consecutive failed AUTHs; penalty is the delay the
 	// last one earned, served by Serve after the command (authGuard).
 	authFails int

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -39,6 +40,13 @@ type Config struct {
 	onLevel       func(string)
 	maxMemory     atomic.Int64
 	listpack      [4]atomic.Int64 // hash entries, hash value, zset entries, zset value
+
+	// Observability, read by every command (Server.account).
+	slowlogSlower    atomic.Int64 // µs; negative: no slow log
+	slowlogMaxLen    atomic.Int64
+	latencyThreshold atomic.Int64 // ms; 0: no latency monitor
+	latencyTracking  atomic.Bool
+	percentiles      atomic.Pointer[[]float64]
 }
 
 type paramKind int
@@ -149,8 +157,35 @@ func configParams() []*param {
 		{name: "save", def: "", help: "accepted for compatibility; snapshots follow snapshot-interval"},
 		{name: "appendonly", kind: pBool, def: "no", help: "accepted for compatibility; limitkv persists by snapshots"},
 		{name: "appendfsync", kind: pEnum, def: "everysec", enum: []string{"always", "everysec", "no"}, help: "accepted for compatibility"},
-		{name: "slowlog-log-slower-than", kind: pInt, def: "10000", min: -1, max: 1<<63 - 1, help: "accepted for compatibility"},
-		{name: "slowlog-max-len", kind: pInt, def: "128", min: 0, max: 1<<63 - 1, help: "accepted for compatibility"},
+		{name: "slowlog-log-slower-than", kind: pInt, def: "10000", min: -1, max: 1<<63 - 1,
+			help: "SLOWLOG keeps commands that took at least this many microseconds (-1: none, 0: all)",
+			apply: func(c *Config, _ string, n int64) {
+				c.slowlogSlower.Store(n)
+				if c.srv != nil && n >= 0 {
+					c.srv.slowlog.trim(int(c.slowlogMaxLen.Load()))
+				}
+			}},
+		{name: "slowlog-max-len", kind: pInt, def: "128", min: 0, max: 1<<63 - 1, help: "entries SLOWLOG keeps",
+			apply: func(c *Config, _ string, n int64) {
+				c.slowlogMaxLen.Store(n)
+				if c.srv != nil && c.slowlogSlower.Load() >= 0 {
+					c.srv.slowlog.trim(int(n))
+				}
+			}},
+		{name: "latency-monitor-threshold", kind: pInt, def: "0", min: 0, max: 1<<63 - 1,
+			help:  "LATENCY records events that took at least this many milliseconds (0: none)",
+			apply: func(c *Config, _ string, n int64) { c.latencyThreshold.Store(n) }},
+		{name: "latency-tracking", kind: pBool, def: "yes", help: "keep per-command latency histograms (INFO latencystats, LATENCY HISTOGRAM, metrics)",
+			apply: func(c *Config, _ string, n int64) { c.latencyTracking.Store(n != 0) }},
+		{name: "latency-tracking-info-percentiles", def: "50 99 99.9", help: "percentiles INFO latencystats shows, separated by spaces",
+			merge: func(_, v string) (string, error) {
+				p, err := parsePercentiles(v)
+				return formatPercentiles(p), err
+			},
+			apply: func(c *Config, v string, _ int64) {
+				p, _ := parsePercentiles(v)
+				c.percentiles.Store(&p)
+			}},
 		{name: "notify-keyspace-events", def: "", help: "accepted for compatibility; limitkv sends no notifications"},
 		{name: "tcp-keepalive", kind: pInt, def: "300", min: 0, max: 2147483647, help: "accepted for compatibility"},
 		{name: "protected-mode", kind: pBool, def: "yes",
@@ -168,6 +203,8 @@ func configParams() []*param {
 		{name: "snapshot-interval", kind: pDuration, def: "1s", min: 0, max: int64(24 * time.Hour),
 			help: "time between snapshots (0 with persistence no: never)"},
 		{name: "persistence", kind: pBool, def: "yes", immutable: true, help: "keep the keyspace on disk under dir"},
+		{name: "metrics-addr", def: "", immutable: true,
+			help: "host:port to serve Prometheus metrics on, at /metrics, over plain HTTP without authentication (empty: off)"},
 	}
 }
 
@@ -568,4 +605,45 @@ func quoteConfig(v string) string {
 		return strconv.Quote(v)
 	}
 	return v
+}
+
+// parsePercentiles reads latency-tracking-info-percentiles as Redis does:
+// numbers from 0 to 100 separated by single spaces; "" is none.
+func parsePercentiles(v string) ([]float64, error) {
+	if v == "" {
+		return nil, nil
+	}
+	var out []float64
+	for _, f := range strings.Split(v, " ") {
+		p, err := strconv.ParseFloat(f, 64)
+		if err != nil || f == "" || math.IsNaN(p) {
+			return nil, errors.New("Invalid latency-tracking-info-percentiles parameters")
+		}
+		if p < 0 || p > 100 {
+			return nil, errors.New("latency-tracking-info-percentiles parameters should sit between [0.0,100.0]")
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+func formatPercentiles(p []float64) string {
+	var b strings.Builder
+	for i, f := range p {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(formatPercentile(f))
+	}
+	return b.String()
+}
+
+// formatPercentile writes a percentile as Redis does: "%f" without its
+// trailing zeros (99.9, 50, 12.345678).
+func formatPercentile(f float64) string {
+	s := strconv.FormatFloat(f, 'f', 6, 64)
+	if strings.Contains(s, ".") {
+		s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
+	}
+	return s
 }

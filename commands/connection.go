@@ -382,5 +382,5 @@ func help(c *Ctx, cmd string, lines []string) {
 		c.W.Simple(l)
 	}
 	c.W.Simple("HELP")
-	c.W.Simple("    Print this help.")
+	c.W.Simple("    Prints this help.")
 }

@@ -2,36 +2,47 @@ package commands
 
 import "sync/atomic"
 
-// callStripes spreads a hot counter over cache lines: every request bumps
-// its command's call count, and with one shared word the cores serving
-// different connections would pass that line back and forth on each one.
+// callStripes spreads a command's hot counters over cache lines: every
+// request bumps its command's call count and time, and with one shared
+// word the cores serving different connections would pass that line back
+// and forth on each one.
 const callStripes = 8
 
-type stripedCounter struct {
+// callCounter counts a command's calls and the nanoseconds they took.
+type callCounter struct {
 	stripe [callStripes]struct {
-		n atomic.Int64
-		_ [56]byte // the rest of the cache line
+		calls, nanos atomic.Int64
+		_            [48]byte // the rest of the cache line
 	}
 }
 
-// Add counts n on the stripe picked by who (a client ID: a connection keeps
-// to one stripe).
-func (c *stripedCounter) Add(who int64, n int64) {
-	c.stripe[who&(callStripes-1)].n.Add(n)
+// Add counts one call of d nanoseconds on the stripe picked by who (a
+// client ID: a connection keeps to one stripe).
+func (c *callCounter) Add(who int64, d int64) {
+	s := &c.stripe[who&(callStripes-1)]
+	s.calls.Add(1)
+	s.nanos.Add(d)
 }
 
 // Load sums the stripes; concurrent adds may or may not be seen.
-func (c *stripedCounter) Load() int64 {
-	var n int64
+func (c *callCounter) Load() (calls, nanos int64) {
 	for i := range c.stripe {
-		n += c.stripe[i].n.Load()
+		calls += c.stripe[i].calls.Load()
+		nanos += c.stripe[i].nanos.Load()
 	}
+	return calls, nanos
+}
+
+// Calls returns the number of calls.
+func (c *callCounter) Calls() int64 {
+	n, _ := c.Load()
 	return n
 }
 
-// Reset zeroes the count (CONFIG RESETSTAT).
-func (c *stripedCounter) Reset() {
+// Reset zeroes the counts (CONFIG RESETSTAT).
+func (c *callCounter) Reset() {
 	for i := range c.stripe {
-		c.stripe[i].n.Store(0)
+		c.stripe[i].calls.Store(0)
+		c.stripe[i].nanos.Store(0)
 	}
 }

@@ -35,6 +35,13 @@ type Server struct {
 	scripts   scriptEngine
 	// shutdownSpec is SHUTDOWN, which may stop a busy script.
 	shutdownSpec *Spec
+
+	// Observability: error replies by code (INFO errorstats), SLOWLOG,
+	// LATENCY, and requests naming no command (for the metrics).
+	errors       errorStats
+	slowlog      slowLog
+	latency      latencyMonitor
+	unknownCalls atomic.Int64
 }
 
 // Hooks connect commands to parts that live outside this package.
@@ -55,6 +62,9 @@ type Hooks struct {
 	// Persistence describes the snapshots for INFO; nil when persistence
 	// is off.
 	Persistence func() PersistenceInfo
+	// Replication describes the replication state for the metrics
+	// endpoint; nil is a master without replicas.
+	Replication func() ReplicationInfo
 }
 
 // PersistenceInfo is what INFO's persistence section shows.
@@ -72,6 +82,7 @@ type PersistenceInfo struct {
 	LoadSeconds    float64
 	Interval       string
 	PendingChanges int
+	LastPause      float64 // seconds: the longest the last snapshot held a shard
 }
 
 // Stats are server-wide counters for INFO.
@@ -96,6 +107,11 @@ func New(eng *engine.Engine, cfg *Config, log *slog.Logger) *Server {
 	}
 	s.Net.OnProtocolError = func(conn *resp.Conn, err *resp.ProtocolError) {
 		s.stats.ProtocolErrors.Add(1)
+		if err.Msg != "" {
+			w := resp.NewWriter(2)
+			w.Error(err.Msg)
+			s.countError(w.Bytes())
+		}
 		if err.Msg == "" {
 			s.Log.Warn("Closing client that reached max query buffer length: " + clientInfo(conn) +
 				" (qbuf initial bytes: " + strconv.Quote(err.Head) + ")")
@@ -125,6 +141,11 @@ type Ctx struct {
 	// held: every shard is already locked (EXEC, scripts), take none.
 	held bool
 	buf  [64]byte // scratch for formatting
+
+	// errorsCounted: the handler counted the error replies it wrote
+	// itself (a script's reply, with errors at any depth), and
+	// failedReply says whether there were any.
+	errorsCounted, failedReply bool
 }
 
 // Shard returns the shard that owns key. Dispatch has already locked it.
@@ -197,7 +218,16 @@ func (s *Server) Serve(conn *resp.Conn, args [][]byte) {
 	// One clock read serves the request and the client's idle time.
 	now := s.Eng.Now()
 	cl.lastInteraction.Store(now)
+	n := conn.W.Len()
+	cl.dispatched = false
 	s.execute(cl, &conn.W, args, now)
+	if !cl.dispatched {
+		// Refused before it ran (unknown, arity, NOAUTH, BUSY, ...): its
+		// error counts here; run counts those of commands that ran.
+		if b := conn.W.Bytes(); len(b) > n && b[n] == '-' {
+			s.countError(b[n:])
+		}
+	}
 	if d := cl.penalty; d > 0 {
 		// Outside every lock and the script gate: only this connection waits.
 		cl.penalty = 0
@@ -207,8 +237,13 @@ func (s *Server) Serve(conn *resp.Conn, args [][]byte) {
 
 // execute runs one request for a client, queueing it inside MULTI.
 func (s *Server) execute(cl *Client, w *resp.Writer, args [][]byte, now int64) {
-	spec, errMsg := s.resolve(args)
-	if spec == nil {
+	spec, errMsg := s.lookup(args)
+	if errMsg != "" {
+		if spec != nil {
+			spec.reject.Add(1) // a known command with the wrong arity
+		} else {
+			s.unknownCalls.Add(1)
+		}
 		w.Error(errMsg)
 		cl.flagTx()
 		return
@@ -292,14 +327,24 @@ func (s *Server) reject(cl *Client, w *resp.Writer, spec *Spec, msg string) {
 }
 
 // run executes a resolved, admitted request: it locks the shards of the
-// request's keys (unless they are all held already), runs the handler and
-// counts it.
+// request's keys (unless they are all held already), runs the handler,
+// times it and counts it. The time is the command's own, from dispatch to
+// its reply written, waits for shard locks included; network and parsing
+// are not. Commands inside EXEC and scripts are run, timed and logged one
+// by one, as Redis does.
 func (s *Server) run(c *Ctx) {
-	spec := c.Spec
-	spec.calls.Add(c.Client.ID, 1)
+	c.Client.dispatched = true
 	c.Client.commands.Add(1)
+	n := c.W.Len()
+	start := monoNow()
+	s.runLocked(c)
+	s.account(c, n, monoNow()-start)
+}
+
+func (s *Server) runLocked(c *Ctx) {
+	spec := c.Spec
 	if c.held || spec.Flags&SelfLock != 0 {
-		s.runHandler(c)
+		spec.Run(c)
 		return
 	}
 	var m engine.Mask
@@ -309,20 +354,23 @@ func (s *Server) run(c *Ctx) {
 	}
 	s.Eng.Lock(m)
 	defer s.Eng.Unlock(m)
-	s.runHandler(c)
-}
-
-func (s *Server) runHandler(c *Ctx) {
-	n := c.W.Len()
-	c.Spec.Run(c)
-	if b := c.W.Bytes(); len(b) > n && b[n] == '-' {
-		c.Spec.failed.Add(1)
-	}
+	spec.Run(c)
 }
 
 // resolve finds the spec for a request and checks its arity, returning
 // Redis's error text when it cannot.
 func (s *Server) resolve(args [][]byte) (*Spec, string) {
+	spec, msg := s.lookup(args)
+	if msg != "" {
+		return nil, msg
+	}
+	return spec, ""
+}
+
+// lookup is resolve, but it returns the spec of a known command that has
+// the wrong arity along with the error, so that the refusal counts as
+// that command's rejected call, as in Redis.
+func (s *Server) lookup(args [][]byte) (*Spec, string) {
 	spec := s.Table.Lookup(args[0])
 	if spec == nil {
 		return nil, unknownCommand(args)
@@ -335,7 +383,7 @@ func (s *Server) resolve(args [][]byte) (*Spec, string) {
 		spec = sub
 	}
 	if !spec.arityOK(len(args)) {
-		return nil, "ERR wrong number of arguments for '" + spec.FullName() + "' command"
+		return spec, "ERR wrong number of arguments for '" + spec.FullName() + "' command"
 	}
 	return spec, ""
 }

@@ -139,8 +139,11 @@ const (
 	runKilled
 )
 
+// monoBase anchors monoNow: time.Since on a time with a monotonic reading
+// reads only the monotonic clock, the cheapest clock read Go offers.
 var monoBase = time.Now()
 
+// monoNow returns monotonic nanoseconds (command and script timing).
 func monoNow() int64 { return int64(time.Since(monoBase)) }
 
 // scriptBusy reports whether a script has run for longer than the

@@ -118,11 +118,24 @@ func (r *luaRunner) exec(c *Ctx, sc *luaScript, keys, argv [][]byte, readOnly bo
 		sc.fn = r.state.Bind(sc.proto)
 		sc.fnOf = r.state
 	}
+	// The errors of the reply, which may be anywhere in it, are counted
+	// here, except those counted already when a command the script called
+	// failed; any of them makes the script's command a failed call.
+	failed := false
+	onError := func(reply []byte, counted bool) {
+		failed = true
+		if !counted {
+			c.Srv.countError(reply)
+		}
+	}
+	n := c.W.Len()
 	if v, err := r.state.Run(sc.fn, keys, argv); err != nil {
 		lua51.WriteError(c.W, err, sc.sha)
+		onError(c.W.Bytes()[n:], lua51.ErrorCounted(err, nil))
 	} else {
-		lua51.WriteReply(c.W, v, r.proto)
+		lua51.WriteReplyErrors(c.W, v, r.proto, onError)
 	}
+	c.errorsCounted, c.failedReply = true, failed
 	return false
 }
 
@@ -136,6 +149,7 @@ func (r *luaRunner) call(L *lua.LState, raise bool) int {
 	}
 	spec, msg := r.resolveCall(argv)
 	if msg != "" {
+		r.srv.countError(codeERR) // as Redis's scriptCall counts a refusal
 		t := lua51.ErrorTable(L, msg)
 		// Redis marks the errors of calls it refused as already counted.
 		t.RawSetString("ignore_error_stats_update", lua.LTrue)
@@ -179,6 +193,7 @@ func (r *luaRunner) resolveCall(argv [][]byte) (*Spec, string) {
 		return nil, "Unknown Redis command called from script"
 	}
 	if !spec.arityOK(len(argv)) {
+		spec.reject.Add(1)
 		return nil, "Wrong number of args calling Redis command from script"
 	}
 	if spec.Flags&NoScript != 0 {

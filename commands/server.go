@@ -6,7 +6,6 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -70,6 +69,8 @@ func cmdConfigResetStat(c *Ctx) {
 	s.stats.ProtocolErrors.Store(0)
 	s.auth.denied.Store(0)
 	s.rl.reset()
+	s.errors.reset()
+	s.unknownCalls.Store(0)
 	for _, cl := range s.clients.all() {
 		cl.commands.Store(0)
 	}
@@ -78,6 +79,7 @@ func cmdConfigResetStat(c *Ctx) {
 			x.calls.Reset()
 			x.failed.Store(0)
 			x.reject.Store(0)
+			x.hist.reset()
 		}
 	}
 	for i := 0; i < engine.Shards; i++ {
@@ -467,11 +469,12 @@ var infoSections = []struct {
 	{"replication", true, infoReplication},
 	{"cpu", true, infoCPU},
 	{"modules", true, func(*Server, *strings.Builder) {}},
-	{"errorstats", true, func(*Server, *strings.Builder) {}},
+	{"commandstats", false, infoCommandStats},
+	{"errorstats", true, infoErrorStats},
+	{"latencystats", false, infoLatencyStats},
 	{"cluster", true, func(_ *Server, b *strings.Builder) { b.WriteString("cluster_enabled:0\r\n") }},
 	{"keyspace", true, infoKeyspace},
 	{"ratelimit", true, infoRateLimit},
-	{"commandstats", false, infoCommandStats},
 }
 
 func cmdInfo(c *Ctx) {
@@ -657,14 +660,7 @@ func infoStats(s *Server, b *strings.Builder) {
 	kv(b, "pubsub_channels", 0)
 	kv(b, "pubsub_patterns", 0)
 	kv(b, "total_protocol_errors", s.stats.ProtocolErrors.Load())
-	var errs int64
-	for _, spec := range s.Table.Specs() {
-		errs += spec.failed.Load() + spec.reject.Load()
-		for _, sub := range spec.Sub {
-			errs += sub.failed.Load() + sub.reject.Load()
-		}
-	}
-	kv(b, "total_error_replies", errs)
+	kv(b, "total_error_replies", s.errors.total.Load())
 	kv(b, "acl_access_denied_auth", s.auth.denied.Load())
 }
 
@@ -708,18 +704,18 @@ func infoKeyspace(s *Server, b *strings.Builder) {
 }
 
 func infoCommandStats(s *Server, b *strings.Builder) {
-	var specs []*Spec
-	for _, spec := range s.Table.Specs() {
-		specs = append(specs, spec)
-		specs = append(specs, spec.Sub...)
-	}
-	sort.Slice(specs, func(i, j int) bool { return specs[i].FullName() < specs[j].FullName() })
-	for _, spec := range specs {
-		calls := spec.calls.Load()
-		if calls == 0 && spec.reject.Load() == 0 {
+	for _, spec := range s.sortedSpecs() {
+		calls, nanos := spec.calls.Load()
+		rejected, failed := spec.reject.Load(), spec.failed.Load()
+		if calls == 0 && rejected == 0 && failed == 0 {
 			continue
 		}
-		fmt.Fprintf(b, "cmdstat_%s:calls=%d,rejected_calls=%d,failed_calls=%d\r\n",
-			spec.FullName(), calls, spec.reject.Load(), spec.failed.Load())
+		usec := nanos / 1000
+		perCall := 0.0
+		if calls > 0 {
+			perCall = float64(nanos) / 1000 / float64(calls)
+		}
+		fmt.Fprintf(b, "cmdstat_%s:calls=%d,usec=%d,usec_per_call=%.2f,rejected_calls=%d,failed_calls=%d\r\n",
+			infoSafe(spec.FullName()), calls, usec, perCall, rejected, failed)
 	}
 }

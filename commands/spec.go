@@ -76,9 +76,10 @@ type Spec struct {
 	// from the key specs.
 	first, last, step int
 	acl               Category
-	calls             stripedCounter
+	calls             callCounter
 	failed            atomic.Int64
 	reject            atomic.Int64
+	hist              latencyHist
 }
 
 // FullName is the name Redis uses in errors and stats: "get", "client|list".

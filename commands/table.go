@@ -628,6 +628,88 @@ func commandTable() []*Spec {
 			},
 		},
 
+		// Slow log (slowlog.go, docs/slowlog.json)
+		{
+			Name:  "slowlog",
+			Arity: -2,
+			Sub: []*Spec{
+				{
+					Name:  "get",
+					Arity: -2,
+					Flags: Admin | Loading | Stale,
+					Run:   cmdSlowlogGet,
+				},
+				{
+					Name:  "help",
+					Arity: 2,
+					Flags: Loading | Stale,
+					Run:   cmdSlowlogHelp,
+				},
+				{
+					Name:  "len",
+					Arity: 2,
+					Flags: Admin | Loading | Stale,
+					Run:   cmdSlowlogLen,
+				},
+				{
+					Name:  "reset",
+					Arity: 2,
+					Flags: Admin | Loading | Stale,
+					Run:   cmdSlowlogReset,
+				},
+			},
+		},
+
+		// Latency monitor (latency.go, docs/latency.json)
+		{
+			Name:  "latency",
+			Arity: -2,
+			Sub: []*Spec{
+				{
+					Name:  "doctor",
+					Arity: 2,
+					Flags: Admin | NoScript | Loading | Stale,
+					Run:   cmdLatencyDoctor,
+				},
+				{
+					Name:  "graph",
+					Arity: 3,
+					Flags: Admin | NoScript | Loading | Stale,
+					Run:   cmdLatencyGraph,
+				},
+				{
+					Name:  "help",
+					Arity: 2,
+					Flags: Loading | Stale,
+					Run:   cmdLatencyHelp,
+				},
+				{
+					Name:  "histogram",
+					Arity: -2,
+					Flags: Admin | NoScript | Loading | Stale,
+					Run:   cmdLatencyHistogram,
+				},
+				{
+					Name:  "history",
+					Arity: 3,
+					Flags: Admin | NoScript | Loading | Stale,
+					Run:   cmdLatencyHistory,
+				},
+				{
+					Name:  "latest",
+					Arity: 2,
+					Flags: Admin | NoScript | Loading | Stale,
+					Run:   cmdLatencyLatest,
+				},
+				{
+					Name:  "reset",
+					Arity: -2,
+					Flags: Admin | NoScript | Loading | Stale,
+					Run:   cmdLatencyReset,
+				},
+			},
+		},
+
 		// Persistence (persistence.go, docs/persistence.json)
 		{
 			Name:  "save",

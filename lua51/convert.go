@@ -185,16 +185,37 @@ const luaStackLimit = 8000
 // WriteReply replies with a script's return value as Redis does;
 // scriptProto is the RESP version the script chose (redis.setresp).
 func WriteReply(w *resp.Writer, v lua.LValue, scriptProto int) {
-	writeLuaReply(w, v, scriptProto, 2)
+	writeLuaReply(w, v, scriptProto, 2, nil)
+}
+
+// WriteReplyErrors is WriteReply, calling onError with each error reply
+// it writes, at any depth, and whether that error is marked as counted
+// already (see ErrorCounted): Redis counts the errors of a script's reply
+// in its error statistics as it writes them.
+func WriteReplyErrors(w *resp.Writer, v lua.LValue, scriptProto int, onError func(reply []byte, counted bool)) {
+	writeLuaReply(w, v, scriptProto, 2, onError)
+}
+
+// writeError writes an error reply and tells onError about it.
+func writeError(w *resp.Writer, msg string, verbatim, counted bool, onError func([]byte, bool)) {
+	n := w.Len()
+	if verbatim {
+		w.ErrorVerbatim(msg)
+	} else {
+		w.Error(msg)
+	}
+	if onError != nil {
+		onError(w.Bytes()[n:], counted)
+	}
 }
 
 // writeLuaReply writes a script's return value as Redis replies with it.
 // scriptProto is the RESP version the script chose (it decides how
 // booleans are sent); top is the Lua stack depth Redis's converter would
 // be at, to fail where Redis fails ("reached lua stack limit").
-func writeLuaReply(w *resp.Writer, v lua.LValue, scriptProto, top int) {
+func writeLuaReply(w *resp.Writer, v lua.LValue, scriptProto, top int, onError func([]byte, bool)) {
 	if top+4 > luaStackLimit {
-		w.Error("ERR reached lua stack limit")
+		writeError(w, "ERR reached lua stack limit", false, false, onError)
 		return
 	}
 	switch v := v.(type) {
@@ -212,15 +233,15 @@ func writeLuaReply(w *resp.Writer, v lua.LValue, scriptProto, top int) {
 	case lua.LNumber:
 		w.Int(luaToInt64(float64(v)))
 	case *lua.LTable:
-		writeLuaTable(w, v, scriptProto, top)
+		writeLuaTable(w, v, scriptProto, top, onError)
 	default:
 		w.Null()
 	}
 }
 
-func writeLuaTable(w *resp.Writer, t *lua.LTable, scriptProto, top int) {
+func writeLuaTable(w *resp.Writer, t *lua.LTable, scriptProto, top int, onError func([]byte, bool)) {
 	if msg, ok := t.RawGetString("err").(lua.LString); ok {
-		w.ErrorVerbatim(string(msg))
+		writeError(w, string(msg), true, ErrorCounted(nil, t), onError)
 		return
 	}
 	if status, ok := t.RawGetString("ok").(lua.LString); ok {
@@ -254,8 +275,8 @@ func writeLuaTable(w *resp.Writer, t *lua.LTable, scriptProto, top int) {
 		}
 		w.Map(n)
 		for k, v := m.Next(lua.LNil); k != lua.LNil; k, v = m.Next(k) {
-			writeLuaReply(w, k, scriptProto, top+3)
-			writeLuaReply(w, v, scriptProto, top+2)
+			writeLuaReply(w, k, scriptProto, top+3, onError)
+			writeLuaReply(w, v, scriptProto, top+2, onError)
 		}
 		return
 	}
@@ -266,7 +287,7 @@ func writeLuaTable(w *resp.Writer, t *lua.LTable, scriptProto, top int) {
 		}
 		w.Set(n)
 		for k, _ := s.Next(lua.LNil); k != lua.LNil; k, _ = s.Next(k) {
-			writeLuaReply(w, k, scriptProto, top+2)
+			writeLuaReply(w, k, scriptProto, top+2, onError)
 		}
 		return
 	}
@@ -276,7 +297,7 @@ func writeLuaTable(w *resp.Writer, t *lua.LTable, scriptProto, top int) {
 	}
 	w.Array(n)
 	for i := 1; i <= n; i++ {
-		writeLuaReply(w, t.RawGetInt(i), scriptProto, top+1)
+		writeLuaReply(w, t.RawGetInt(i), scriptProto, top+1, onError)
 	}
 }
 

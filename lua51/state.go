@@ -705,6 +705,19 @@ func errorFrame(L *lua.LState, level int) (*lua.Debug, bool) {
 	return nil, false
 }
 
+// ErrorCounted reports whether a script's error, raised (err) or returned
+// (v, when err is nil), is marked as counted already: the error reply of
+// a command the script called, which Redis counts in its error statistics
+// when that command fails and not again when the script passes it on
+// (the table's ignore_error_stats_update).
+func ErrorCounted(err error, v lua.LValue) bool {
+	if err != nil {
+		v = errorValue(err)
+	}
+	t, ok := v.(*lua.LTable)
+	return ok && lua.LVAsBool(t.RawGetString("ignore_error_stats_update"))
+}
+
 // WriteError replies with the error Run returned for the script whose
 // SHA1 is sha, as Redis does: "<message> script: <sha>, on
 // @user_script:<line>."

@@ -48,6 +48,8 @@ type Stats struct {
 	Snapshots    int64
 	Loaded       int
 	LoadDuration time.Duration
+	// LastPause is the longest time the last snapshot held a shard's lock.
+	LastPause time.Duration
 }
 
 // Store keeps an engine's keyspace in a Pebble database: loaded at
@@ -77,6 +79,7 @@ type Store struct {
 	sealed atomic.Bool
 
 	throttle *logThrottle // for the worker's crash reports
+	onPause  atomic.Pointer[func(time.Duration)]
 	statsMu  sync.Mutex
 	stats    Stats
 	running  atomic.Bool
@@ -375,6 +378,9 @@ func (s *Store) snapshot(ctx context.Context, periodic bool) error {
 // capture sends every change to the writer and commits. On failure the
 // changes taken are marked to be retried.
 func (s *Store) capture(ctx context.Context) (keys int, size int64, err error) {
+	var longest time.Duration // the longest hold of a shard's lock
+	held := func(since time.Time) { longest = max(longest, time.Since(since)) }
+	defer func() { s.notePause(longest) }()
 	w := s.w
 	now := s.eng.Now()
 	flushed := s.eng.TakeFlushed()
@@ -421,7 +427,9 @@ func (s *Store) capture(ctx context.Context) (keys int, size int64, err error) {
 			sh := s.eng.Shard(i)
 			for from := 0; from >= 0 && sendErr == nil; {
 				sh.Lock()
+				t0 := time.Now()
 				from = sh.Keys(db, from, captureChunk, now, func(e engine.Entry) { put(sh, db, e.Key(), e) })
+				held(t0)
 				sh.Unlock()
 				send(false)
 			}
@@ -435,6 +443,7 @@ func (s *Store) capture(ctx context.Context) (keys int, size int64, err error) {
 		log := taken[i]
 		for len(log) > 0 {
 			sh.Lock()
+			t0 := time.Now()
 			for n := 0; n < captureChunk && len(log) > 0; n++ {
 				db, key, rest, ok := engine.ReadChange(log)
 				if !ok {
@@ -452,6 +461,7 @@ func (s *Store) capture(ctx context.Context) (keys int, size int64, err error) {
 					del(s.kbuf)
 				}
 			}
+			held(t0)
 			sh.Unlock()
 			send(false)
 		}
@@ -576,6 +586,21 @@ func (s *Store) record(start time.Time, keys int, size int64, err error) {
 	}
 	s.stats.LastOK = true
 	s.stats.LastSuccess = time.Now()
+}
+
+// OnPause makes fn be told, after each snapshot's capture, the longest
+// time it held one shard's lock: how long commands on that shard may have
+// waited for it (the latency monitor's "snapshot" event).
+func (s *Store) OnPause(fn func(time.Duration)) { s.onPause.Store(&fn) }
+
+// notePause records the longest shard hold of a capture.
+func (s *Store) notePause(d time.Duration) {
+	s.statsMu.Lock()
+	s.stats.LastPause = d
+	s.statsMu.Unlock()
+	if fn := s.onPause.Load(); fn != nil {
+		(*fn)(d)
+	}
 }
 
 // Stats returns the snapshot statistics.
