@@ -23,6 +23,11 @@ import (
 //	sort:    the reply is an array whose order is unspecified (KEYS, SCAN)
 //	approx:  integers may differ by up to 100 (PTTL just after PEXPIRE)
 //	ignore:  run on both but do not compare (set-up with random output)
+//	stats:   an INFO reply whose lines may come in any order and whose
+//	         timings differ (commandstats' usec and usec_per_call,
+//	         latencystats' percentiles): lines are sorted, timings masked
+//	shape:   every integer and every client address is masked (SLOWLOG
+//	         GET: ids, times, durations, ports), the rest compared
 //
 // Each file starts on empty servers.
 
@@ -97,7 +102,7 @@ func runDiffFile(t *testing.T, path, redisAddr, kvAddr string) int {
 			continue
 		}
 		mode := ""
-		for _, m := range []string{"sort:", "approx:", "ignore:"} {
+		for _, m := range []string{"sort:", "approx:", "ignore:", "stats:", "shape:"} {
 			if strings.HasPrefix(line, m) {
 				mode, line = m, strings.TrimSpace(line[len(m):])
 			}
@@ -135,8 +140,42 @@ func render(v resp.Value, mode string) string {
 		if v.Type == ':' && v.Int > 100 {
 			return ":~" + strconv.FormatInt((v.Int+50)/100, 10)
 		}
+	case "stats:":
+		if v.Type == '$' || v.Type == '=' {
+			lines := strings.Split(strings.TrimSuffix(string(v.Str), "\r\n"), "\r\n")
+			for i, l := range lines {
+				lines[i] = statTimings.ReplaceAllString(l, "${1}*")
+			}
+			sort.Strings(lines)
+			v.Str = []byte(strings.Join(lines, "\r\n"))
+		}
+	case "shape:":
+		v = maskShape(v)
 	}
 	return v.String()
+}
+
+// statTimings finds the timings in INFO commandstats and latencystats.
+var statTimings = regexp.MustCompile(`((?:usec|usec_per_call|p[0-9.]+)=)[0-9.]+`)
+
+var clientAddr = regexp.MustCompile(`^(127\.0\.0\.1|\[::1\]|::1):[0-9]+$`)
+
+// maskShape masks integers and client addresses throughout a reply.
+func maskShape(v resp.Value) resp.Value {
+	switch {
+	case v.Type == ':':
+		v.Int = 0
+	case v.Type == '$' && clientAddr.Match(v.Str):
+		v.Str = []byte("<addr>")
+	}
+	if len(v.Elems) > 0 {
+		elems := make([]resp.Value, len(v.Elems))
+		for i, e := range v.Elems {
+			elems[i] = maskShape(e)
+		}
+		v.Elems = elems
+	}
+	return v
 }
 
 // sortValue sorts the elements of an array reply, the pairs of a map, and
