@@ -25,6 +25,7 @@ import (
 
 	"limitkv/commands"
 	"limitkv/engine"
+	"limitkv/metrics"
 	"limitkv/persist"
 )
 
@@ -150,6 +151,24 @@ func run(args []string, stderr io.Writer) int {
 		return 1
 	}
 	warnIfOpen(listenAddrs(listeners), cfg, log)
+	if addr := cfg.Get("metrics-addr"); addr != "" {
+		ep, err := serveMetrics(addr, srv, log)
+		if err != nil {
+			log.Error("cannot listen for metrics", "addr", addr, "err", err)
+			for _, ln := range listeners {
+				ln.Close()
+			}
+			if store != nil {
+				store.Close()
+			}
+			return 1
+		}
+		defer func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			ep.Shutdown(ctx)
+		}()
+	}
 	for _, ln := range listeners {
 		go func(ln net.Listener) {
 			if err := srv.Net.Serve(ln); err != nil {
@@ -306,6 +325,7 @@ func wireStore(srv *commands.Server, store *persist.Store, cfg *commands.Config)
 		return "Background saving started", nil
 	}
 	srv.Hooks.LastSave = func() int64 { return store.Stats().LastSuccess.Unix() }
+	store.OnPause(func(d time.Duration) { srv.LatencyEvent("snapshot", d) })
 	srv.Hooks.Persistence = func() commands.PersistenceInfo {
 		st := store.Stats()
 		return commands.PersistenceInfo{
@@ -314,8 +334,25 @@ func wireStore(srv *commands.Server, store *persist.Store, cfg *commands.Config)
 			Errors: st.Errors, LastError: st.LastError, Snapshots: st.Snapshots,
 			Loaded: st.Loaded, LoadSeconds: st.LoadDuration.Seconds(),
 			Interval: cfg.Get("snapshot-interval"), PendingChanges: srv.Eng.PendingChanges(),
+			LastPause: st.LastPause.Seconds(),
 		}
 	}
+}
+
+// serveMetrics starts the Prometheus endpoint (--metrics-addr) on its own
+// listener.
+func serveMetrics(addr string, srv *commands.Server, log *slog.Logger) (*metrics.Endpoint, error) {
+	ep, err := metrics.Listen(addr, srv, log)
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		if err := ep.Serve(); err != nil {
+			log.Error("metrics endpoint", "err", err)
+		}
+	}()
+	log.Info("serving metrics", "url", "http://"+ep.Addr().String()+"/metrics")
+	return ep, nil
 }
 
 // listen opens a listener for every address in bind ("127.0.0.1 ::1"). An
