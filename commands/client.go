@@ -34,6 +34,7 @@ type Client struct {
 	// dispatched: the current request ran (Server.run), rather than being
 	// refused or queued.
 	dispatched bool
+	start      int64 // when the current request began (monoNow)
 	// authFails counts consecutive failed AUTHs; penalty is the delay the
 	// last one earned, served by Serve after the command (authGuard).
 	authFails int

@@ -146,6 +146,9 @@ type Ctx struct {
 	// itself (a script's reply, with errors at any depth), and
 	// failedReply says whether there were any.
 	errorsCounted, failedReply bool
+	// start is when the request began (monoNow), read with the request's
+	// clock; 0 for a command inside EXEC or a script, timed on its own.
+	start int64
 }
 
 // Shard returns the shard that owns key. Dispatch has already locked it.
@@ -215,16 +218,24 @@ func (s *Server) Serve(conn *resp.Conn, args [][]byte) {
 	if len(args) == 0 {
 		return
 	}
-	// One clock read serves the request and the client's idle time.
-	now := s.Eng.Now()
+	s.request(cl, &conn.W, args)
+}
+
+// request executes one request for a client, replying into w.
+func (s *Server) request(cl *Client, w *resp.Writer, args [][]byte) {
+	// One clock read serves the request, the client's idle time and the
+	// start of the command's timing.
+	t := time.Now()
+	now := s.clockAt(t)
 	cl.lastInteraction.Store(now)
-	n := conn.W.Len()
+	cl.start = int64(t.Sub(monoBase))
+	n := w.Len()
 	cl.dispatched = false
-	s.execute(cl, &conn.W, args, now)
+	s.execute(cl, w, args, now)
 	if !cl.dispatched {
 		// Refused before it ran (unknown, arity, NOAUTH, BUSY, ...): its
 		// error counts here; run counts those of commands that ran.
-		if b := conn.W.Bytes(); len(b) > n && b[n] == '-' {
+		if b := w.Bytes(); len(b) > n && b[n] == '-' {
 			s.countError(b[n:])
 		}
 	}
@@ -281,6 +292,7 @@ func (s *Server) execute(cl *Client, w *resp.Writer, args [][]byte, now int64) {
 		}
 		if waited {
 			now = s.Eng.Now() // the script's run took time
+			cl.start = monoNow()
 		}
 		if !gated {
 			break
@@ -306,7 +318,7 @@ func (s *Server) execute(cl *Client, w *resp.Writer, args [][]byte, now int64) {
 		}
 	}
 	c := &cl.ctx
-	*c = Ctx{Srv: s, Client: cl, W: w, Args: args, Now: now, DB: cl.DB(), Spec: spec}
+	*c = Ctx{Srv: s, Client: cl, W: w, Args: args, Now: now, DB: cl.DB(), Spec: spec, start: cl.start}
 	s.run(c)
 	c.Args = nil
 }
@@ -336,7 +348,10 @@ func (s *Server) run(c *Ctx) {
 	c.Client.dispatched = true
 	c.Client.commands.Add(1)
 	n := c.W.Len()
-	start := monoNow()
+	start := c.start
+	if start == 0 {
+		start = monoNow()
+	}
 	s.runLocked(c)
 	s.account(c, n, monoNow()-start)
 }
@@ -355,6 +370,15 @@ func (s *Server) runLocked(c *Ctx) {
 	s.Eng.Lock(m)
 	defer s.Eng.Unlock(m)
 	spec.Run(c)
+}
+
+// clockAt returns the server's time, in ms, at t: t's own unless DEBUG
+// CLOCK gave the engine a clock of its own.
+func (s *Server) clockAt(t time.Time) int64 {
+	if _, system := s.Eng.Clock().(engine.SystemClock); system {
+		return t.UnixMilli()
+	}
+	return s.Eng.Now()
 }
 
 // resolve finds the spec for a request and checks its arity, returning
