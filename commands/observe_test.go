@@ -1,0 +1,312 @@
+package commands
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"limitkv/engine"
+)
+
+// TestHistBuckets: every duration falls in the bucket whose bounds hold
+// it, buckets follow each other without gaps, and none is wider than
+// 1/32 of its lower bound past the exact ones.
+func TestHistBuckets(t *testing.T) {
+	prevHi := int64(0)
+	for i := 0; i < histBuckets; i++ {
+		lo, hi := histBounds(i)
+		if lo != prevHi {
+			t.Fatalf("bucket %d starts at %d, the previous ended at %d", i, lo, prevHi)
+		}
+		if lo >= 2*histSub && (hi-lo)*histSub > lo {
+			t.Fatalf("bucket %d [%d, %d) is wider than 1/%d of its start", i, lo, hi, histSub)
+		}
+		if histIndex(lo) != i || histIndex(hi-1) != i {
+			t.Fatalf("bucket %d [%d, %d): its ends map to %d and %d", i, lo, hi, histIndex(lo), histIndex(hi-1))
+		}
+		prevHi = hi
+	}
+	if prevHi != histMax+1 {
+		t.Fatalf("the last bucket ends at %d, want %d", prevHi, int64(histMax+1))
+	}
+	for _, v := range []int64{-5, 0} {
+		if histIndex(v) != 0 {
+			t.Errorf("histIndex(%d) = %d", v, histIndex(v))
+		}
+	}
+	if histIndex(1<<62) != histBuckets-1 {
+		t.Errorf("a huge duration is not in the last bucket")
+	}
+}
+
+// TestHistPercentiles checks percentiles against the exact ones of a
+// skewed sample: within the buckets' 1/32.
+func TestHistPercentiles(t *testing.T) {
+	var h latencyHist
+	r := rand.New(rand.NewPCG(1, 2))
+	var all []int64
+	for i := 0; i < 20000; i++ {
+		d := int64(200 + r.ExpFloat64()*5000)
+		if i%100 == 0 {
+			d *= 1000 // a slow tail
+		}
+		all = append(all, d)
+		h.record(int64(i), d)
+	}
+	slices.Sort(all)
+	var s histSnapshot
+	if !h.snapshot(&s) || s.total != uint64(len(all)) {
+		t.Fatalf("snapshot: total %d", s.total)
+	}
+	var sum int64
+	for _, d := range all {
+		sum += d
+	}
+	if s.sum != sum {
+		t.Errorf("sum %d, want %d", s.sum, sum)
+	}
+	for _, p := range []float64{1, 50, 90, 99, 99.9, 100} {
+		rank := max(int(p/100*float64(len(all))+0.5), 1)
+		exact := all[rank-1]
+		got := s.percentile(p)
+		if got < exact || float64(got-exact) > float64(exact)/histSub {
+			t.Errorf("p%v = %d, exact %d", p, got, exact)
+		}
+	}
+	if lo := s.percentile(0); lo > all[0] {
+		t.Errorf("p0 = %d above the smallest, %d", lo, all[0])
+	}
+	if n := s.below(time.Duration(all[len(all)/2])); n < uint64(len(all)/2)-uint64(len(all)/20) || n > uint64(len(all)/2) {
+		t.Errorf("below the median: %d of %d", n, len(all))
+	}
+	h.reset()
+	if h.snapshot(&s) {
+		t.Error("a reset histogram still has counts")
+	}
+}
+
+// TestHistCDF: LATENCY HISTOGRAM's levels carry Redis's labels and
+// cumulative counts, and skip levels that add nothing.
+func TestHistCDF(t *testing.T) {
+	var h latencyHist
+	for _, d := range []int64{10, 900, 1500, 1500, 40_000, 3 << 35} {
+		h.record(1, d)
+	}
+	var s histSnapshot
+	h.snapshot(&s)
+	got := fmt.Sprint(s.cdf())
+	want := "[{1 2} {2 4} {66 5} {69256347 6}]"
+	if got != want {
+		t.Errorf("cdf %s, want %s", got, want)
+	}
+	// Redis's labels: an HdrHistogram bucket's highest value at 1024 ns,
+	// 2048 ns, ...
+	var labels []int64
+	for level := int64(1024); level <= 1<<20; level *= 2 {
+		labels = append(labels, (level+level>>7-1)/1000)
+	}
+	if fmt.Sprint(labels) != "[1 2 4 8 16 33 66 132 264 528 1056]" {
+		t.Errorf("labels %v", labels)
+	}
+}
+
+func TestErrorCode(t *testing.T) {
+	for _, c := range []struct{ reply, code string }{
+		{"-ERR unknown command\r\n", "ERR"},
+		{"-WRONGTYPE Operation against a key\r\n", "WRONGTYPE"},
+		{"-NOSPACE\r\n", "ERR"},
+		{"-" + strings.Repeat("A", 31) + " x\r\n", "ERR"},
+		{"-" + strings.Repeat("A", 30) + " x\r\n", strings.Repeat("A", 30)},
+		{"- leading space\r\n", ""},
+		{"-EXECABORT Transaction discarded", "EXECABORT"},
+		{"ERR", "ERR"},
+	} {
+		if got := string(errorCode([]byte(c.reply))); got != c.code {
+			t.Errorf("%q: code %q, want %q", c.reply, got, c.code)
+		}
+	}
+}
+
+// TestErrorStatsCap: distinct codes stop being counted at 128, as Redis
+// 7.4 stops them, until a reset; the total goes on.
+func TestErrorStatsCap(t *testing.T) {
+	var e errorStats
+	for i := 0; i < maxErrorCodes; i++ {
+		if e.count([]byte(fmt.Sprintf("-E%d x\r\n", i))) != nil {
+			t.Fatalf("overflow at %d codes", i)
+		}
+	}
+	e.count([]byte("-E0 again\r\n"))
+	overflow := e.count([]byte("-ONEMORE x\r\n"))
+	if len(overflow) != maxErrorCodes {
+		t.Fatalf("overflow reported %d codes", len(overflow))
+	}
+	for i := 0; i < 1000; i++ {
+		e.count([]byte(fmt.Sprintf("-X%d y\r\n", i)))
+	}
+	if got := fmt.Sprint(e.snapshot()); got != "[{ERRORSTATS_DISABLED 1}]" {
+		t.Errorf("after the cap: %s", got)
+	}
+	if n := e.total.Load(); n != maxErrorCodes+2+1000 {
+		t.Errorf("total %d", n)
+	}
+	e.reset()
+	e.count([]byte("-WRONGTYPE x\r\n"))
+	if got := fmt.Sprint(e.snapshot()); got != "[{WRONGTYPE 1}]" {
+		t.Errorf("after a reset: %s", got)
+	}
+}
+
+func TestSlowlogArgs(t *testing.T) {
+	tab := NewTable(commandTable())
+	spec := func(name string) *Spec {
+		s := tab.Lookup([]byte(strings.Split(name, "|")[0]))
+		if _, sub, ok := strings.Cut(name, "|"); ok {
+			s = s.lookupSub([]byte(sub))
+		}
+		return s
+	}
+	args := func(ws ...string) [][]byte {
+		var out [][]byte
+		for _, w := range ws {
+			out = append(out, []byte(w))
+		}
+		return out
+	}
+	show := func(bs [][]byte) string {
+		var s []string
+		for _, b := range bs {
+			s = append(s, string(b))
+		}
+		return strings.Join(s, " ")
+	}
+	long := strings.Repeat("x", 130)
+	many := []string{"rpush", "l"}
+	for i := 0; i < 40; i++ {
+		many = append(many, fmt.Sprint(i))
+	}
+	for _, c := range []struct {
+		cmd  string
+		args [][]byte
+		want string
+	}{
+		{"set", args("SET", "k", long), "SET k " + long[:128] + "... (2 more bytes)"},
+		{"rpush", args(many...), strings.Join(many[:31], " ") + " ... (11 more arguments)"},
+		{"rpush", args(many[:32]...), strings.Join(many[:32], " ")},
+		{"auth", args("AUTH", "pw"), "AUTH (redacted)"},
+		{"auth", args("AUTH", "user", "pw"), "AUTH (redacted) (redacted)"},
+		{"auth", args("AUTH", "a", "b", "c"), "AUTH a b c"},
+		{"hello", args("HELLO", "3", "SETNAME", "n", "AUTH", "u", "p"), "HELLO 3 SETNAME n AUTH (redacted) (redacted)"},
+		{"hello", args("HELLO", "4", "AUTH", "u", "p"), "HELLO 4 AUTH u p"},
+		{"hello", args("HELLO", "3", "BAD", "AUTH", "u", "p"), "HELLO 3 BAD AUTH u p"},
+		{"config|set", args("CONFIG", "SET", "maxclients", "5", "REQUIREPASS", "pw"), "CONFIG SET maxclients 5 REQUIREPASS (redacted)"},
+		{"config|set", args("CONFIG", "SET", "requirepass"), "CONFIG SET requirepass"},
+	} {
+		if got := show(slowlogArgs(spec(c.cmd), c.args)); got != c.want {
+			t.Errorf("%s:\n got %s\nwant %s", c.cmd, got, c.want)
+		}
+	}
+}
+
+// TestSlowlogRing: newest first, ids going on across resets, and the
+// length bound applied as entries come and when it shrinks.
+func TestSlowlogRing(t *testing.T) {
+	srv := New(engine.New(engine.Config{Databases: 1}), NewConfig(), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	cl := &Client{srv: srv}
+	var l slowLog
+	add := func(i, maxLen int) {
+		c := &Ctx{Client: cl, Spec: srv.Table.Lookup([]byte("get")), Args: [][]byte{[]byte("GET"), []byte(fmt.Sprint(i))}}
+		l.add(c, int64(i), maxLen)
+	}
+	ids := func(n int) string {
+		var s []string
+		for _, e := range l.newest(n) {
+			s = append(s, fmt.Sprintf("%d:%s", e.id, e.args[1]))
+		}
+		return strings.Join(s, " ")
+	}
+	for i := 0; i < 20; i++ {
+		add(i, 5)
+	}
+	if got := ids(10); got != "19:19 18:18 17:17 16:16 15:15" {
+		t.Errorf("newest: %s", got)
+	}
+	if l.len() != 5 || ids(2) != "19:19 18:18" {
+		t.Errorf("len %d, newest 2: %s", l.len(), ids(2))
+	}
+	add(20, 100)
+	if l.len() != 6 || ids(1) != "20:20" {
+		t.Errorf("grown: len %d, newest %s", l.len(), ids(1))
+	}
+	l.trim(2)
+	if ids(10) != "20:20 19:19" {
+		t.Errorf("trimmed: %s", ids(10))
+	}
+	add(21, 0)
+	if l.len() != 0 {
+		t.Errorf("max-len 0 keeps %d", l.len())
+	}
+	l.reset()
+	add(22, 3)
+	if ids(10) != "22:22" {
+		t.Errorf("after a reset: %s", ids(10))
+	}
+	if e := l.newest(1)[0]; e.addr != "?:0" || e.micros != 22 {
+		t.Errorf("entry %+v", e)
+	}
+}
+
+// TestLatencyMonitor: one sample a second, the worst; LATEST shows the
+// last and the all-time worst; RESET matches names in any case.
+func TestLatencyMonitor(t *testing.T) {
+	var m latencyMonitor
+	m.add("command", 5)
+	m.add("command", 3)
+	m.add("command", 9)
+	m.add("fast-command", 1)
+	v, ok := m.view("command")
+	if !ok || len(v.samples) != 1 || v.samples[0].ms != 9 || v.max != 9 || v.last.ms != 9 {
+		t.Fatalf("view %+v", v)
+	}
+	if vs := m.views(); len(vs) != 2 || vs[0].event != "command" || vs[1].event != "fast-command" {
+		t.Fatalf("views %+v", vs)
+	}
+	if n := m.reset([][]byte{[]byte("COMMAND"), []byte("nosuch")}); n != 1 {
+		t.Errorf("reset %d", n)
+	}
+	if _, ok := m.view("command"); ok {
+		t.Error("command still there after its reset")
+	}
+	if n := m.reset(nil); n != 1 {
+		t.Errorf("reset all: %d", n)
+	}
+}
+
+func TestPercentilesSetting(t *testing.T) {
+	for _, c := range []struct{ in, out, err string }{
+		{"50 99 99.9", "50 99 99.9", ""},
+		{"0.0 50.000 1e1 12.3456789", "0 50 10 12.345679", ""},
+		{"", "", ""},
+		{"50  99", "", "Invalid latency-tracking-info-percentiles parameters"},
+		{"a", "", "Invalid latency-tracking-info-percentiles parameters"},
+		{"NaN", "", "Invalid latency-tracking-info-percentiles parameters"},
+		{"101", "", "latency-tracking-info-percentiles parameters should sit between [0.0,100.0]"},
+		{"-0.5", "", "latency-tracking-info-percentiles parameters should sit between [0.0,100.0]"},
+	} {
+		p, err := parsePercentiles(c.in)
+		if c.err != "" {
+			if err == nil || err.Error() != c.err {
+				t.Errorf("%q: error %v, want %q", c.in, err, c.err)
+			}
+			continue
+		}
+		if err != nil || formatPercentiles(p) != c.out {
+			t.Errorf("%q: %q %v, want %q", c.in, formatPercentiles(p), err, c.out)
+		}
+	}
+}
