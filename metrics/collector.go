@@ -36,7 +36,8 @@ var DurationBuckets = func() []time.Duration {
 
 // Collector reads a server's counters at each scrape.
 type Collector struct {
-	srv *commands.Server
+	srv   *commands.Server
+	names []string
 
 	commands, failed, rejected, duration             *prometheus.Desc
 	rlDecisions, errors, errorReplies                *prometheus.Desc
@@ -53,10 +54,12 @@ type Collector struct {
 
 // NewCollector returns a collector of srv's metrics.
 func NewCollector(srv *commands.Server) *Collector {
+	var names []string
 	d := func(name, help string, labels ...string) *prometheus.Desc {
+		names = append(names, "limitkv_"+name)
 		return prometheus.NewDesc("limitkv_"+name, help, labels, nil)
 	}
-	return &Collector{
+	c := &Collector{
 		srv:           srv,
 		commands:      d("commands_total", "Calls of each command (INFO commandstats calls), subcommands as container|sub.", "command"),
 		failed:        d("commands_failed_total", "Calls that ran and replied with an error (failed_calls).", "command"),
@@ -101,7 +104,12 @@ func NewCollector(srv *commands.Server) *Collector {
 		replLag:       d("replication_lag_seconds", "On a replica, the time since its master was last heard from; on a master, the largest lag of its replicas."),
 		replOffset:    d("replication_offset", "The replication offset."),
 	}
+	c.names = names
+	return c
 }
+
+// Names lists the names of the metrics the collector exports.
+func (c *Collector) Names() []string { return c.names }
 
 // Describe sends the descriptors of every metric.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
