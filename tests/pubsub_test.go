@@ -19,16 +19,16 @@ import (
 // Pub/sub (issue 13): what the differential suite cannot show, checked
 // against the real binary and, where it says so, against redis-server too.
 
-// optionalRedis adds redis-server to the servers a test runs on when it is
+// pubsubWithRedis adds redis-server to the servers a test runs on when it is
 // installed (always under CI).
-func optionalRedis(t *testing.T, servers map[string]*server) {
+func pubsubWithRedis(t *testing.T, servers map[string]*server) {
 	if _, err := os.Stat("/usr/bin/redis-server"); err == nil || os.Getenv("CI") == "true" {
 		servers["redis-server"] = startRedis(t)
 	}
 }
 
-// waitFor polls cond for up to 5 seconds.
-func waitFor(t *testing.T, what string, cond func() bool) {
+// pubsubWait polls cond for up to 5 seconds.
+func pubsubWait(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	for end := time.Now().Add(5 * time.Second); !cond(); time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(end) {
@@ -102,7 +102,7 @@ func TestSlowSubscriberDisconnected(t *testing.T) {
 // on limitkv as on redis-server.
 func TestSubscriberInClientListAndInfo(t *testing.T) {
 	servers := map[string]*server{"limitkv": startLimitkv(t, "--persistence", "no")}
-	optionalRedis(t, servers)
+	pubsubWithRedis(t, servers)
 	field := regexp.MustCompile(` (flags|sub|psub|ssub|cmd)=(\S*)`)
 	fields := func(line string) string {
 		var out []string
@@ -163,7 +163,7 @@ func TestSubscriberInClientListAndInfo(t *testing.T) {
 		if got := sub.readAll(); got != "" {
 			t.Errorf("%s: the subscriber read %q", name, got)
 		}
-		waitFor(t, name+": subscriptions of killed clients gone", func() bool {
+		pubsubWait(t, name+": subscriptions of killed clients gone", func() bool {
 			return infoField(t, c, "stats", "pubsub_channels") == 0
 		})
 		if v := c.do("PUBSUB", "NUMSUB", "a", "b"); v.String() != `["a", :0, "b", :0]` {
@@ -200,7 +200,7 @@ func TestQuitAndCloseUnsubscribe(t *testing.T) {
 		t.Fatalf("QUIT in pub/sub mode: %s", v)
 	}
 	closer.c.Close()
-	waitFor(t, "no subscriber left", func() bool {
+	pubsubWait(t, "no subscriber left", func() bool {
 		return c.do("PUBLISH", "ch", "y").Int == 0
 	})
 	if v := c.do("PUBSUB", "NUMPAT"); v.Int != 0 {
@@ -234,7 +234,7 @@ func TestGoRedisPubSub(t *testing.T) {
 			ch := ps.Channel()
 			pub := goRedis(t, s.addr, proto)
 			// The PSUBSCRIBE is under way when PUBLISH counts: wait for it.
-			waitFor(t, "the pattern subscription", func() bool {
+			pubsubWait(t, "the pattern subscription", func() bool {
 				n, _ := pub.PubSubNumPat(ctx).Result()
 				return n == 1
 			})
