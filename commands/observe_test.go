@@ -310,3 +310,24 @@ func TestPercentilesSetting(t *testing.T) {
 		}
 	}
 }
+
+// TestLatencyEvent: events from outside the package (snapshots) are kept
+// only with the monitor on and at its threshold or above.
+func TestLatencyEvent(t *testing.T) {
+	srv := New(engine.New(engine.Config{Databases: 1}), NewConfig(), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	srv.LatencyEvent("snapshot", time.Second)
+	if len(srv.latency.views()) != 0 {
+		t.Fatal("recorded with the monitor off")
+	}
+	if err := srv.Cfg.Set([][2]string{{"latency-monitor-threshold", "5"}}, false); err != nil {
+		t.Fatal(err)
+	}
+	srv.LatencyEvent("snapshot", 4*time.Millisecond)
+	if len(srv.latency.views()) != 0 {
+		t.Fatal("recorded below the threshold")
+	}
+	srv.LatencyEvent("snapshot", 7*time.Millisecond)
+	if v, ok := srv.latency.view("snapshot"); !ok || v.max != 7 {
+		t.Fatalf("view %+v", v)
+	}
+}
