@@ -30,6 +30,10 @@ type Client struct {
 	multiLen        atomic.Int32 // queued commands, -1 outside MULTI
 	multiMem        atomic.Int64 // bytes of the queued commands' arguments
 
+	// user is the ACL user the client runs as; authed is Redis's
+	// c->authenticated (set at connect when the default user needs no
+	// password, or by AUTH and HELLO AUTH).
+	user   atomic.Pointer[aclUser]
 	authed bool
 	// authFails counts consecutive failed AUTHs; penalty is the delay the
 	// last one earned, served by Serve after the command (authGuard).
@@ -56,6 +60,15 @@ type queuedCmd struct {
 type watchedKey struct {
 	db  int
 	key string
+}
+
+// setDefaultUser makes the client the default user's, authenticated if
+// that user needs no password (at connect and RESET).
+func (cl *Client) setDefaultUser() {
+	a := &cl.srv.acl
+	cl.user.Store(a.def)
+	cl.authed = a.defaultOpen.Load()
+	cl.conn.SetAuthenticated(cl.authed)
 }
 
 // DB returns the selected database.
@@ -184,7 +197,7 @@ func (cl *Client) info(now time.Time) string {
 	w("tot-mem", i(st.TotalMem+cl.multiMem.Load()))
 	w("events", "r")
 	w("cmd", cmd)
-	w("user", "default")
+	w("user", cl.user.Load().name)
 	w("redir", "-1")
 	w("resp", i(int64(cl.conn.Proto())))
 	w("lib-name", loadString(&cl.libName))
