@@ -931,16 +931,9 @@ func (s *selector) channelAllowed(ch []byte, isPattern bool) bool {
 	return false
 }
 
-// aclKeyCache finds a command's keys once for all selectors.
-type aclKeyCache struct {
-	done bool
-	keys []aclKey
-	buf  [8]aclKey
-}
-
 // check is ACLSelectorCheckCmd: whether the selector allows cmd with args,
-// and if not why and at which argument.
-func (s *selector) check(cmd *Spec, args [][]byte, kc *aclKeyCache) (int, int) {
+// whose keys (cmd.aclKeys) are keys, and if not why and at which argument.
+func (s *selector) check(cmd *Spec, args [][]byte, keys []aclKey) (int, int) {
 	if !s.allCommands && cmd.Flags&NoAuth == 0 && !s.bit(cmd.id) {
 		allowed := false
 		if len(args) >= 2 {
@@ -961,11 +954,8 @@ func (s *selector) check(cmd *Spec, args [][]byte, kc *aclKeyCache) (int, int) {
 			return aclDeniedCmd, 0
 		}
 	}
-	if !s.allKeys && cmd.hasKeys() {
-		if !kc.done {
-			kc.keys, kc.done = cmd.aclKeys(args, kc.buf[:0]), true
-		}
-		for _, k := range kc.keys {
+	if !s.allKeys {
+		for _, k := range keys {
 			if !s.keyAllowed(args[k.pos], k.need) {
 				return aclDeniedKey, k.pos
 			}
@@ -992,10 +982,17 @@ func (r *userRules) checkCommand(cmd *Spec, args [][]byte) (int, int) {
 	if r.open {
 		return aclOK, 0
 	}
-	var kc aclKeyCache
+	// The keys are found once for all selectors, and only if one of them
+	// restricts keys.
+	var buf [8]aclKey
+	var keys []aclKey
+	found := false
 	relevant, last := aclDeniedCmd, 0
 	for _, s := range r.selectors {
-		res, pos := s.check(cmd, args, &kc)
+		if !found && !s.allKeys {
+			keys, found = cmd.aclKeys(args, buf[:0]), true
+		}
+		res, pos := s.check(cmd, args, keys)
 		if res == aclOK {
 			return aclOK, 0
 		}
