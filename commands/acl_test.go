@@ -1,10 +1,16 @@
 package commands
 
 import (
+	"bufio"
 	"math/rand"
+	"net"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"limitkv/resp"
 )
 
 // aclTestTable is the real command table, built once.
@@ -297,5 +303,75 @@ func TestDefaultUserIsOpen(t *testing.T) {
 	}
 	if v := h.do("FLUSHALL"); v.String() != "-NOPERM this user has no permissions to run the 'flushall' command" {
 		t.Fatalf("FLUSHALL: %v", v)
+	}
+}
+
+// TestACLRulesChangeUnderLoad: rules changed, users deleted and files
+// reloaded while other connections run commands as those users; run with
+// -race. Every reply is a result, NOPERM, or (once the user is gone) a
+// closed connection.
+func TestACLRulesChangeUnderLoad(t *testing.T) {
+	h := newHarness(t)
+	h.do("ACL", "SETUSER", "u", "on", ">pw", "~k*", "+@all")
+	done := make(chan struct{})
+	errs := make(chan string, 8)
+	for i := 0; i < 4; i++ {
+		go func(i int) {
+			defer func() { errs <- "" }()
+			c, err := net.Dial("tcp", h.addr)
+			if err != nil {
+				errs <- err.Error()
+				return
+			}
+			defer c.Close()
+			c.SetDeadline(time.Now().Add(time.Minute))
+			r := bufio.NewReader(c)
+			send := func(args ...string) (resp.Value, bool) {
+				var bs [][]byte
+				for _, a := range args {
+					bs = append(bs, []byte(a))
+				}
+				if _, err := c.Write(resp.AppendCommand(nil, bs...)); err != nil {
+					return resp.Value{}, false
+				}
+				v, err := resp.ReadValue(r)
+				return v, err == nil
+			}
+			if v, ok := send("AUTH", "u", "pw"); !ok || v.String() != "+OK" {
+				errs <- "AUTH: " + v.String()
+				return
+			}
+			for n := 0; ; n++ {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				v, ok := send("SET", "k"+strconv.Itoa(i), "v")
+				if !ok {
+					return // the user was deleted
+				}
+				if s := v.String(); s != "+OK" && !strings.HasPrefix(s, "-NOPERM") {
+					errs <- "SET: " + s
+					return
+				}
+			}
+		}(i)
+	}
+	for i := 0; i < 200; i++ {
+		if i%2 == 0 {
+			h.do("ACL", "SETUSER", "u", "-set")
+		} else {
+			h.do("ACL", "SETUSER", "u", "+set", "resetkeys", "~k*", "(+get ~x)")
+		}
+		h.do("ACL", "LIST")
+		h.do("ACL", "LOG", "1")
+	}
+	h.do("ACL", "DELUSER", "u")
+	close(done)
+	for i := 0; i < 4; i++ {
+		if e := <-errs; e != "" {
+			t.Fatal(e)
+		}
 	}
 }
