@@ -147,22 +147,58 @@ func channelsShrunk(old, new *userRules) bool {
 	return false
 }
 
-// dropRevokedSubscribers is where the clients of u subscribed to channels
-// its new rules deny are disconnected, as Redis does. limitkv has no
-// Pub/Sub subscribers yet, so there is nothing to drop; Pub/Sub calls
-// rules.channelAllowed for each subscription here when it lands.
-func (s *Server) dropRevokedSubscribers(u *aclUser, rules *userRules) {}
+// dropRevokedSubscribers disconnects the clients of u subscribed to a
+// channel or pattern its new rules deny, as Redis does when ACL SETUSER
+// takes channels away: the rules' channel patterns match a subscribed
+// channel as a glob, a subscribed pattern only literally. The caller's own
+// connection closes after this reply.
+func (s *Server) dropRevokedSubscribers(c *Ctx, u *aclUser, rules *userRules) {
+	var upcoming []string
+	for _, sel := range rules.selectors {
+		upcoming = append(upcoming, sel.channels...)
+	}
+	allowed := func(name []byte, isPattern bool) bool {
+		for _, p := range upcoming {
+			if isPattern && p == string(name) || !isPattern && engine.Match([]byte(p), name, false) {
+				return true
+			}
+		}
+		return false
+	}
+	r := &s.pubsub
+	locked := r.rlock(c)
+	doomed := map[*Client]bool{}
+	for k := range psKinds {
+		for _, set := range r.subs[k] {
+			for cl := range set.clients {
+				if !doomed[cl] && cl.user.Load() == u && !allowed(set.name, k == psPattern) {
+					doomed[cl] = true
+				}
+			}
+		}
+	}
+	if locked {
+		r.mu.RUnlock()
+	}
+	for cl := range doomed {
+		if cl == c.Client {
+			cl.conn.CloseAfterReply()
+		} else {
+			cl.conn.Kill()
+		}
+	}
+}
 
 // setUser is ACL SETUSER: apply ops to a copy of the user (a new one if
-// name is unknown) and publish it only if every op is valid.
-func (s *Server) setUser(name string, ops []string) error {
+// name is unknown) and publish it only if every op is valid. Subscribers
+// of the user to channels it may no longer use are disconnected.
+func (s *Server) setUser(c *Ctx, name string, ops []string) error {
 	merged, open := mergeSelectorArgs(ops)
 	if open >= 0 {
 		return errors.New("Unmatched parenthesis in acl selector starting at '" + ops[open] + "'.")
 	}
 	a := &s.acl
 	a.mu.Lock()
-	defer a.mu.Unlock()
 	u := a.users[name]
 	var r *userRules
 	if u != nil {
@@ -172,16 +208,22 @@ func (s *Server) setUser(name string, ops []string) error {
 	}
 	for _, op := range merged {
 		if err := r.set(s.Table, op, a.pubsubAll.Load()); err != nil {
+			a.mu.Unlock()
 			return errors.New("Error in ACL SETUSER modifier '" + op + "': " + err.Error())
 		}
 	}
+	shrunk := false
 	if u == nil {
 		u = &aclUser{name: name}
 		a.users[name] = u
-	} else if channelsShrunk(u.rules.Load(), r) {
-		defer s.dropRevokedSubscribers(u, r)
+	} else {
+		shrunk = channelsShrunk(u.rules.Load(), r)
 	}
 	a.publish(u, r)
+	a.mu.Unlock()
+	if shrunk {
+		s.dropRevokedSubscribers(c, u, r)
+	}
 	return nil
 }
 
@@ -352,7 +394,7 @@ func cmdACLSetUser(c *Ctx) {
 	for _, a := range c.Args[3:] {
 		ops = append(ops, string(a))
 	}
-	if err := c.Srv.setUser(name, ops); err != nil {
+	if err := c.Srv.setUser(c, name, ops); err != nil {
 		c.W.Error("ERR " + err.Error())
 		return
 	}

@@ -894,16 +894,6 @@ func atoi(b []byte) int64 {
 	return n
 }
 
-// hasKeys: the command names keys, so that key patterns apply to it.
-func (cmd *Spec) hasKeys() bool {
-	for _, n := range cmd.keyNeed {
-		if n&aclNotKey == 0 {
-			return true
-		}
-	}
-	return false
-}
-
 // keyAllowed is ACLSelectorCheckKey.
 func (s *selector) keyAllowed(key []byte, need uint8) bool {
 	if s.allKeys {

@@ -47,6 +47,7 @@ type Client struct {
 	watch    engine.Watch
 	watching []watchedKey
 
+	ps   clientSubs // pub/sub subscriptions (pubsub.go)
 	ctx  Ctx        // reused for every request
 	rl   rlScratch  // rate-limit decisions' buffers
 	eval scriptCall // this client's EVAL while it waits for the combiner
@@ -139,6 +140,9 @@ func (cl *Client) unwatchAll() {
 // flags returns CLIENT LIST's flags field.
 func (cl *Client) flags() string {
 	var f string
+	if cl.inPubsubMode() {
+		f += "P"
+	}
 	if cl.multiLen.Load() >= 0 {
 		f += "x"
 	}
@@ -146,6 +150,15 @@ func (cl *Client) flags() string {
 		f = "N"
 	}
 	return f
+}
+
+// typeName is the client's type for CLIENT LIST and CLIENT KILL's TYPE
+// filter.
+func (cl *Client) typeName() string {
+	if cl.inPubsubMode() {
+		return "pubsub"
+	}
+	return "normal"
 }
 
 // info formats the client as one CLIENT LIST line.
@@ -178,9 +191,10 @@ func (cl *Client) info(now time.Time) string {
 	w("idle", i(idle))
 	w("flags", cl.flags())
 	w("db", i(int64(cl.DB())))
-	w("sub", "0")
-	w("psub", "0")
-	w("ssub", "0")
+	sub, psub, ssub := cl.pubsubCounts()
+	w("sub", i(int64(sub)))
+	w("psub", i(int64(psub)))
+	w("ssub", i(int64(ssub)))
 	w("multi", i(int64(cl.multiLen.Load())))
 	// The connection's buffers, as resp.ConnStats describes them; omem is
 	// all unsent output, the figure client-output-buffer-limit checks.

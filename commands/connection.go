@@ -10,6 +10,17 @@ import (
 // Connection commands: PING ECHO QUIT RESET HELLO AUTH CLIENT.
 
 func cmdPing(c *Ctx) {
+	if len(c.Args) <= 2 && c.W.Proto() == 2 && c.Client.subscribed() {
+		// In pub/sub mode a RESP2 client gets an array, as a message.
+		c.W.Array(2)
+		c.W.BulkString("pong")
+		if len(c.Args) == 1 {
+			c.W.BulkString("")
+		} else {
+			c.W.Bulk(c.Args[1])
+		}
+		return
+	}
 	switch len(c.Args) {
 	case 1:
 		c.W.Simple("PONG")
@@ -31,6 +42,7 @@ func cmdReset(c *Ctx) {
 	cl := c.Client
 	cl.discardTx()
 	cl.unwatchAll()
+	c.Srv.pubsub.dropClient(cl)
 	cl.db.Store(0)
 	cl.name.Store(nil)
 	c.W.SetProto(2)
@@ -218,8 +230,15 @@ func cmdClientList(c *Ctx) {
 		case is(args[0], "TYPE") && len(args) == 2:
 			t := strings.ToLower(string(args[1]))
 			switch t {
-			case "normal":
-			case "master", "replica", "slave", "pubsub":
+			case "normal", "pubsub":
+				var sel []*Client
+				for _, cl := range clients {
+					if cl.typeName() == t {
+						sel = append(sel, cl)
+					}
+				}
+				clients = sel
+			case "master", "replica", "slave":
 				clients = nil
 			default:
 				c.W.Error("ERR Unknown client type '" + string(args[1]) + "'")
@@ -328,7 +347,7 @@ func cmdClientKill(c *Ctx) {
 		case id != 0 && cl.ID != id,
 			addr != "" && cl.conn.RemoteAddr() != addr,
 			laddr != "" && cl.conn.LocalAddr() != laddr,
-			typ != "" && typ != "normal",
+			typ != "" && typ != cl.typeName(),
 			byUser != nil && cl.user.Load() != byUser,
 			skipMe && cl == c.Client:
 			continue

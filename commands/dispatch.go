@@ -25,6 +25,7 @@ type Server struct {
 	Hooks Hooks
 
 	clients   clientRegistry
+	pubsub    pubsubRegistry
 	stats     Stats
 	auth      authGuard
 	acl       aclState
@@ -90,6 +91,7 @@ func New(eng *engine.Engine, cfg *Config, log *slog.Logger) *Server {
 	s.shutdownSpec = s.Table.Lookup([]byte("shutdown"))
 	s.acl.init(s.Table)
 	s.clients.init()
+	s.pubsub.init()
 	s.mem.startup.Store(heapInUse())
 	s.mem.note(s.mem.startup.Load())
 	s.Net = resp.NewServer(s)
@@ -182,6 +184,7 @@ func (s *Server) Closed(conn *resp.Conn) {
 		return
 	}
 	cl.unwatchAll()
+	s.pubsub.dropClient(cl)
 	s.stats.Commands.Add(cl.commands.Load())
 	s.clients.remove(cl)
 }
@@ -238,6 +241,12 @@ func (s *Server) execute(cl *Client, w *resp.Writer, args [][]byte, now int64) {
 			return
 		}
 	}
+	// A RESP2 client in pub/sub mode may only (un)subscribe, PING, QUIT and
+	// RESET; in RESP3 any command goes.
+	if w.Proto() == 2 && cl.subscribed() && !allowedWhileSubscribed(spec) {
+		s.reject(cl, w, spec, msgSubscribedMode(spec))
+		return
+	}
 	// While a script runs, commands wait for it and get BUSY once it runs
 	// too long (inside MULTI too, before anything is queued, as in Redis);
 	// SHUTDOWN NOSAVE then stops it.
@@ -281,11 +290,11 @@ func (s *Server) execute(cl *Client, w *resp.Writer, args [][]byte, now int64) {
 }
 
 // reject refuses a request as Redis's rejectCommand does: inside MULTI the
-// transaction is flagged, and an EXEC refused this way discards it, giving
-// the reason.
+// transaction is flagged, and an EXEC refused this way discards it (if
+// any), giving the reason.
 func (s *Server) reject(cl *Client, w *resp.Writer, spec *Spec, msg string) {
 	spec.reject.Add(1)
-	if cl.multi && spec.Name == "exec" {
+	if spec.Name == "exec" {
 		cl.discardTx()
 		cl.unwatchAll()
 		w.Error("EXECABORT Transaction discarded because of: " + msg)

@@ -75,7 +75,9 @@ type Spec struct {
 	// first, last, step: the legacy key range COMMAND reports, derived
 	// from the key specs.
 	first, last, step int
-	acl               Category
+	// keyed: some key spec finds keys, not only not_key arguments.
+	keyed bool
+	acl   Category
 	// id numbers the spec within its table (subcommands and containers
 	// included), for the users' bitmaps of allowed commands.
 	id int
@@ -186,6 +188,11 @@ func (s *Spec) prepare(parent *Spec, docs map[string]*cmdDoc, used map[string]bo
 	s.first, s.last, s.step, movable = legacyKeyRange(s.doc.KeySpecs)
 	if movable {
 		s.Flags |= Movable
+	}
+	for _, ks := range s.doc.KeySpecs {
+		if !slices.Contains(strings.Fields(ks.Flags), "not_key") {
+			s.keyed = true
+		}
 	}
 	s.acl = implicitCategories(s.Flags, s.doc.ACL)
 	s.keyNeed = nil
@@ -300,10 +307,19 @@ func (s *Spec) arityOK(n int) bool {
 	return n >= -s.Arity
 }
 
-// keyPositions returns the argument indexes of the keys in args.
+// keyPositions returns the argument indexes of the keys in args. Key specs
+// flagged not_key (the shard channels of SPUBLISH) find no keys, as in
+// Redis's COMMAND GETKEYS, and take no lock.
 func (s *Spec) keyPositions(args [][]byte, out []int) []int {
+	if !s.keyed {
+		return out
+	}
 	return keysOf(s.keySpecs(), args, out)
 }
+
+// hasKeys reports whether any of the command's key specs finds keys, not
+// only not_key arguments.
+func (s *Spec) hasKeys() bool { return s.keyed }
 
 // keysOf appends the argument indexes that specs find in args.
 func keysOf(specs []KeySpec, args [][]byte, out []int) []int {

@@ -410,6 +410,99 @@ func commandTable() []*Spec {
 			},
 		},
 
+		// Pub/sub (pubsub.go, docs/pubsub.json). Redis also marks PUBLISH and
+		// SPUBLISH may_replicate, which COMMAND does not show.
+		{
+			Name:  "publish",
+			Arity: 3,
+			Flags: PubSub | Loading | Stale | Fast,
+			Run:   cmdPublish,
+		},
+		{
+			Name:  "subscribe",
+			Arity: -2,
+			Flags: PubSub | NoScript | Loading | Stale,
+			Run:   cmdSubscribe,
+		},
+		{
+			Name:  "unsubscribe",
+			Arity: -1,
+			Flags: PubSub | NoScript | Loading | Stale,
+			Run:   cmdUnsubscribe,
+		},
+		{
+			Name:  "psubscribe",
+			Arity: -2,
+			Flags: PubSub | NoScript | Loading | Stale,
+			Run:   cmdPSubscribe,
+		},
+		{
+			Name:  "punsubscribe",
+			Arity: -1,
+			Flags: PubSub | NoScript | Loading | Stale,
+			Run:   cmdPUnsubscribe,
+		},
+		{
+			Name:  "spublish",
+			Arity: 3,
+			Flags: PubSub | Loading | Stale | Fast,
+			Run:   cmdSPublish,
+		},
+		{
+			Name:  "ssubscribe",
+			Arity: -2,
+			Flags: PubSub | NoScript | Loading | Stale,
+			Run:   cmdSSubscribe,
+		},
+		{
+			Name:  "sunsubscribe",
+			Arity: -1,
+			Flags: PubSub | NoScript | Loading | Stale,
+			Run:   cmdSUnsubscribe,
+		},
+		{
+			Name:  "pubsub",
+			Arity: -2,
+			Sub: []*Spec{
+				{
+					Name:  "channels",
+					Arity: -2,
+					Flags: PubSub | Loading | Stale,
+					Run:   cmdPubsubChannels,
+				},
+				{
+					Name:  "help",
+					Arity: 2,
+					Flags: Loading | Stale,
+					Run:   cmdPubsubHelp,
+				},
+				{
+					Name:  "numpat",
+					Arity: 2,
+					Flags: PubSub | Loading | Stale,
+					Run:   cmdPubsubNumPat,
+				},
+				{
+					Name:  "numsub",
+					Arity: -2,
+					Flags: PubSub | Loading | Stale,
+					Run:   cmdPubsubNumSub,
+				},
+				{
+					Name:  "shardchannels",
+					Arity: -2,
+					Flags: PubSub | Loading | Stale,
+					Run:   cmdPubsubShardChannels,
+				},
+				{
+					Name:  "shardnumsub",
+					Arity: -2,
+					Flags: PubSub | Loading | Stale,
+					Run:   cmdPubsubShardNumSub,
+				},
+			},
+		},
+
 		// Users and permissions (acl.go, docs/acl.json)
 		{
 			Name:  "acl",

@@ -66,6 +66,9 @@ func cmdExec(c *Ctx) {
 		sub := Ctx{Srv: c.Srv, Client: cl, W: c.W, Args: q.args, Now: c.Now, DB: cl.DB(), Spec: q.spec, held: true}
 		c.Srv.runGuarded(&sub)
 	}
+	// A SUBSCRIBE among the commands kept the pub/sub registry so that no
+	// message could come before this reply; it is complete now.
+	c.Srv.pubsub.execDone(cl)
 	eng.Unlock(engine.AllShards)
 	cl.discardTx()
 	cl.unwatchAll()

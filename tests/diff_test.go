@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"limitkv/resp"
 )
@@ -17,8 +18,10 @@ import (
 // connections, and compares the replies exactly: type, length and bytes.
 //
 // File syntax: one command per line in redis-cli's quoting; "#" starts a
-// comment; "@name" switches to (or opens) connection "name". A command may
-// be prefixed with
+// comment; "@name" switches to (or opens) connection "name"; "<" reads one
+// more reply on the current connection without sending anything (the
+// second confirmation of SUBSCRIBE a b, a message published from another
+// connection) and compares it. A command may be prefixed with
 //
 //	sort:    the reply is an array whose order is unspecified (KEYS, SCAN)
 //	approx:  integers may differ by up to 100 (PTTL just after PEXPIRE)
@@ -99,6 +102,21 @@ func runDiffFile(t *testing.T, path, redisAddr, kvAddr string) int {
 		}
 		if strings.HasPrefix(line, "@") {
 			cur = open(strings.TrimSpace(line[1:]))
+			continue
+		}
+		if line == "<" {
+			// A reply that must already be on its way: never wait long.
+			for _, c := range []*rawConn{cur.redis, cur.kv} {
+				c.c.SetReadDeadline(time.Now().Add(10 * time.Second))
+			}
+			want, got := cur.redis.read(), cur.kv.read()
+			for _, c := range []*rawConn{cur.redis, cur.kv} {
+				c.c.SetReadDeadline(time.Now().Add(2 * time.Minute))
+			}
+			compared++
+			if ws, gs := want.String(), got.String(); ws != gs {
+				t.Errorf("%s:%d: <\n redis: %s\nlimitkv: %s", filepath.Base(path), n+1, ws, gs)
+			}
 			continue
 		}
 		mode := ""
