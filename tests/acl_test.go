@@ -1,14 +1,29 @@
 package tests
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
+	"net"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
+	"time"
 )
+
+// closedByServer reads what the server still sends and reports whether it
+// then closed the connection (not merely went quiet for 5 s).
+func closedByServer(c *rawConn) (string, bool) {
+	c.c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	var b bytes.Buffer
+	_, err := b.ReadFrom(c.r) // nil at EOF
+	var ne net.Error
+	timedOut := errors.As(err, &ne) && ne.Timeout()
+	return b.String(), !timedOut
+}
 
 func sha256Hex(s string) string {
 	sum := sha256.Sum256([]byte(s))
@@ -99,8 +114,8 @@ func TestACLFileSaveLoad(t *testing.T) {
 	if got := admin.do("ACL", "LOAD").String(); got != "+OK" {
 		t.Fatalf("ACL LOAD: %s", got)
 	}
-	if got := app.readAll(); got != "" {
-		t.Fatalf("app's connection got %q after ACL LOAD", got)
+	if got, closed := closedByServer(app); got != "" || !closed {
+		t.Fatalf("app's connection got %q after ACL LOAD (closed: %v)", got, closed)
 	}
 	if got := admin.do("ACL", "USERS").String(); got != `["app", "default"]` {
 		t.Fatalf("ACL USERS after LOAD: %s", got)
@@ -239,8 +254,8 @@ func TestACLDelUserDisconnects(t *testing.T) {
 		t.Fatal(got)
 	}
 	for _, c := range []*rawConn{u1, u2} {
-		if got := c.readAll(); got != "" {
-			t.Fatalf("a deleted user's client got %q", got)
+		if got, closed := closedByServer(c); got != "" || !closed {
+			t.Fatalf("a deleted user's client got %q (closed: %v)", got, closed)
 		}
 	}
 }
@@ -305,5 +320,48 @@ func TestACLCatMatchesRedis(t *testing.T) {
 		if strings.Join(got, " ") != strings.Join(want, " ") {
 			t.Errorf("@%s:\n got %v\nwant %v", cat, got, want)
 		}
+	}
+}
+
+// TestACLRevokedChannelsDisconnect: ACL SETUSER that takes away channels
+// a client of the user is subscribed to disconnects that client, and only
+// it; channels still allowed keep their subscribers.
+func TestACLRevokedChannelsDisconnect(t *testing.T) {
+	s := startLimitkv(t)
+	admin := dialRaw(t, s.addr)
+	admin.do("ACL", "SETUSER", "u", "on", ">pw", "+@all", "&news.*", "&alerts")
+	news, alerts, pat := dialRaw(t, s.addr), dialRaw(t, s.addr), dialRaw(t, s.addr)
+	for _, c := range []*rawConn{news, alerts, pat} {
+		if got := c.do("AUTH", "u", "pw").String(); got != "+OK" {
+			t.Fatal(got)
+		}
+	}
+	news.do("SUBSCRIBE", "news.a")
+	alerts.do("SUBSCRIBE", "alerts")
+	pat.do("PSUBSCRIBE", "news.*")
+	if got := admin.do("PUBLISH", "news.a", "x").String(); got != ":2" {
+		t.Fatalf("PUBLISH: %s", got)
+	}
+	// Only &alerts goes: the alerts subscriber is dropped.
+	if got := admin.do("ACL", "SETUSER", "u", "resetchannels", "&news.*").String(); got != "+OK" {
+		t.Fatal(got)
+	}
+	if got, closed := closedByServer(alerts); got != "" || !closed {
+		t.Fatalf("the alerts subscriber got %q (closed: %v)", got, closed)
+	}
+	if got := admin.do("PUBLISH", "news.a", "y").String(); got != ":2" {
+		t.Fatalf("news subscribers were dropped too: PUBLISH answers %s", got)
+	}
+	// A narrower channel pattern no longer allows the subscribed pattern
+	// (matched literally) but still the channel (matched as a glob).
+	admin.do("ACL", "SETUSER", "u", "resetchannels", "&news.a")
+	if _, closed := closedByServer(news); closed {
+		t.Fatal("the news.a subscriber was dropped though news.a is still allowed")
+	}
+	if got, closed := closedByServer(pat); !strings.Contains(got, "pmessage") || !closed {
+		t.Fatalf("the pattern subscriber got %q (closed: %v)", got, closed)
+	}
+	if got := admin.do("PUBLISH", "news.a", "z").String(); got != ":1" {
+		t.Fatalf("PUBLISH after narrowing: %s", got)
 	}
 }
