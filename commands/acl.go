@@ -282,7 +282,7 @@ type aclLog struct {
 // the user name tried for auth, else the client's user.
 func (s *Server) aclLogAdd(cl *Client, reason, context int, object, user string) {
 	if user == "" {
-		user = cl.user.Load().name
+		user = cl.userName()
 	}
 	le := &aclLogEntry{count: 1, reason: reason, context: context, object: object,
 		username: user, ctime: s.Eng.Now(), cinfo: cl.info(time.Now())}
@@ -360,8 +360,8 @@ func aclScriptDenied(res int) string {
 // checkScriptCall checks a command a script calls against the user of the
 // client that runs the script, logging a denial with context lua.
 func (s *Server) checkScriptCall(caller *Client, spec *Spec, args [][]byte) string {
-	r := caller.user.Load().rules.Load()
-	if r.open {
+	r := caller.aclRules()
+	if r == nil {
 		return ""
 	}
 	res, pos := r.checkCommand(spec, args)
@@ -483,7 +483,13 @@ func cmdACLUsers(c *Ctx) {
 	}
 }
 
-func cmdACLWhoami(c *Ctx) { c.W.BulkString(c.Client.user.Load().name) }
+func cmdACLWhoami(c *Ctx) {
+	if u := c.Client.user.Load(); u != nil {
+		c.W.BulkString(u.name)
+	} else {
+		c.W.Null()
+	}
+}
 
 const msgNoACLFile = "ERR This Redis instance is not configured to use an ACL file. You may want to specify users via the ACL SETUSER command and then issue a CONFIG REWRITE (assuming you have a Redis configuration file set) in order to store users in the Redis configuration."
 

@@ -29,6 +29,7 @@ func BenchmarkDispatchACL(b *testing.B) {
 			eng := engine.New(engine.Config{Databases: 16})
 			srv := New(eng, NewConfig(), slog.New(slog.NewTextHandler(io.Discard, nil)))
 			cl := newTestClient(srv)
+			cl.user.Store(srv.acl.def)
 			w := resp.NewWriter(2)
 			do := func(args []string) {
 				bs := make([][]byte, len(args))

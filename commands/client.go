@@ -63,6 +63,29 @@ type watchedKey struct {
 	key string
 }
 
+// aclRules returns the rules the client's requests are checked against,
+// or nil when they need no check: its user may do everything (the
+// default user's usual rules), or it has no user, as an internal client
+// (Redis's NULL user).
+func (cl *Client) aclRules() *userRules {
+	u := cl.user.Load()
+	if u == nil {
+		return nil
+	}
+	if r := u.rules.Load(); !r.open {
+		return r
+	}
+	return nil
+}
+
+// userName is the client's user name, as CLIENT LIST shows it.
+func (cl *Client) userName() string {
+	if u := cl.user.Load(); u != nil {
+		return u.name
+	}
+	return "(superuser)"
+}
+
 // setDefaultUser makes the client the default user's, authenticated if
 // that user needs no password (at connect and RESET).
 func (cl *Client) setDefaultUser() {
@@ -211,7 +234,7 @@ func (cl *Client) info(now time.Time) string {
 	w("tot-mem", i(st.TotalMem+cl.multiMem.Load()))
 	w("events", "r")
 	w("cmd", cmd)
-	w("user", cl.user.Load().name)
+	w("user", cl.userName())
 	w("redir", "-1")
 	w("resp", i(int64(cl.conn.Proto())))
 	w("lib-name", loadString(&cl.libName))

@@ -44,7 +44,6 @@ func newLuaRunner(srv *Server) *luaRunner {
 		client:  &Client{srv: srv},
 	}
 	r.client.authed = true
-	r.client.user.Store(srv.acl.def)
 	r.client.multiLen.Store(-1)
 	r.progress.stop.done = make(chan struct{})
 	r.state = lua51.NewState(lua51.Options{Context: &r.progress.stop, Redis: r.redisLibrary})
@@ -337,7 +336,11 @@ func (r *luaRunner) aclCheckCmd(L *lua.LState) int {
 	if spec == nil {
 		raiseRedisError(L, "Invalid command passed to redis.acl_check_cmd()")
 	}
-	res, _ := r.caller.Client.user.Load().rules.Load().checkCommand(spec, argv)
-	L.Push(lua.LBool(res == aclOK))
+	ok := true
+	if rules := r.caller.Client.aclRules(); rules != nil {
+		res, _ := rules.checkCommand(spec, argv)
+		ok = res == aclOK
+	}
+	L.Push(lua.LBool(ok))
 	return 1
 }

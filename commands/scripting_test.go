@@ -62,7 +62,6 @@ func (s *scriptServer) do(args ...string) string {
 // newTestClient is a client for requests made without a connection.
 func newTestClient(srv *Server) *Client {
 	cl := &Client{srv: srv, authed: true}
-	cl.user.Store(srv.acl.def)
 	cl.multiLen.Store(-1)
 	return cl
 }

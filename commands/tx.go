@@ -52,7 +52,7 @@ func cmdExec(c *Ctx) {
 	for _, q := range queued {
 		// Permissions are checked again: they may have changed since the
 		// command was queued.
-		if r := cl.user.Load().rules.Load(); !r.open {
+		if r := cl.aclRules(); r != nil {
 			if res, pos := r.checkCommand(q.spec, q.args); res != aclOK {
 				object := q.spec.FullName()
 				if res != aclDeniedCmd {
