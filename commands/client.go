@@ -30,6 +30,10 @@ type Client struct {
 	multiLen        atomic.Int32 // queued commands, -1 outside MULTI
 	multiMem        atomic.Int64 // bytes of the queued commands' arguments
 
+	// user is the ACL user the client runs as; authed is Redis's
+	// c->authenticated (set at connect when the default user needs no
+	// password, or by AUTH and HELLO AUTH).
+	user   atomic.Pointer[aclUser]
 	authed bool
 	// dispatched: the current request ran (Server.run), rather than being
 	// refused or queued.
@@ -61,6 +65,38 @@ type queuedCmd struct {
 type watchedKey struct {
 	db  int
 	key string
+}
+
+// aclRules returns the rules the client's requests are checked against,
+// or nil when they need no check: its user may do everything (the
+// default user's usual rules), or it has no user, as an internal client
+// (Redis's NULL user).
+func (cl *Client) aclRules() *userRules {
+	u := cl.user.Load()
+	if u == nil {
+		return nil
+	}
+	if r := u.rules.Load(); !r.open {
+		return r
+	}
+	return nil
+}
+
+// userName is the client's user name, as CLIENT LIST shows it.
+func (cl *Client) userName() string {
+	if u := cl.user.Load(); u != nil {
+		return u.name
+	}
+	return "(superuser)"
+}
+
+// setDefaultUser makes the client the default user's, authenticated if
+// that user needs no password (at connect and RESET).
+func (cl *Client) setDefaultUser() {
+	a := &cl.srv.acl
+	cl.user.Store(a.def)
+	cl.authed = a.defaultOpen.Load()
+	cl.conn.SetAuthenticated(cl.authed)
 }
 
 // DB returns the selected database.
@@ -202,7 +238,7 @@ func (cl *Client) info(now time.Time) string {
 	w("tot-mem", i(st.TotalMem+cl.multiMem.Load()))
 	w("events", "r")
 	w("cmd", cmd)
-	w("user", "default")
+	w("user", cl.userName())
 	w("redir", "-1")
 	w("resp", i(int64(cl.conn.Proto())))
 	w("lib-name", loadString(&cl.libName))

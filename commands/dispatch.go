@@ -28,6 +28,7 @@ type Server struct {
 	pubsub    pubsubRegistry
 	stats     Stats
 	auth      authGuard
+	acl       aclState
 	rl        rlStats // rate-limit decisions per command, for INFO
 	ops       opsMeter
 	startTime time.Time
@@ -99,6 +100,7 @@ type Stats struct {
 func New(eng *engine.Engine, cfg *Config, log *slog.Logger) *Server {
 	s := &Server{Eng: eng, Cfg: cfg, Log: log, Table: NewTable(commandTable()), startTime: time.Now()}
 	s.shutdownSpec = s.Table.Lookup([]byte("shutdown"))
+	s.acl.init(s.Table)
 	s.clients.init()
 	s.pubsub.init()
 	s.mem.startup.Store(heapInUse())
@@ -165,18 +167,14 @@ func (s *Server) Open(conn *resp.Conn) string {
 		s.stats.Rejected.Add(1)
 		return "ERR max number of clients reached"
 	}
-	if s.Cfg.protectedMode.Load() && s.Cfg.requirePass() == "" && !isLoopback(conn.RemoteAddr()) {
+	if s.Cfg.protectedMode.Load() && s.acl.def.rules.Load().flags&userNoPass != 0 && !isLoopback(conn.RemoteAddr()) {
 		s.stats.Rejected.Add(1)
 		return msgProtectedMode
 	}
 	s.stats.Connections.Add(1)
 	cl := s.clients.add(s, conn)
 	conn.Ctx = cl
-	if s.Cfg.requirePass() != "" {
-		conn.SetAuthenticated(false)
-	} else {
-		cl.authed = true
-	}
+	cl.setDefaultUser()
 	return ""
 }
 
@@ -263,7 +261,7 @@ func (s *Server) execute(cl *Client, w *resp.Writer, args [][]byte, now int64) {
 		return
 	}
 	cl.lastCmd.Store(spec)
-	if !cl.authed && spec.Flags&NoAuth == 0 {
+	if !cl.authed && spec.Flags&NoAuth == 0 && s.acl.authRequired() {
 		spec.reject.Add(1)
 		w.Error("NOAUTH Authentication required.")
 		cl.flagTx()
@@ -274,6 +272,20 @@ func (s *Server) execute(cl *Client, w *resp.Writer, args [][]byte, now int64) {
 		w.Error("ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server.")
 		cl.flagTx()
 		return
+	}
+	if cl.multi && spec.Flags&NoMulti != 0 {
+		spec.reject.Add(1)
+		w.Error("ERR Command not allowed inside a transaction")
+		cl.flagTx()
+		return
+	}
+	// ACL: nothing to check for a user allowed everything (the default
+	// user's usual rules); the command, its keys and channels for others.
+	if r := cl.aclRules(); r != nil {
+		if res, pos := r.checkCommand(spec, args); res != aclOK {
+			s.reject(cl, w, spec, s.aclDenied(cl, spec, args, res, pos))
+			return
+		}
 	}
 	// A RESP2 client in pub/sub mode may only (un)subscribe, PING, QUIT and
 	// RESET; in RESP3 any command goes.
@@ -313,18 +325,10 @@ func (s *Server) execute(cl *Client, w *resp.Writer, args [][]byte, now int64) {
 		}
 		s.scripts.inFlight.exit(cl.ID) // a script started meanwhile: wait for it
 	}
-	if cl.multi {
-		if spec.Flags&NoMulti != 0 {
-			spec.reject.Add(1)
-			w.Error("ERR Command not allowed inside a transaction")
-			cl.flagTx()
-			return
-		}
-		if !isTxControl(spec) {
-			cl.queue(spec, args)
-			w.Simple("QUEUED")
-			return
-		}
+	if cl.multi && !isTxControl(spec) {
+		cl.queue(spec, args)
+		w.Simple("QUEUED")
+		return
 	}
 	c := &cl.ctx
 	*c = Ctx{Srv: s, Client: cl, W: w, Args: args, Now: now, DB: cl.DB(), Spec: spec, start: cl.start}

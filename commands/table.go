@@ -503,6 +503,92 @@ func commandTable() []*Spec {
 			},
 		},
 
+		// Users and permissions (acl.go, docs/acl.json)
+		{
+			Name:  "acl",
+			Arity: -2,
+			Sub: []*Spec{
+				{
+					Name:  "cat",
+					Arity: -2,
+					Flags: NoScript | Loading | Stale,
+					Run:   cmdACLCat,
+				},
+				{
+					Name:  "deluser",
+					Arity: -3,
+					Flags: Admin | NoScript | Loading | Stale,
+					Run:   cmdACLDelUser,
+				},
+				{
+					Name:  "dryrun",
+					Arity: -4,
+					Flags: Admin | NoScript | Loading | Stale,
+					Run:   cmdACLDryRun,
+				},
+				{
+					Name:  "genpass",
+					Arity: -2,
+					Flags: NoScript | Loading | Stale,
+					Run:   cmdACLGenPass,
+				},
+				{
+					Name:  "getuser",
+					Arity: 3,
+					Flags: Admin | NoScript | Loading | Stale,
+					Run:   cmdACLGetUser,
+				},
+				{
+					Name:  "help",
+					Arity: 2,
+					Flags: Loading | Stale,
+					Run:   cmdACLHelp,
+				},
+				{
+					Name:  "list",
+					Arity: 2,
+					Flags: Admin | NoScript | Loading | Stale,
+					Run:   cmdACLList,
+				},
+				{
+					Name:  "load",
+					Arity: 2,
+					Flags: Admin | NoScript | Loading | Stale,
+					Run:   cmdACLLoad,
+				},
+				{
+					Name:  "log",
+					Arity: -2,
+					Flags: Admin | NoScript | Loading | Stale,
+					Run:   cmdACLLog,
+				},
+				{
+					Name:  "save",
+					Arity: 2,
+					Flags: Admin | NoScript | Loading | Stale,
+					Run:   cmdACLSave,
+				},
+				{
+					Name:  "setuser",
+					Arity: -3,
+					Flags: Admin | NoScript | Loading | Stale,
+					Run:   cmdACLSetUser,
+				},
+				{
+					Name:  "users",
+					Arity: 2,
+					Flags: Admin | NoScript | Loading | Stale,
+					Run:   cmdACLUsers,
+				},
+				{
+					Name:  "whoami",
+					Arity: 2,
+					Flags: NoScript | Loading | Stale,
+					Run:   cmdACLWhoami,
+				},
+			},
+		},
+
 		// Introspection (command.go, docs/command.json)
 		{
 			Name:  "command",

@@ -26,6 +26,11 @@ import (
 //	sort:    the reply is an array whose order is unspecified (KEYS, SCAN)
 //	approx:  integers may differ by up to 100 (PTTL just after PEXPIRE)
 //	ignore:  run on both but do not compare (set-up with random output)
+//	acllog:  the reply is ACL LOG's: each entry's age-seconds and
+//	         client-info (times, ports, ids) are not compared
+//	aclrules: ACL rules (ACL LIST, GETUSER) whose single-command rules
+//	         ("+get -set") are compared as a set: Redis lists them in the
+//	         order of its command hash table, which changes from run to run
 //	stats:   an INFO reply whose lines may come in any order and whose
 //	         timings differ (commandstats' usec and usec_per_call,
 //	         latencystats' percentiles): lines are sorted, timings masked
@@ -120,7 +125,7 @@ func runDiffFile(t *testing.T, path, redisAddr, kvAddr string) int {
 			continue
 		}
 		mode := ""
-		for _, m := range []string{"sort:", "approx:", "ignore:", "stats:", "shape:"} {
+		for _, m := range []string{"sort:", "approx:", "ignore:", "acllog:", "aclrules:", "stats:", "shape:"} {
 			if strings.HasPrefix(line, m) {
 				mode, line = m, strings.TrimSpace(line[len(m):])
 			}
@@ -158,6 +163,10 @@ func render(v resp.Value, mode string) string {
 		if v.Type == ':' && v.Int > 100 {
 			return ":~" + strconv.FormatInt((v.Int+50)/100, 10)
 		}
+	case "acllog:":
+		v = maskACLLog(v)
+	case "aclrules:":
+		v = sortCommandRules(v)
 	case "stats:":
 		if v.Type == '$' || v.Type == '=' {
 			lines := strings.Split(strings.TrimSuffix(string(v.Str), "\r\n"), "\r\n")
@@ -171,6 +180,68 @@ func render(v resp.Value, mode string) string {
 		v = maskShape(v)
 	}
 	return v.String()
+}
+
+// sortCommandRules sorts, in every string of a reply, each run of
+// single-command rules ("+get", "-client|kill", "+select|0"), keeping a
+// selector's closing parenthesis at the end of its run.
+func sortCommandRules(v resp.Value) resp.Value {
+	if len(v.Elems) > 0 {
+		out := v
+		out.Elems = make([]resp.Value, len(v.Elems))
+		for i, e := range v.Elems {
+			out.Elems[i] = sortCommandRules(e)
+		}
+		return out
+	}
+	if v.Type != '$' && v.Type != '+' {
+		return v
+	}
+	words := strings.Split(string(v.Str), " ")
+	single := func(w string) bool {
+		return len(w) > 1 && (w[0] == '+' || w[0] == '-') && w[1] != '@'
+	}
+	for i := 0; i < len(words); {
+		if !single(words[i]) {
+			i++
+			continue
+		}
+		j := i
+		closing := false
+		for j < len(words) && single(words[j]) && !closing {
+			if strings.HasSuffix(words[j], ")") {
+				words[j] = strings.TrimSuffix(words[j], ")")
+				closing = true
+			}
+			j++
+		}
+		sort.Strings(words[i:j])
+		if closing {
+			words[j-1] += ")"
+		}
+		i = j
+	}
+	v.Str = []byte(strings.Join(words, " "))
+	return v
+}
+
+// maskACLLog blanks the fields of ACL LOG entries that differ between any
+// two servers: how old each entry is and which connection caused it.
+func maskACLLog(v resp.Value) resp.Value {
+	out := v
+	out.Elems = make([]resp.Value, len(v.Elems))
+	for i, e := range v.Elems {
+		entry := e
+		entry.Elems = append([]resp.Value(nil), e.Elems...)
+		for j := 0; j+1 < len(entry.Elems); j += 2 {
+			switch string(entry.Elems[j].Str) {
+			case "age-seconds", "client-info":
+				entry.Elems[j+1] = resp.Value{Type: '$', Str: []byte("(masked)")}
+			}
+		}
+		out.Elems[i] = entry
+	}
+	return out
 }
 
 // statTimings finds the timings in INFO commandstats and latencystats.
