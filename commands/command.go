@@ -325,34 +325,7 @@ func cmdCommandList(c *Ctx) {
 	}
 }
 
-func cmdCommandGetKeys(c *Ctx) {
-	args := c.Args[2:]
-	spec, errMsg := c.Srv.resolve(args)
-	if spec == nil {
-		if strings.HasPrefix(errMsg, "ERR wrong number") {
-			c.W.Error("ERR Invalid number of arguments specified for command")
-		} else {
-			c.W.Error("ERR Invalid command specified")
-		}
-		return
-	}
-	pos := spec.keyPositions(args, nil)
-	if len(pos) == 0 {
-		switch {
-		case !spec.hasKeys():
-			c.W.Error("ERR The command has no key arguments")
-		case spec.Flags&NoMandatoryKeys != 0:
-			c.W.Array(0) // EVAL with numkeys 0
-		default:
-			c.W.Error("ERR Invalid arguments specified for command")
-		}
-		return
-	}
-	c.W.Array(len(pos))
-	for _, i := range pos {
-		c.W.Bulk(args[i])
-	}
-}
+func cmdCommandGetKeys(c *Ctx) { getKeys(c, false) }
 
 func cmdCommandHelp(c *Ctx) {
 	help(c, "COMMAND", []string{
@@ -368,28 +341,40 @@ func cmdCommandHelp(c *Ctx) {
 	})
 }
 
-func cmdCommandGetKeysAndFlags(c *Ctx) {
+func cmdCommandGetKeysAndFlags(c *Ctx) { getKeys(c, true) }
+
+// getKeys answers COMMAND GETKEYS and GETKEYSANDFLAGS, checking in Redis's
+// order: a known command, one that has keys, the arity, then the keys the
+// arguments give.
+func getKeys(c *Ctx, withFlags bool) {
 	args := c.Args[2:]
-	spec, errMsg := c.Srv.resolve(args)
-	if spec == nil {
-		if strings.HasPrefix(errMsg, "ERR wrong number") {
-			c.W.Error("ERR Invalid number of arguments specified for command")
-		} else {
-			c.W.Error("ERR Invalid command specified")
-		}
+	spec := c.Srv.findSpec(args)
+	switch {
+	case spec == nil:
+		c.W.Error("ERR Invalid command specified")
+		return
+	case !spec.hasKeys():
+		c.W.Error("ERR The command has no key arguments")
+		return
+	case !spec.arityOK(len(args)):
+		c.W.Error("ERR Invalid number of arguments specified for command")
 		return
 	}
 	pos := spec.keyPositions(args, nil)
 	if len(pos) == 0 {
-		if spec.Flags&NoMandatoryKeys != 0 && spec.hasKeys() {
+		if spec.Flags&NoMandatoryKeys != 0 {
 			c.W.Array(0) // EVAL with numkeys 0
-			return
+		} else {
+			c.W.Error("ERR Invalid arguments specified for command")
 		}
-		c.W.Error("ERR The command has no key arguments")
 		return
 	}
 	c.W.Array(len(pos))
 	for _, i := range pos {
+		if !withFlags {
+			c.W.Bulk(args[i])
+			continue
+		}
 		c.W.Array(2)
 		c.W.Bulk(args[i])
 		flags := strings.Fields(keyFlagsAt(spec, args, i))

@@ -408,21 +408,27 @@ func (s *Server) resolve(args [][]byte) (*Spec, string) {
 // the wrong arity along with the error, so that the refusal counts as
 // that command's rejected call, as in Redis.
 func (s *Server) lookup(args [][]byte) (*Spec, string) {
-	spec := s.Table.Lookup(args[0])
-	if spec == nil {
+	spec := s.findSpec(args)
+	switch {
+	case spec == nil && s.Table.Lookup(args[0]) == nil:
 		return nil, unknownCommand(args)
-	}
-	if len(spec.Sub) > 0 && len(args) >= 2 {
-		sub := spec.lookupSub(args[1])
-		if sub == nil {
-			return nil, "ERR unknown subcommand '" + trunc(string(args[1]), 128) + "'. Try " + strings.ToUpper(string(args[0])) + " HELP."
-		}
-		spec = sub
-	}
-	if !spec.arityOK(len(args)) {
+	case spec == nil:
+		return nil, "ERR unknown subcommand '" + trunc(string(args[1]), 128) + "'. Try " + strings.ToUpper(string(args[0])) + " HELP."
+	case !spec.arityOK(len(args)):
 		return spec, "ERR wrong number of arguments for '" + spec.FullName() + "' command"
 	}
 	return spec, ""
+}
+
+// findSpec finds the command args name, as Redis's lookupCommand does: a
+// container with a second argument is looked into for the subcommand
+// (nil if it has none of that name); the arity is not checked.
+func (s *Server) findSpec(args [][]byte) *Spec {
+	spec := s.Table.Lookup(args[0])
+	if spec != nil && len(spec.Sub) > 0 && len(args) >= 2 {
+		return spec.lookupSub(args[1])
+	}
+	return spec
 }
 
 // unknownCommand builds Redis's reply to an unknown command: the first
