@@ -1,9 +1,6 @@
 package resp
 
-import (
-	"crypto/tls"
-	"time"
-)
+import "time"
 
 // DefaultHandshakeTimeout bounds a TLS handshake when the Server's
 // HandshakeTimeout is 0: a client that connects and never completes it
@@ -47,13 +44,3 @@ func (c *Conn) Handshake() error {
 // handshaken reports whether replies can be sent: a plain connection, or
 // a TLS one whose handshake succeeded.
 func (c *Conn) handshaken() bool { return c.tls == nil || (c.hsDone && c.hsErr == nil) }
-
-// TLS returns the TLS state of the connection, or nil for a plain one or
-// before the handshake. Only the connection's goroutine may call it.
-func (c *Conn) TLS() *tls.ConnectionState {
-	if c.tls == nil || !c.hsDone || c.hsErr != nil {
-		return nil
-	}
-	st := c.tls.ConnectionState()
-	return &st
-}
