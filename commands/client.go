@@ -30,6 +30,10 @@ type Client struct {
 	multiLen        atomic.Int32 // queued commands, -1 outside MULTI
 	multiMem        atomic.Int64 // bytes of the queued commands' arguments
 
+	// user is the ACL user the client runs as; authed is Redis's
+	// c->authenticated (set at connect when the default user needs no
+	// password, or by AUTH and HELLO AUTH).
+	user   atomic.Pointer[aclUser]
 	authed bool
 	// authFails counts consecutive failed AUTHs; penalty is the delay the
 	// last one earned, served by Serve after the command (authGuard).
@@ -43,6 +47,7 @@ type Client struct {
 	watch    engine.Watch
 	watching []watchedKey
 
+	ps   clientSubs // pub/sub subscriptions (pubsub.go)
 	ctx  Ctx        // reused for every request
 	rl   rlScratch  // rate-limit decisions' buffers
 	eval scriptCall // this client's EVAL while it waits for the combiner
@@ -56,6 +61,38 @@ type queuedCmd struct {
 type watchedKey struct {
 	db  int
 	key string
+}
+
+// aclRules returns the rules the client's requests are checked against,
+// or nil when they need no check: its user may do everything (the
+// default user's usual rules), or it has no user, as an internal client
+// (Redis's NULL user).
+func (cl *Client) aclRules() *userRules {
+	u := cl.user.Load()
+	if u == nil {
+		return nil
+	}
+	if r := u.rules.Load(); !r.open {
+		return r
+	}
+	return nil
+}
+
+// userName is the client's user name, as CLIENT LIST shows it.
+func (cl *Client) userName() string {
+	if u := cl.user.Load(); u != nil {
+		return u.name
+	}
+	return "(superuser)"
+}
+
+// setDefaultUser makes the client the default user's, authenticated if
+// that user needs no password (at connect and RESET).
+func (cl *Client) setDefaultUser() {
+	a := &cl.srv.acl
+	cl.user.Store(a.def)
+	cl.authed = a.defaultOpen.Load()
+	cl.conn.SetAuthenticated(cl.authed)
 }
 
 // DB returns the selected database.
@@ -126,6 +163,9 @@ func (cl *Client) unwatchAll() {
 // flags returns CLIENT LIST's flags field.
 func (cl *Client) flags() string {
 	var f string
+	if cl.inPubsubMode() {
+		f += "P"
+	}
 	if cl.multiLen.Load() >= 0 {
 		f += "x"
 	}
@@ -133,6 +173,15 @@ func (cl *Client) flags() string {
 		f = "N"
 	}
 	return f
+}
+
+// typeName is the client's type for CLIENT LIST and CLIENT KILL's TYPE
+// filter.
+func (cl *Client) typeName() string {
+	if cl.inPubsubMode() {
+		return "pubsub"
+	}
+	return "normal"
 }
 
 // info formats the client as one CLIENT LIST line.
@@ -165,9 +214,10 @@ func (cl *Client) info(now time.Time) string {
 	w("idle", i(idle))
 	w("flags", cl.flags())
 	w("db", i(int64(cl.DB())))
-	w("sub", "0")
-	w("psub", "0")
-	w("ssub", "0")
+	sub, psub, ssub := cl.pubsubCounts()
+	w("sub", i(int64(sub)))
+	w("psub", i(int64(psub)))
+	w("ssub", i(int64(ssub)))
 	w("multi", i(int64(cl.multiLen.Load())))
 	// The connection's buffers, as resp.ConnStats describes them; omem is
 	// all unsent output, the figure client-output-buffer-limit checks.
@@ -184,7 +234,7 @@ func (cl *Client) info(now time.Time) string {
 	w("tot-mem", i(st.TotalMem+cl.multiMem.Load()))
 	w("events", "r")
 	w("cmd", cmd)
-	w("user", "default")
+	w("user", cl.userName())
 	w("redir", "-1")
 	w("resp", i(int64(cl.conn.Proto())))
 	w("lib-name", loadString(&cl.libName))

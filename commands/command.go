@@ -339,7 +339,7 @@ func cmdCommandGetKeys(c *Ctx) {
 	pos := spec.keyPositions(args, nil)
 	if len(pos) == 0 {
 		switch {
-		case len(spec.keySpecs()) == 0:
+		case !spec.hasKeys():
 			c.W.Error("ERR The command has no key arguments")
 		case spec.Flags&NoMandatoryKeys != 0:
 			c.W.Array(0) // EVAL with numkeys 0
@@ -381,7 +381,7 @@ func cmdCommandGetKeysAndFlags(c *Ctx) {
 	}
 	pos := spec.keyPositions(args, nil)
 	if len(pos) == 0 {
-		if spec.Flags&NoMandatoryKeys != 0 && len(spec.keySpecs()) > 0 {
+		if spec.Flags&NoMandatoryKeys != 0 && spec.hasKeys() {
 			c.W.Array(0) // EVAL with numkeys 0
 			return
 		}

@@ -41,6 +41,9 @@ type Config struct {
 	onLevel       func(string)
 	maxMemory     atomic.Int64
 	listpack      [4]atomic.Int64 // hash entries, hash value, zset entries, zset value
+	aclLogMax     atomic.Int64
+	// users are the config file's "user" lines (Server.LoadUsers).
+	users []userLine
 	// TLS (see tls.go): the configurations in use, and tls-auth-clients.
 	tlsSet  atomic.Pointer[tlsconf.Set]
 	tlsAuth atomic.Int32
@@ -106,8 +109,23 @@ func configParams() []*param {
 		{name: "port", kind: pInt, def: "6379", min: 0, max: 65535, immutable: true, help: "TCP port"},
 		{name: "dir", def: "./limitkv-data", protected: true, help: "directory of the snapshot database"},
 		{name: "databases", kind: pInt, def: "16", min: 1, max: 1 << 16, immutable: true, help: "number of databases"},
-		{name: "requirepass", def: "", help: "password clients must AUTH with (empty: none)",
-			apply: func(c *Config, v string, _ int64) { c.reqPass.Store(&v) }},
+		{name: "requirepass", def: "", help: "password of the default user, which clients must AUTH with (empty: none)",
+			apply: func(c *Config, v string, _ int64) {
+				c.reqPass.Store(&v)
+				if c.srv != nil {
+					c.srv.setDefaultPassword(v)
+				}
+			}},
+		{name: "aclfile", def: "", immutable: true, help: "file of ACL users, read at start-up and by ACL LOAD, written by ACL SAVE (empty: users come from the config file's user lines)"},
+		{name: "acllog-max-len", kind: pInt, def: "128", min: 0, max: 1<<63 - 1, help: "entries ACL LOG keeps",
+			apply: func(c *Config, _ string, n int64) { c.aclLogMax.Store(n) }},
+		{name: "acl-pubsub-default", kind: pEnum, def: "resetchannels", enum: []string{"allchannels", "resetchannels"},
+			help: "the channels new ACL users may use until rules say otherwise",
+			apply: func(c *Config, v string, _ int64) {
+				if c.srv != nil {
+					c.srv.acl.pubsubAll.Store(v == "allchannels")
+				}
+			}},
 		{name: "maxclients", kind: pInt, def: "10000", min: 1, max: 4294967295, help: "maximum connected clients",
 			apply: func(c *Config, _ string, n int64) { c.maxClients.Store(n) }},
 		{name: "timeout", kind: pInt, def: "0", min: 0, max: 2147483647, help: "close clients idle this many seconds (0: never)",
@@ -241,11 +259,11 @@ func (c *Config) bind(s *Server) {
 	}
 }
 
-func (c *Config) requirePass() string {
-	if p := c.reqPass.Load(); p != nil {
-		return *p
-	}
-	return ""
+// userLines returns the config file's user lines.
+func (c *Config) userLines() []userLine {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.users
 }
 
 func (c *Config) debugEnabled() bool { return c.debug.Load() }
@@ -553,11 +571,34 @@ func (c *Config) load(r io.Reader, path string) error {
 		for _, a := range args[1:] {
 			vals = append(vals, string(a))
 		}
+		if strings.EqualFold(name, "user") {
+			if err := c.addUserLine(vals, path, line); err != nil {
+				return fmt.Errorf("%s:%d: %v", path, line, err)
+			}
+			continue
+		}
 		if err := c.Set([][2]string{{name, strings.Join(vals, " ")}}, true); err != nil {
 			return fmt.Errorf("%s:%d: %v", path, line, err)
 		}
 	}
 	return sc.Err()
+}
+
+// addUserLine keeps a "user <name> <rules>..." line for Server.LoadUsers,
+// refusing a second line for the same user as Redis does.
+func (c *Config) addUserLine(args []string, path string, line int) error {
+	if len(args) == 0 {
+		return errors.New("Error in user declaration 'user': Syntax error")
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, u := range c.users {
+		if u.args[0] == args[0] {
+			return errors.New("Error in user declaration '" + args[0] + "': " + aclErrDupUser.Error())
+		}
+	}
+	c.users = append(c.users, userLine{args: args, file: path, line: line})
+	return nil
 }
 
 // Params lists the parameters, for command-line flags and documentation.
@@ -587,6 +628,13 @@ func (c *Config) Rewrite() error {
 	}
 	written := map[*param]bool{}
 	var out []string
+	// Users go where the first user line was (or at the end), unless they
+	// live in an aclfile, as CONFIG REWRITE does in Redis.
+	var users []string
+	if c.srv != nil && c.values[c.byName["aclfile"]] == "" {
+		users = c.srv.aclLines()
+	}
+	usersDone := false
 	for _, line := range strings.Split(strings.TrimRight(string(old), "\n"), "\n") {
 		t := strings.TrimSpace(line)
 		if t == "" || t[0] == '#' {
@@ -594,6 +642,13 @@ func (c *Config) Rewrite() error {
 			continue
 		}
 		name, _, _ := strings.Cut(t, " ")
+		if strings.EqualFold(name, "user") {
+			if !usersDone {
+				out = append(out, users...)
+				usersDone = true
+			}
+			continue
+		}
 		p, ok := c.byName[strings.ToLower(name)]
 		if !ok {
 			out = append(out, line)
@@ -609,6 +664,9 @@ func (c *Config) Rewrite() error {
 		if !written[p] && c.values[p] != p.def {
 			out = append(out, p.name+" "+quoteConfig(c.values[p]))
 		}
+	}
+	if !usersDone {
+		out = append(out, users...)
 	}
 	tmp := c.file + ".tmp"
 	if err := os.WriteFile(tmp, []byte(strings.Join(out, "\n")+"\n"), 0o644); err != nil {

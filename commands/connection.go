@@ -1,7 +1,6 @@
 package commands
 
 import (
-	"crypto/subtle"
 	"strings"
 	"time"
 
@@ -11,6 +10,17 @@ import (
 // Connection commands: PING ECHO QUIT RESET HELLO AUTH CLIENT.
 
 func cmdPing(c *Ctx) {
+	if len(c.Args) <= 2 && c.W.Proto() == 2 && c.Client.subscribed() {
+		// In pub/sub mode a RESP2 client gets an array, as a message.
+		c.W.Array(2)
+		c.W.BulkString("pong")
+		if len(c.Args) == 1 {
+			c.W.BulkString("")
+		} else {
+			c.W.Bulk(c.Args[1])
+		}
+		return
+	}
 	switch len(c.Args) {
 	case 1:
 		c.W.Simple("PONG")
@@ -32,39 +42,38 @@ func cmdReset(c *Ctx) {
 	cl := c.Client
 	cl.discardTx()
 	cl.unwatchAll()
+	c.Srv.pubsub.dropClient(cl)
 	cl.db.Store(0)
 	cl.name.Store(nil)
 	c.W.SetProto(2)
-	if c.Srv.Cfg.requirePass() != "" {
-		cl.authed = false
-		cl.conn.SetAuthenticated(false)
-	}
+	cl.setDefaultUser()
 	c.W.Simple("RESET")
 }
 
-// checkPassword compares in constant time, so that response timing tells an
-// attacker nothing about how much of a guess was right.
-func (s *Server) checkPassword(user, pass []byte) bool {
-	want := s.Cfg.requirePass()
-	if user != nil && string(user) != "default" {
+// authenticate checks a user name and password (the default user's when
+// user is nil) and, if they match, makes the client that user's. A failure
+// is logged in ACL LOG and answered with WRONGPASS after a delay
+// (authGuard).
+func (c *Ctx) authenticate(user, pass []byte) bool {
+	if user == nil {
+		user = []byte("default")
+	}
+	u := c.Srv.authenticateUser(user, pass)
+	if u == nil {
+		ctx := aclCtxToplevel
+		if c.Client.multi {
+			ctx = aclCtxMulti
+		}
+		c.Srv.aclLogAdd(c.Client, aclDeniedAuth, ctx, string(c.Args[0]), string(user))
+		c.Client.penalty = c.Srv.auth.failed(c.Srv, c.Client)
+		c.W.Error("WRONGPASS invalid username-password pair or user is disabled.")
 		return false
 	}
-	if want == "" {
-		return true // the default user has no password
-	}
-	return subtle.ConstantTimeCompare([]byte(want), pass) == 1
-}
-
-func (c *Ctx) authenticate() {
+	c.Client.user.Store(u)
 	c.Client.authed = true
 	c.Client.conn.SetAuthenticated(true)
 	c.Srv.auth.succeeded(c.Client)
-}
-
-// authFailed answers a wrong password and makes the reply wait (authGuard).
-func (c *Ctx) authFailed() {
-	c.Client.penalty = c.Srv.auth.failed(c.Srv, c.Client)
-	c.W.Error("WRONGPASS invalid username-password pair or user is disabled.")
+	return true
 }
 
 func cmdAuth(c *Ctx) {
@@ -72,7 +81,7 @@ func cmdAuth(c *Ctx) {
 	switch len(c.Args) {
 	case 2:
 		pass = c.Args[1]
-		if c.Srv.Cfg.requirePass() == "" {
+		if c.Srv.acl.def.rules.Load().flags&userNoPass != 0 {
 			c.W.Error("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?")
 			return
 		}
@@ -82,12 +91,9 @@ func cmdAuth(c *Ctx) {
 		c.W.Error(msgSyntax)
 		return
 	}
-	if !c.Srv.checkPassword(user, pass) {
-		c.authFailed()
-		return
+	if c.authenticate(user, pass) {
+		c.W.OK()
 	}
-	c.authenticate()
-	c.W.OK()
 }
 
 func cmdHello(c *Ctx) {
@@ -111,11 +117,9 @@ func cmdHello(c *Ctx) {
 		more := len(args) - j - 1
 		switch {
 		case is(args[j], "AUTH") && more >= 2:
-			if !c.Srv.checkPassword(args[j+1], args[j+2]) {
-				c.authFailed()
+			if !c.authenticate(args[j+1], args[j+2]) {
 				return
 			}
-			c.authenticate()
 			j += 2
 		case is(args[j], "SETNAME") && more >= 1:
 			name, setName = args[j+1], true
@@ -126,7 +130,7 @@ func cmdHello(c *Ctx) {
 		}
 	}
 	if !c.Client.authed {
-		c.W.Error("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time")
+		c.W.Error("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time")
 		return
 	}
 	if setName {
@@ -226,8 +230,15 @@ func cmdClientList(c *Ctx) {
 		case is(args[0], "TYPE") && len(args) == 2:
 			t := strings.ToLower(string(args[1]))
 			switch t {
-			case "normal":
-			case "master", "replica", "slave", "pubsub":
+			case "normal", "pubsub":
+				var sel []*Client
+				for _, cl := range clients {
+					if cl.typeName() == t {
+						sel = append(sel, cl)
+					}
+				}
+				clients = sel
+			case "master", "replica", "slave":
 				clients = nil
 			default:
 				c.W.Error("ERR Unknown client type '" + string(args[1]) + "'")
@@ -323,9 +334,12 @@ func cmdClientKill(c *Ctx) {
 			return
 		}
 	}
-	if user != "" && user != "default" {
-		c.W.Error("ERR No such user '" + user + "'")
-		return
+	var byUser *aclUser
+	if user != "" {
+		if byUser = c.Srv.acl.user(user); byUser == nil {
+			c.W.Error("ERR No such user '" + user + "'")
+			return
+		}
 	}
 	var n int64
 	for _, cl := range c.Srv.clients.all() {
@@ -333,7 +347,8 @@ func cmdClientKill(c *Ctx) {
 		case id != 0 && cl.ID != id,
 			addr != "" && cl.conn.RemoteAddr() != addr,
 			laddr != "" && cl.conn.LocalAddr() != laddr,
-			typ != "" && typ != "normal",
+			typ != "" && typ != cl.typeName(),
+			byUser != nil && cl.user.Load() != byUser,
 			skipMe && cl == c.Client:
 			continue
 		}
@@ -382,5 +397,5 @@ func help(c *Ctx, cmd string, lines []string) {
 		c.W.Simple(l)
 	}
 	c.W.Simple("HELP")
-	c.W.Simple("    Print this help.")
+	c.W.Simple("    Prints this help.")
 }

@@ -25,8 +25,10 @@ type Server struct {
 	Hooks Hooks
 
 	clients   clientRegistry
+	pubsub    pubsubRegistry
 	stats     Stats
 	auth      authGuard
+	acl       aclState
 	rl        rlStats // rate-limit decisions per command, for INFO
 	ops       opsMeter
 	startTime time.Time
@@ -90,7 +92,9 @@ type Stats struct {
 func New(eng *engine.Engine, cfg *Config, log *slog.Logger) *Server {
 	s := &Server{Eng: eng, Cfg: cfg, Log: log, Table: NewTable(commandTable()), startTime: time.Now()}
 	s.shutdownSpec = s.Table.Lookup([]byte("shutdown"))
+	s.acl.init(s.Table)
 	s.clients.init()
+	s.pubsub.init()
 	s.mem.startup.Store(heapInUse())
 	s.mem.note(s.mem.startup.Load())
 	s.Net = resp.NewServer(s)
@@ -146,23 +150,19 @@ func (s *Server) Open(conn *resp.Conn) string {
 	// handshake done; protected mode is checked after it, so that the
 	// refusal reaches the client.
 	cl := s.clients.add(s, conn)
+	cl.setDefaultUser() // as createClient does: CLIENT LIST shows its user
 	if err := conn.Handshake(); err != nil {
 		s.clients.remove(cl)
 		s.logHandshakeError(conn, err)
 		return "handshake failed" // nothing can be sent
 	}
-	if s.Cfg.protectedMode.Load() && s.Cfg.requirePass() == "" && !isLoopback(conn.RemoteAddr()) {
+	if s.Cfg.protectedMode.Load() && s.acl.def.rules.Load().flags&userNoPass != 0 && !isLoopback(conn.RemoteAddr()) {
 		s.clients.remove(cl)
 		s.stats.Rejected.Add(1)
 		return msgProtectedMode
 	}
 	s.stats.Connections.Add(1)
 	conn.Ctx = cl
-	if s.Cfg.requirePass() != "" {
-		conn.SetAuthenticated(false)
-	} else {
-		cl.authed = true
-	}
 	return ""
 }
 
@@ -196,6 +196,7 @@ func (s *Server) Closed(conn *resp.Conn) {
 		return
 	}
 	cl.unwatchAll()
+	s.pubsub.dropClient(cl)
 	s.stats.Commands.Add(cl.commands.Load())
 	s.clients.remove(cl)
 }
@@ -226,7 +227,7 @@ func (s *Server) execute(cl *Client, w *resp.Writer, args [][]byte, now int64) {
 		return
 	}
 	cl.lastCmd.Store(spec)
-	if !cl.authed && spec.Flags&NoAuth == 0 {
+	if !cl.authed && spec.Flags&NoAuth == 0 && s.acl.authRequired() {
 		spec.reject.Add(1)
 		w.Error("NOAUTH Authentication required.")
 		cl.flagTx()
@@ -236,6 +237,26 @@ func (s *Server) execute(cl *Client, w *resp.Writer, args [][]byte, now int64) {
 		spec.reject.Add(1)
 		w.Error("ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server.")
 		cl.flagTx()
+		return
+	}
+	if cl.multi && spec.Flags&NoMulti != 0 {
+		spec.reject.Add(1)
+		w.Error("ERR Command not allowed inside a transaction")
+		cl.flagTx()
+		return
+	}
+	// ACL: nothing to check for a user allowed everything (the default
+	// user's usual rules); the command, its keys and channels for others.
+	if r := cl.aclRules(); r != nil {
+		if res, pos := r.checkCommand(spec, args); res != aclOK {
+			s.reject(cl, w, spec, s.aclDenied(cl, spec, args, res, pos))
+			return
+		}
+	}
+	// A RESP2 client in pub/sub mode may only (un)subscribe, PING, QUIT and
+	// RESET; in RESP3 any command goes.
+	if w.Proto() == 2 && cl.subscribed() && !allowedWhileSubscribed(spec) {
+		s.reject(cl, w, spec, msgSubscribedMode(spec))
 		return
 	}
 	// While a script runs, commands wait for it and get BUSY once it runs
@@ -269,18 +290,10 @@ func (s *Server) execute(cl *Client, w *resp.Writer, args [][]byte, now int64) {
 		}
 		s.scripts.inFlight.exit(cl.ID) // a script started meanwhile: wait for it
 	}
-	if cl.multi {
-		if spec.Flags&NoMulti != 0 {
-			spec.reject.Add(1)
-			w.Error("ERR Command not allowed inside a transaction")
-			cl.flagTx()
-			return
-		}
-		if !isTxControl(spec) {
-			cl.queue(spec, args)
-			w.Simple("QUEUED")
-			return
-		}
+	if cl.multi && !isTxControl(spec) {
+		cl.queue(spec, args)
+		w.Simple("QUEUED")
+		return
 	}
 	c := &cl.ctx
 	*c = Ctx{Srv: s, Client: cl, W: w, Args: args, Now: now, DB: cl.DB(), Spec: spec}
@@ -289,11 +302,11 @@ func (s *Server) execute(cl *Client, w *resp.Writer, args [][]byte, now int64) {
 }
 
 // reject refuses a request as Redis's rejectCommand does: inside MULTI the
-// transaction is flagged, and an EXEC refused this way discards it, giving
-// the reason.
+// transaction is flagged, and an EXEC refused this way discards it (if
+// any), giving the reason.
 func (s *Server) reject(cl *Client, w *resp.Writer, spec *Spec, msg string) {
 	spec.reject.Add(1)
-	if cl.multi && spec.Name == "exec" {
+	if spec.Name == "exec" {
 		cl.discardTx()
 		cl.unwatchAll()
 		w.Error("EXECABORT Transaction discarded because of: " + msg)

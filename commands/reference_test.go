@@ -53,6 +53,7 @@ var groupTitles = []struct{ group, title string }{
 	{"transactions", "Transactions"},
 	{"scripting", "Scripting"},
 	{"connection", "Connection"},
+	{"pubsub", "Pub/sub"},
 	{"server", "Server"},
 }
 

@@ -193,8 +193,7 @@ func cmdEvalSha(c *Ctx)   { evalGeneric(c, true, false) }
 func cmdEvalRO(c *Ctx)    { evalGeneric(c, false, true) }
 func cmdEvalShaRO(c *Ctx) { evalGeneric(c, true, true) }
 
-// cmdScriptHelp writes Redis's text, which ends in "Prints this help."
-// where the other commands' (help) say "Print".
+// cmdScriptHelp writes Redis's text.
 func cmdScriptHelp(c *Ctx) {
 	c.W.Array(len(scriptHelp))
 	for _, l := range scriptHelp {

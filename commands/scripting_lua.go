@@ -101,6 +101,7 @@ func (r *luaRunner) exec(c *Ctx, sc *luaScript, keys, argv [][]byte, readOnly bo
 	r.caller, r.readOnly, r.proto, r.db = c, readOnly, 2, c.DB
 	r.replies.SetProto(2)
 	r.client.db.Store(int32(c.DB))
+	r.client.user.Store(c.Client.user.Load()) // the script runs as its caller's user
 	defer func() {
 		r.caller = nil
 		c.Srv.stats.Commands.Add(r.client.commands.Swap(0))
@@ -184,6 +185,10 @@ func (r *luaRunner) resolveCall(argv [][]byte) (*Spec, string) {
 	if spec.Flags&NoScript != 0 {
 		spec.reject.Add(1)
 		return nil, "This Redis command is not allowed from script"
+	}
+	if msg := r.srv.checkScriptCall(r.caller.Client, spec, argv); msg != "" {
+		spec.reject.Add(1)
+		return nil, msg
 	}
 	if r.readOnly && spec.Flags&Write != 0 {
 		spec.reject.Add(1)
@@ -317,8 +322,8 @@ func luaSetRepl(L *lua.LState) int {
 	return 0
 }
 
-// aclCheckCmd is redis.acl_check_cmd. limitkv has only the default user,
-// who may run every command.
+// aclCheckCmd is redis.acl_check_cmd: whether the script's user may run
+// the command with these arguments (its keys and channels included).
 func (r *luaRunner) aclCheckCmd(L *lua.LState) int {
 	argv, msg := commandArgs(L)
 	if msg != "" {
@@ -331,6 +336,11 @@ func (r *luaRunner) aclCheckCmd(L *lua.LState) int {
 	if spec == nil {
 		raiseRedisError(L, "Invalid command passed to redis.acl_check_cmd()")
 	}
-	L.Push(lua.LTrue)
+	ok := true
+	if rules := r.caller.Client.aclRules(); rules != nil {
+		res, _ := rules.checkCommand(spec, argv)
+		ok = res == aclOK
+	}
+	L.Push(lua.LBool(ok))
 	return 1
 }

@@ -658,8 +658,9 @@ func infoStats(s *Server, b *strings.Builder) {
 	kv(b, "evicted_keys", 0)
 	kv(b, "keyspace_hits", hits)
 	kv(b, "keyspace_misses", misses)
-	kv(b, "pubsub_channels", 0)
-	kv(b, "pubsub_patterns", 0)
+	kv(b, "pubsub_channels", s.pubsub.counts[psChannel].Load())
+	kv(b, "pubsub_patterns", s.pubsub.counts[psPattern].Load())
+	kv(b, "pubsubshard_channels", s.pubsub.counts[psShard].Load())
 	kv(b, "total_protocol_errors", s.stats.ProtocolErrors.Load())
 	var errs int64
 	for _, spec := range s.Table.Specs() {

@@ -75,10 +75,21 @@ type Spec struct {
 	// first, last, step: the legacy key range COMMAND reports, derived
 	// from the key specs.
 	first, last, step int
-	acl               Category
-	calls             stripedCounter
-	failed            atomic.Int64
-	reject            atomic.Int64
+	// keyed: some key spec finds keys, not only not_key arguments.
+	keyed bool
+	acl   Category
+	// id numbers the spec within its table (subcommands and containers
+	// included), for the users' bitmaps of allowed commands.
+	id int
+	// keyNeed is, per key spec, the permission ACL rules must grant for
+	// the keys it finds (aclRead, aclWrite: see aclNeedOf).
+	keyNeed []uint8
+	// channels tells which arguments are Pub/Sub channels that ACL rules
+	// restrict (PUBLISH, SUBSCRIBE, ...); zero for other commands.
+	channels chanSpec
+	calls    stripedCounter
+	failed   atomic.Int64
+	reject   atomic.Int64
 }
 
 // FullName is the name Redis uses in errors and stats: "get", "client|list".
@@ -93,6 +104,9 @@ func (s *Spec) FullName() string {
 type Table struct {
 	byName map[string]*Spec
 	sorted []*Spec
+	// all holds every spec, subcommands included, by id: top-level
+	// commands in name order, each followed by its subcommands.
+	all []*Spec
 }
 
 // NewTable indexes specs, attaching each its entry in the data files and
@@ -134,8 +148,19 @@ func newTable(specs []*Spec, docs map[string]*cmdDoc) (*Table, error) {
 		return nil, errors.New("commands/docs has entries for commands the table lacks: " + strings.Join(extra, ", "))
 	}
 	sort.Slice(t.sorted, func(i, j int) bool { return t.sorted[i].Name < t.sorted[j].Name })
+	for _, s := range t.sorted {
+		s.id = len(t.all)
+		t.all = append(t.all, s)
+		for _, sub := range s.Sub {
+			sub.id = len(t.all)
+			t.all = append(t.all, sub)
+		}
+	}
 	return t, nil
 }
+
+// Count returns the number of specs, subcommands and containers included.
+func (t *Table) Count() int { return len(t.all) }
 
 func (s *Spec) prepare(parent *Spec, docs map[string]*cmdDoc, used map[string]bool) error {
 	if s.Name != strings.ToLower(s.Name) {
@@ -164,7 +189,17 @@ func (s *Spec) prepare(parent *Spec, docs map[string]*cmdDoc, used map[string]bo
 	if movable {
 		s.Flags |= Movable
 	}
+	for _, ks := range s.doc.KeySpecs {
+		if !slices.Contains(strings.Fields(ks.Flags), "not_key") {
+			s.keyed = true
+		}
+	}
 	s.acl = implicitCategories(s.Flags, s.doc.ACL)
+	s.keyNeed = nil
+	for _, ks := range s.doc.KeySpecs {
+		s.keyNeed = append(s.keyNeed, aclNeedOf(ks.Flags))
+	}
+	s.channels = channelSpecs[name]
 	for _, sub := range s.Sub {
 		if err := sub.prepare(s, docs, used); err != nil {
 			return err
@@ -272,10 +307,19 @@ func (s *Spec) arityOK(n int) bool {
 	return n >= -s.Arity
 }
 
-// keyPositions returns the argument indexes of the keys in args.
+// keyPositions returns the argument indexes of the keys in args. Key specs
+// flagged not_key (the shard channels of SPUBLISH) find no keys, as in
+// Redis's COMMAND GETKEYS, and take no lock.
 func (s *Spec) keyPositions(args [][]byte, out []int) []int {
+	if !s.keyed {
+		return out
+	}
 	return keysOf(s.keySpecs(), args, out)
 }
+
+// hasKeys reports whether any of the command's key specs finds keys, not
+// only not_key arguments.
+func (s *Spec) hasKeys() bool { return s.keyed }
 
 // keysOf appends the argument indexes that specs find in args.
 func keysOf(specs []KeySpec, args [][]byte, out []int) []int {

@@ -17,7 +17,8 @@ import (
 //	    "key" are keys, "pattern" a pattern; some common names are integers.
 //	  - UPPER-CASE words are tokens; "TOKEN arg" gives arg that token.
 //	  - [ ... ] is optional, < ... > a required group; | separates choices;
-//	    "name=" right after the bracket names the group.
+//	    "name=" right after the bracket names the group, and makes a group
+//	    of one argument a block ("<pattern=pattern>...").
 //	  - "..." after an item means it repeats.
 //	  - "@version" right after an item or group gives the version that
 //	    added it ("[GET@6.2.0]"); "#n" after a key gives the index of the
@@ -202,6 +203,11 @@ func (p *syntaxParser) group(closer string) (*argDoc, error) {
 			return nil, errors.New("syntax: expected " + closer)
 		}
 		break
+	}
+	if len(alts) == 1 && name != "" && len(alts[0]) == 1 {
+		// "<pattern=pattern>...": a block of one argument, as Redis
+		// documents PSUBSCRIBE's and CONFIG GET's repeated arguments.
+		return &argDoc{Name: name, Type: "block", Args: alts[0]}, nil
 	}
 	if len(alts) == 1 {
 		g := collapse(alts[0])

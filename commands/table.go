@@ -410,6 +410,185 @@ func commandTable() []*Spec {
 			},
 		},
 
+		// Pub/sub (pubsub.go, docs/pubsub.json). Redis also marks PUBLISH and
+		// SPUBLISH may_replicate, which COMMAND does not show.
+		{
+			Name:  "publish",
+			Arity: 3,
+			Flags: PubSub | Loading | Stale | Fast,
+			Run:   cmdPublish,
+		},
+		{
+			Name:  "subscribe",
+			Arity: -2,
+			Flags: PubSub | NoScript | Loading | Stale,
+			Run:   cmdSubscribe,
+		},
+		{
+			Name:  "unsubscribe",
+			Arity: -1,
+			Flags: PubSub | NoScript | Loading | Stale,
+			Run:   cmdUnsubscribe,
+		},
+		{
+			Name:  "psubscribe",
+			Arity: -2,
+			Flags: PubSub | NoScript | Loading | Stale,
+			Run:   cmdPSubscribe,
+		},
+		{
+			Name:  "punsubscribe",
+			Arity: -1,
+			Flags: PubSub | NoScript | Loading | Stale,
+			Run:   cmdPUnsubscribe,
+		},
+		{
+			Name:  "spublish",
+			Arity: 3,
+			Flags: PubSub | Loading | Stale | Fast,
+			Run:   cmdSPublish,
+		},
+		{
+			Name:  "ssubscribe",
+			Arity: -2,
+			Flags: PubSub | NoScript | Loading | Stale,
+			Run:   cmdSSubscribe,
+		},
+		{
+			Name:  "sunsubscribe",
+			Arity: -1,
+			Flags: PubSub | NoScript | Loading | Stale,
+			Run:   cmdSUnsubscribe,
+		},
+		{
+			Name:  "pubsub",
+			Arity: -2,
+			Sub: []*Spec{
+				{
+					Name:  "channels",
+					Arity: -2,
+					Flags: PubSub | Loading | Stale,
+					Run:   cmdPubsubChannels,
+				},
+				{
+					Name:  "help",
+					Arity: 2,
+					Flags: Loading | Stale,
+					Run:   cmdPubsubHelp,
+				},
+				{
+					Name:  "numpat",
+					Arity: 2,
+					Flags: PubSub | Loading | Stale,
+					Run:   cmdPubsubNumPat,
+				},
+				{
+					Name:  "numsub",
+					Arity: -2,
+					Flags: PubSub | Loading | Stale,
+					Run:   cmdPubsubNumSub,
+				},
+				{
+					Name:  "shardchannels",
+					Arity: -2,
+					Flags: PubSub | Loading | Stale,
+					Run:   cmdPubsubShardChannels,
+				},
+				{
+					Name:  "shardnumsub",
+					Arity: -2,
+					Flags: PubSub | Loading | Stale,
+					Run:   cmdPubsubShardNumSub,
+				},
+			},
+		},
+
+		// Users and permissions (acl.go, docs/acl.json)
+		{
+			Name:  "acl",
+			Arity: -2,
+			Sub: []*Spec{
+				{
+					Name:  "cat",
+					Arity: -2,
+					Flags: NoScript | Loading | Stale,
+					Run:   cmdACLCat,
+				},
+				{
+					Name:  "deluser",
+					Arity: -3,
+					Flags: Admin | NoScript | Loading | Stale,
+					Run:   cmdACLDelUser,
+				},
+				{
+					Name:  "dryrun",
+					Arity: -4,
+					Flags: Admin | NoScript | Loading | Stale,
+					Run:   cmdACLDryRun,
+				},
+				{
+					Name:  "genpass",
+					Arity: -2,
+					Flags: NoScript | Loading | Stale,
+					Run:   cmdACLGenPass,
+				},
+				{
+					Name:  "getuser",
+					Arity: 3,
+					Flags: Admin | NoScript | Loading | Stale,
+					Run:   cmdACLGetUser,
+				},
+				{
+					Name:  "help",
+					Arity: 2,
+					Flags: Loading | Stale,
+					Run:   cmdACLHelp,
+				},
+				{
+					Name:  "list",
+					Arity: 2,
+					Flags: Admin | NoScript | Loading | Stale,
+					Run:   cmdACLList,
+				},
+				{
+					Name:  "load",
+					Arity: 2,
+					Flags: Admin | NoScript | Loading | Stale,
+					Run:   cmdACLLoad,
+				},
+				{
+					Name:  "log",
+					Arity: -2,
+					Flags: Admin | NoScript | Loading | Stale,
+					Run:   cmdACLLog,
+				},
+				{
+					Name:  "save",
+					Arity: 2,
+					Flags: Admin | NoScript | Loading | Stale,
+					Run:   cmdACLSave,
+				},
+				{
+					Name:  "setuser",
+					Arity: -3,
+					Flags: Admin | NoScript | Loading | Stale,
+					Run:   cmdACLSetUser,
+				},
+				{
+					Name:  "users",
+					Arity: 2,
+					Flags: Admin | NoScript | Loading | Stale,
+					Run:   cmdACLUsers,
+				},
+				{
+					Name:  "whoami",
+					Arity: 2,
+					Flags: NoScript | Loading | Stale,
+					Run:   cmdACLWhoami,
+				},
+			},
+		},
+
 		// Introspection (command.go, docs/command.json)
 		{
 			Name:  "command",

@@ -50,9 +50,25 @@ func cmdExec(c *Ctx) {
 	}
 	c.W.Array(len(queued))
 	for _, q := range queued {
+		// Permissions are checked again: they may have changed since the
+		// command was queued.
+		if r := cl.aclRules(); r != nil {
+			if res, pos := r.checkCommand(q.spec, q.args); res != aclOK {
+				object := q.spec.FullName()
+				if res != aclDeniedCmd {
+					object = string(q.args[pos])
+				}
+				c.Srv.aclLogAdd(cl, res, aclCtxMulti, object, "")
+				c.W.Error(aclExecDenied(res))
+				continue
+			}
+		}
 		sub := Ctx{Srv: c.Srv, Client: cl, W: c.W, Args: q.args, Now: c.Now, DB: cl.DB(), Spec: q.spec, held: true}
 		c.Srv.runGuarded(&sub)
 	}
+	// A SUBSCRIBE among the commands kept the pub/sub registry so that no
+	// message could come before this reply; it is complete now.
+	c.Srv.pubsub.execDone(cl)
 	eng.Unlock(engine.AllShards)
 	cl.discardTx()
 	cl.unwatchAll()

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"limitkv/resp"
 )
@@ -17,12 +18,19 @@ import (
 // connections, and compares the replies exactly: type, length and bytes.
 //
 // File syntax: one command per line in redis-cli's quoting; "#" starts a
-// comment; "@name" switches to (or opens) connection "name". A command may
-// be prefixed with
+// comment; "@name" switches to (or opens) connection "name"; "<" reads one
+// more reply on the current connection without sending anything (the
+// second confirmation of SUBSCRIBE a b, a message published from another
+// connection) and compares it. A command may be prefixed with
 //
 //	sort:    the reply is an array whose order is unspecified (KEYS, SCAN)
 //	approx:  integers may differ by up to 100 (PTTL just after PEXPIRE)
 //	ignore:  run on both but do not compare (set-up with random output)
+//	acllog:  the reply is ACL LOG's: each entry's age-seconds and
+//	         client-info (times, ports, ids) are not compared
+//	aclrules: ACL rules (ACL LIST, GETUSER) whose single-command rules
+//	         ("+get -set") are compared as a set: Redis lists them in the
+//	         order of its command hash table, which changes from run to run
 //
 // Each file starts on empty servers.
 
@@ -96,8 +104,23 @@ func runDiffFile(t *testing.T, path, redisAddr, kvAddr string) int {
 			cur = open(strings.TrimSpace(line[1:]))
 			continue
 		}
+		if line == "<" {
+			// A reply that must already be on its way: never wait long.
+			for _, c := range []*rawConn{cur.redis, cur.kv} {
+				c.c.SetReadDeadline(time.Now().Add(10 * time.Second))
+			}
+			want, got := cur.redis.read(), cur.kv.read()
+			for _, c := range []*rawConn{cur.redis, cur.kv} {
+				c.c.SetReadDeadline(time.Now().Add(2 * time.Minute))
+			}
+			compared++
+			if ws, gs := want.String(), got.String(); ws != gs {
+				t.Errorf("%s:%d: <\n redis: %s\nlimitkv: %s", filepath.Base(path), n+1, ws, gs)
+			}
+			continue
+		}
 		mode := ""
-		for _, m := range []string{"sort:", "approx:", "ignore:"} {
+		for _, m := range []string{"sort:", "approx:", "ignore:", "acllog:", "aclrules:"} {
 			if strings.HasPrefix(line, m) {
 				mode, line = m, strings.TrimSpace(line[len(m):])
 			}
@@ -135,8 +158,74 @@ func render(v resp.Value, mode string) string {
 		if v.Type == ':' && v.Int > 100 {
 			return ":~" + strconv.FormatInt((v.Int+50)/100, 10)
 		}
+	case "acllog:":
+		v = maskACLLog(v)
+	case "aclrules:":
+		v = sortCommandRules(v)
 	}
 	return v.String()
+}
+
+// sortCommandRules sorts, in every string of a reply, each run of
+// single-command rules ("+get", "-client|kill", "+select|0"), keeping a
+// selector's closing parenthesis at the end of its run.
+func sortCommandRules(v resp.Value) resp.Value {
+	if len(v.Elems) > 0 {
+		out := v
+		out.Elems = make([]resp.Value, len(v.Elems))
+		for i, e := range v.Elems {
+			out.Elems[i] = sortCommandRules(e)
+		}
+		return out
+	}
+	if v.Type != '$' && v.Type != '+' {
+		return v
+	}
+	words := strings.Split(string(v.Str), " ")
+	single := func(w string) bool {
+		return len(w) > 1 && (w[0] == '+' || w[0] == '-') && w[1] != '@'
+	}
+	for i := 0; i < len(words); {
+		if !single(words[i]) {
+			i++
+			continue
+		}
+		j := i
+		closing := false
+		for j < len(words) && single(words[j]) && !closing {
+			if strings.HasSuffix(words[j], ")") {
+				words[j] = strings.TrimSuffix(words[j], ")")
+				closing = true
+			}
+			j++
+		}
+		sort.Strings(words[i:j])
+		if closing {
+			words[j-1] += ")"
+		}
+		i = j
+	}
+	v.Str = []byte(strings.Join(words, " "))
+	return v
+}
+
+// maskACLLog blanks the fields of ACL LOG entries that differ between any
+// two servers: how old each entry is and which connection caused it.
+func maskACLLog(v resp.Value) resp.Value {
+	out := v
+	out.Elems = make([]resp.Value, len(v.Elems))
+	for i, e := range v.Elems {
+		entry := e
+		entry.Elems = append([]resp.Value(nil), e.Elems...)
+		for j := 0; j+1 < len(entry.Elems); j += 2 {
+			switch string(entry.Elems[j].Str) {
+			case "age-seconds", "client-info":
+				entry.Elems[j+1] = resp.Value{Type: '$', Str: []byte("(masked)")}
+			}
+		}
+		out.Elems[i] = entry
+	}
+	return out
 }
 
 // sortValue sorts the elements of an array reply, the pairs of a map, and

@@ -113,6 +113,10 @@ func run(args []string, stderr io.Writer) int {
 	databases, _ := strconv.Atoi(cfg.Get("databases"))
 	eng := engine.New(engine.Config{Databases: databases})
 	srv := commands.New(eng, cfg, log)
+	if err := srv.LoadUsers(); err != nil {
+		log.Error("cannot load the ACL users", "err", err)
+		return 1
+	}
 
 	var store *persist.Store
 	if cfg.Get("persistence") == "yes" {
@@ -173,7 +177,7 @@ func run(args []string, stderr io.Writer) int {
 		}
 		return 1
 	}
-	warnIfOpen(append(listenAddrs(listeners), tlsLn.addrs()...), cfg, log)
+	warnIfOpen(append(listenAddrs(listeners), tlsLn.addrs()...), cfg, srv.DefaultUserNoPass(), log)
 	for _, ln := range listeners {
 		go func(ln net.Listener) {
 			if err := srv.Net.Serve(ln); err != nil {
@@ -411,10 +415,11 @@ func loadEnv(cfg *commands.Config, lookup func(string) (string, bool)) error {
 }
 
 // warnIfOpen says at start-up what a server reachable from other machines
-// without a password will do: refuse them (protected mode, as Redis does
-// with no warning at all) or, with protected mode off, serve anyone.
-func warnIfOpen(addrs []net.Addr, cfg *commands.Config, log *slog.Logger) {
-	if cfg.Get("requirepass") != "" {
+// without a password for the default user (nopass) will do: refuse them
+// (protected mode, as Redis does with no warning at all) or, with
+// protected mode off, serve anyone.
+func warnIfOpen(addrs []net.Addr, cfg *commands.Config, nopass bool, log *slog.Logger) {
+	if !nopass {
 		return
 	}
 	var exposed []string

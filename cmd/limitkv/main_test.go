@@ -59,7 +59,7 @@ func TestWarnIfOpen(t *testing.T) {
 			t.Fatal(err)
 		}
 		var out bytes.Buffer
-		warnIfOpen(c.addrs, cfg, slog.New(slog.NewTextHandler(&out, nil)))
+		warnIfOpen(c.addrs, cfg, cfg.Get("requirepass") == "", slog.New(slog.NewTextHandler(&out, nil)))
 		if got := out.String(); c.want == "" && got != "" || c.want != "" && !strings.Contains(got, c.want) {
 			t.Errorf("%s: logged %q, want %q", c.name, got, c.want)
 		}

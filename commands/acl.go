@@ -1,0 +1,882 @@
+package commands
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"limitkv/engine"
+)
+
+// ACL: users, their permissions and the ACL command, as Redis 7.0 has them
+// (acluser.go holds the rules). Users live in the aclfile, or in the
+// config file's "user" lines, never in snapshots. Every request is checked
+// against its client's user in dispatch (execute), again at EXEC for the
+// commands a transaction queued, and for each call a script makes.
+
+// aclState is the server's users and ACL LOG.
+type aclState struct {
+	// mu serializes changes to the users (SETUSER, DELUSER, LOAD,
+	// requirepass); checks read a user's published rules without it.
+	mu    sync.Mutex
+	users map[string]*aclUser
+	def   *aclUser
+	// defaultOpen: the default user is on and needs no password, so new
+	// clients are authenticated at once and none needs AUTH.
+	defaultOpen atomic.Bool
+	// pubsubAll mirrors acl-pubsub-default: new users may use every
+	// channel.
+	pubsubAll atomic.Bool
+
+	log aclLog
+}
+
+func (a *aclState) init(t *Table) {
+	a.def = &aclUser{name: "default"}
+	a.users = map[string]*aclUser{"default": a.def}
+	a.publish(a.def, defaultUserRules(t))
+}
+
+// publish makes r the user's rules.
+func (a *aclState) publish(u *aclUser, r *userRules) {
+	u.rules.Store(r.seal())
+	if u == a.def {
+		a.defaultOpen.Store(r.flags&userNoPass != 0 && r.flags&userOff == 0)
+	}
+}
+
+// user returns the named user, or nil.
+func (a *aclState) user(name string) *aclUser {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.users[name]
+}
+
+// DefaultUserNoPass reports whether the default user needs no password,
+// so that anyone who can connect can run commands as that user.
+func (s *Server) DefaultUserNoPass() bool {
+	return s.acl.def.rules.Load().flags&userNoPass != 0
+}
+
+// authRequired is Redis's authRequired for a client that has not
+// authenticated.
+func (a *aclState) authRequired() bool { return !a.defaultOpen.Load() }
+
+// deniedRules are given to a deleted user, so that a command of one of its
+// clients that runs before the client is gone is refused.
+func deniedRules(t *Table) *userRules { return newUserRules(t, false).seal() }
+
+// setDefaultPassword is requirepass: the default user's only password,
+// or nopass when empty.
+func (s *Server) setDefaultPassword(pass string) {
+	a := &s.acl
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	r := a.def.rules.Load().clone()
+	r.set(s.Table, "resetpass", false)
+	if pass != "" {
+		r.set(s.Table, ">"+pass, false)
+	} else {
+		r.set(s.Table, "nopass", false)
+	}
+	a.publish(a.def, r)
+}
+
+// authenticate checks a user name and password as Redis's
+// ACLCheckUserCredentials does and returns the user, or nil.
+func (s *Server) authenticateUser(name, pass []byte) *aclUser {
+	u := s.acl.user(string(name))
+	if u == nil {
+		// Spend the time a real check would, so that timing does not
+		// tell which user names exist.
+		hashPassword(string(pass))
+		return nil
+	}
+	if !u.rules.Load().checkPassword(pass) {
+		return nil
+	}
+	return u
+}
+
+// killUserClients disconnects the clients authenticated as u, the caller's
+// own after this reply.
+func (s *Server) killUserClients(u *aclUser, caller *Client) {
+	for _, cl := range s.clients.all() {
+		if cl.user.Load() != u {
+			continue
+		}
+		if cl == caller {
+			cl.conn.CloseAfterReply()
+		} else {
+			cl.conn.Kill()
+		}
+	}
+}
+
+// channelsShrunk reports whether new allows fewer channels than old, as
+// Redis's ACLKillPubsubClientsIfNeeded decides before it disconnects the
+// user's subscribers: unless some new selector allows every channel, or
+// every channel pattern of the old selectors is among the new ones.
+func channelsShrunk(old, new *userRules) bool {
+	if new.allChannelsAllowed() {
+		return false
+	}
+	var upcoming []string
+	for _, s := range new.selectors {
+		upcoming = append(upcoming, s.channels...)
+	}
+	for _, s := range old.selectors {
+		if s.allChannels {
+			return true
+		}
+		for _, c := range s.channels {
+			if !containsString(upcoming, c) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// dropRevokedSubscribers disconnects the clients of u subscribed to a
+// channel or pattern its new rules deny, as Redis does when ACL SETUSER
+// takes channels away: the rules' channel patterns match a subscribed
+// channel as a glob, a subscribed pattern only literally. The caller's own
+// connection closes after this reply.
+func (s *Server) dropRevokedSubscribers(c *Ctx, u *aclUser, rules *userRules) {
+	var upcoming []string
+	for _, sel := range rules.selectors {
+		upcoming = append(upcoming, sel.channels...)
+	}
+	allowed := func(name []byte, isPattern bool) bool {
+		for _, p := range upcoming {
+			if isPattern && p == string(name) || !isPattern && engine.Match([]byte(p), name, false) {
+				return true
+			}
+		}
+		return false
+	}
+	r := &s.pubsub
+	locked := r.rlock(c)
+	doomed := map[*Client]bool{}
+	for k := range psKinds {
+		for _, set := range r.subs[k] {
+			for cl := range set.clients {
+				if !doomed[cl] && cl.user.Load() == u && !allowed(set.name, k == psPattern) {
+					doomed[cl] = true
+				}
+			}
+		}
+	}
+	if locked {
+		r.mu.RUnlock()
+	}
+	for cl := range doomed {
+		if cl == c.Client {
+			cl.conn.CloseAfterReply()
+		} else {
+			cl.conn.Kill()
+		}
+	}
+}
+
+// setUser is ACL SETUSER: apply ops to a copy of the user (a new one if
+// name is unknown) and publish it only if every op is valid. Subscribers
+// of the user to channels it may no longer use are disconnected.
+func (s *Server) setUser(c *Ctx, name string, ops []string) error {
+	merged, open := mergeSelectorArgs(ops)
+	if open >= 0 {
+		return errors.New("Unmatched parenthesis in acl selector starting at '" + ops[open] + "'.")
+	}
+	a := &s.acl
+	a.mu.Lock()
+	u := a.users[name]
+	var r *userRules
+	if u != nil {
+		r = u.rules.Load().clone()
+	} else {
+		r = newUserRules(s.Table, a.pubsubAll.Load())
+	}
+	for _, op := range merged {
+		if err := r.set(s.Table, op, a.pubsubAll.Load()); err != nil {
+			a.mu.Unlock()
+			return errors.New("Error in ACL SETUSER modifier '" + op + "': " + err.Error())
+		}
+	}
+	shrunk := false
+	if u == nil {
+		u = &aclUser{name: name}
+		a.users[name] = u
+	} else {
+		shrunk = channelsShrunk(u.rules.Load(), r)
+	}
+	a.publish(u, r)
+	a.mu.Unlock()
+	if shrunk {
+		s.dropRevokedSubscribers(c, u, r)
+	}
+	return nil
+}
+
+// sortedUsers returns the users by name, as Redis's radix tree lists them.
+func (a *aclState) sortedUsers() []*aclUser {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := make([]*aclUser, 0, len(a.users))
+	for _, u := range a.users {
+		out = append(out, u)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
+	return out
+}
+
+// aclLines returns "user <name> <rules>" for every user, as ACL LIST and
+// ACL SAVE give them.
+func (s *Server) aclLines() []string {
+	var out []string
+	for _, u := range s.acl.sortedUsers() {
+		out = append(out, "user "+u.name+" "+u.rules.Load().describe(s.Table))
+	}
+	return out
+}
+
+// ACL LOG: denied commands, keys, channels and failed authentications,
+// newest first; an event like one of the 10 newest (same reason, context,
+// object and user, within a minute) is counted in it instead of added.
+
+const aclLogGroupMs = 60000
+
+// ACL LOG contexts.
+const (
+	aclCtxToplevel = iota
+	aclCtxLua
+	aclCtxMulti
+)
+
+type aclLogEntry struct {
+	count    int64
+	reason   int
+	context  int
+	object   string
+	username string
+	ctime    int64 // ms
+	cinfo    string
+}
+
+type aclLog struct {
+	mu      sync.Mutex
+	entries []*aclLogEntry // newest first
+}
+
+// aclLogAdd records a denial as Redis's addACLLogEntry: the object is the
+// command, key, channel or (for auth) the command name as typed; user is
+// the user name tried for auth, else the client's user.
+func (s *Server) aclLogAdd(cl *Client, reason, context int, object, user string) {
+	if user == "" {
+		user = cl.userName()
+	}
+	le := &aclLogEntry{count: 1, reason: reason, context: context, object: object,
+		username: user, ctime: s.Eng.Now(), cinfo: cl.info(time.Now())}
+	maxLen := int(s.Cfg.aclLogMax.Load())
+	l := &s.acl.log
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for i, e := range l.entries[:min(len(l.entries), 10)] {
+		d := e.ctime - le.ctime
+		if e.reason != le.reason || e.context != le.context || d > aclLogGroupMs || d < -aclLogGroupMs ||
+			e.object != le.object || e.username != le.username {
+			continue
+		}
+		copy(l.entries[1:i+1], l.entries[:i])
+		l.entries[0] = e
+		e.cinfo, e.ctime = le.cinfo, le.ctime
+		e.count++
+		return
+	}
+	l.entries = append(l.entries, nil)
+	copy(l.entries[1:], l.entries)
+	l.entries[0] = le
+	for len(l.entries) > maxLen {
+		l.entries[len(l.entries)-1] = nil
+		l.entries = l.entries[:len(l.entries)-1]
+	}
+}
+
+// aclDenied refuses a request its user may not run, with Redis's text,
+// and logs it.
+func (s *Server) aclDenied(cl *Client, spec *Spec, args [][]byte, res, pos int) string {
+	ctx := aclCtxToplevel
+	if cl.multi {
+		ctx = aclCtxMulti
+	}
+	switch res {
+	case aclDeniedCmd:
+		s.aclLogAdd(cl, res, ctx, spec.FullName(), "")
+		return "NOPERM this user has no permissions to run the '" + spec.FullName() + "' command"
+	case aclDeniedKey:
+		s.aclLogAdd(cl, res, ctx, string(args[pos]), "")
+		return "NOPERM this user has no permissions to access one of the keys used as arguments"
+	default:
+		s.aclLogAdd(cl, res, ctx, string(args[pos]), "")
+		return "NOPERM this user has no permissions to access one of the channels used as arguments"
+	}
+}
+
+// aclExecDenied is the reply to a queued command that its user may no
+// longer run when EXEC runs it.
+func aclExecDenied(res int) string {
+	reason := "no permission to access one of the channels used as arguments"
+	switch res {
+	case aclDeniedCmd:
+		reason = "no permission to execute the command or subcommand"
+	case aclDeniedKey:
+		reason = "no permission to touch the specified keys"
+	}
+	return "NOPERM ACLs rules changed between the moment the transaction was accumulated and the EXEC call. This command is no longer allowed for the following reason: " + reason
+}
+
+// aclScriptDenied is the error of a script's call that its user may not
+// make (Redis's getAclErrorMessage).
+func aclScriptDenied(res int) string {
+	msg := "can't publish to the channel mentioned in the command"
+	switch res {
+	case aclDeniedCmd:
+		msg = "can't run this command or subcommand"
+	case aclDeniedKey:
+		msg = "can't access at least one of the keys mentioned in the command arguments"
+	}
+	return "The user executing the script " + msg
+}
+
+// checkScriptCall checks a command a script calls against the user of the
+// client that runs the script, logging a denial with context lua.
+func (s *Server) checkScriptCall(caller *Client, spec *Spec, args [][]byte) string {
+	r := caller.aclRules()
+	if r == nil {
+		return ""
+	}
+	res, pos := r.checkCommand(spec, args)
+	if res == aclOK {
+		return ""
+	}
+	object := spec.FullName()
+	if res != aclDeniedCmd {
+		object = string(args[pos])
+	}
+	s.aclLogAdd(caller, res, aclCtxLua, object, "")
+	return aclScriptDenied(res)
+}
+
+// The ACL command.
+
+// msgACLSubSyntax is Redis's reply when a subcommand's own checks refuse
+// its arguments (ACL CAT a b): the subcommand as typed.
+func msgACLSubSyntax(c *Ctx) string {
+	return "ERR unknown subcommand or wrong number of arguments for '" + trunc(string(c.Args[1]), 128) + "'. Try ACL HELP."
+}
+
+func cmdACLSetUser(c *Ctx) {
+	name := string(c.Args[2])
+	if hasSpaces(name) {
+		c.W.Error("ERR Usernames can't contain spaces or null characters")
+		return
+	}
+	ops := make([]string, 0, len(c.Args)-3)
+	for _, a := range c.Args[3:] {
+		ops = append(ops, string(a))
+	}
+	if err := c.Srv.setUser(c, name, ops); err != nil {
+		c.W.Error("ERR " + err.Error())
+		return
+	}
+	c.W.OK()
+}
+
+func cmdACLDelUser(c *Ctx) {
+	for _, a := range c.Args[2:] {
+		if string(a) == "default" {
+			c.W.Error("ERR The 'default' user cannot be removed")
+			return
+		}
+	}
+	a := &c.Srv.acl
+	var gone []*aclUser
+	a.mu.Lock()
+	for _, name := range c.Args[2:] {
+		if u := a.users[string(name)]; u != nil {
+			delete(a.users, u.name)
+			u.rules.Store(deniedRules(c.Srv.Table))
+			gone = append(gone, u)
+		}
+	}
+	a.mu.Unlock()
+	for _, u := range gone {
+		c.Srv.killUserClients(u, c.Client)
+	}
+	c.W.Int(int64(len(gone)))
+}
+
+func cmdACLGetUser(c *Ctx) {
+	u := c.Srv.acl.user(string(c.Args[2]))
+	if u == nil {
+		c.W.Null()
+		return
+	}
+	r := u.rules.Load()
+	t := c.Srv.Table
+	c.W.Map(6)
+	c.W.BulkString("flags")
+	var flags []string
+	for _, f := range userFlagNames {
+		if r.flags&f.flag != 0 {
+			flags = append(flags, f.name)
+		}
+	}
+	c.W.Set(len(flags))
+	for _, f := range flags {
+		c.W.BulkString(f)
+	}
+	c.W.BulkString("passwords")
+	c.W.Array(len(r.passwords))
+	for _, p := range r.passwords {
+		c.W.BulkString(p)
+	}
+	writeSelector := func(s *selector) {
+		c.W.BulkString("commands")
+		c.W.BulkString(s.describeCommands(t))
+		c.W.BulkString("keys")
+		c.W.BulkString(s.keysRule())
+		c.W.BulkString("channels")
+		c.W.BulkString(s.channelsRule())
+	}
+	writeSelector(r.selectors[0])
+	c.W.BulkString("selectors")
+	c.W.Array(len(r.selectors) - 1)
+	for _, s := range r.selectors[1:] {
+		c.W.Map(3)
+		writeSelector(s)
+	}
+}
+
+func cmdACLList(c *Ctx) {
+	lines := c.Srv.aclLines()
+	c.W.Array(len(lines))
+	for _, l := range lines {
+		c.W.BulkString(l)
+	}
+}
+
+func cmdACLUsers(c *Ctx) {
+	users := c.Srv.acl.sortedUsers()
+	c.W.Array(len(users))
+	for _, u := range users {
+		c.W.BulkString(u.name)
+	}
+}
+
+func cmdACLWhoami(c *Ctx) {
+	if u := c.Client.user.Load(); u != nil {
+		c.W.BulkString(u.name)
+	} else {
+		c.W.Null()
+	}
+}
+
+const msgNoACLFile = "ERR This Redis instance is not configured to use an ACL file. You may want to specify users via the ACL SETUSER command and then issue a CONFIG REWRITE (assuming you have a Redis configuration file set) in order to store users in the Redis configuration."
+
+func cmdACLLoad(c *Ctx) {
+	path := c.Srv.Cfg.Get("aclfile")
+	if path == "" {
+		c.W.Error(msgNoACLFile)
+		return
+	}
+	if err := c.Srv.loadACLFile(path, c.Client); err != nil {
+		c.W.Error("ERR " + err.Error())
+		return
+	}
+	c.W.OK()
+}
+
+func cmdACLSave(c *Ctx) {
+	path := c.Srv.Cfg.Get("aclfile")
+	if path == "" {
+		c.W.Error(msgNoACLFile)
+		return
+	}
+	if err := c.Srv.saveACLFile(path); err != nil {
+		c.Srv.Log.Warn("ACL SAVE failed", "file", path, "err", err)
+		c.W.Error("ERR There was an error trying to save the ACLs. Please check the server logs for more information")
+		return
+	}
+	c.W.OK()
+}
+
+func cmdACLCat(c *Ctx) {
+	if len(c.Args) == 2 {
+		c.W.Array(len(aclCategoryOrder))
+		for _, cat := range aclCategoryOrder {
+			c.W.BulkString(cat.Names()[0])
+		}
+		return
+	}
+	if len(c.Args) != 3 {
+		c.W.Error(msgACLSubSyntax(c))
+		return
+	}
+	cat := CategoryByName(strings.ToLower(string(c.Args[2])))
+	if cat == 0 {
+		c.W.Error("ERR Unknown category '" + trunc(string(c.Args[2]), 128) + "'")
+		return
+	}
+	var names []string
+	for _, cmd := range c.Srv.Table.all {
+		if cmd.acl&cat != 0 {
+			names = append(names, cmd.FullName())
+		}
+	}
+	c.W.Array(len(names))
+	for _, n := range names {
+		c.W.BulkString(n)
+	}
+}
+
+func cmdACLGenPass(c *Ctx) {
+	bits := int64(256)
+	switch len(c.Args) {
+	case 2:
+	case 3:
+		n, ok := engine.ParseInt(c.Args[2])
+		if !ok {
+			c.W.Error(msgNotInteger)
+			return
+		}
+		bits = n
+	default:
+		c.W.Error(msgACLSubSyntax(c))
+		return
+	}
+	if bits <= 0 || bits > 4096 {
+		c.W.Error("ERR ACL GENPASS argument must be the number of bits for the output password, a positive number up to 4096")
+		return
+	}
+	chars := (bits + 3) / 4
+	raw := make([]byte, (chars+1)/2)
+	rand.Read(raw)
+	c.W.BulkString(hex.EncodeToString(raw)[:chars])
+}
+
+func cmdACLLog(c *Ctx) {
+	count := int64(10)
+	switch len(c.Args) {
+	case 2:
+	case 3:
+		if is(c.Args[2], "RESET") {
+			l := &c.Srv.acl.log
+			l.mu.Lock()
+			l.entries = nil
+			l.mu.Unlock()
+			c.W.OK()
+			return
+		}
+		n, ok := engine.ParseInt(c.Args[2])
+		if !ok {
+			c.W.Error(msgNotInteger)
+			return
+		}
+		count = max(n, 0)
+	default:
+		c.W.Error(msgACLSubSyntax(c))
+		return
+	}
+	l := &c.Srv.acl.log
+	l.mu.Lock()
+	entries := make([]aclLogEntry, 0, min(int(count), len(l.entries)))
+	for _, e := range l.entries[:min(int64(len(l.entries)), count)] {
+		entries = append(entries, *e)
+	}
+	l.mu.Unlock()
+	now := c.Srv.Eng.Now()
+	c.W.Array(len(entries))
+	for _, e := range entries {
+		c.W.Map(7)
+		c.W.BulkString("count")
+		c.W.Int(e.count)
+		c.W.BulkString("reason")
+		c.W.BulkString([...]string{"unknown", "command", "key", "auth", "channel"}[e.reason])
+		c.W.BulkString("context")
+		c.W.BulkString([...]string{"toplevel", "lua", "multi"}[e.context])
+		c.W.BulkString("object")
+		c.W.BulkString(e.object)
+		c.W.BulkString("username")
+		c.W.BulkString(e.username)
+		c.W.BulkString("age-seconds")
+		c.W.Double(float64(now-e.ctime) / 1000)
+		c.W.BulkString("client-info")
+		c.W.BulkString(e.cinfo)
+	}
+}
+
+func cmdACLDryRun(c *Ctx) {
+	u := c.Srv.acl.user(string(c.Args[2]))
+	if u == nil {
+		c.W.Error("ERR User '" + string(c.Args[2]) + "' not found")
+		return
+	}
+	args := c.Args[3:]
+	cmd := c.Srv.Table.Lookup(args[0])
+	if cmd != nil && len(cmd.Sub) > 0 && len(args) >= 2 {
+		cmd = cmd.lookupSub(args[1])
+	}
+	if cmd == nil {
+		c.W.Error("ERR Command '" + string(args[0]) + "' not found")
+		return
+	}
+	if !cmd.arityOK(len(args)) {
+		c.W.Error("ERR wrong number of arguments for '" + cmd.FullName() + "' command")
+		return
+	}
+	switch res, pos := u.rules.Load().checkCommand(cmd, args); res {
+	case aclOK:
+		c.W.OK()
+	case aclDeniedCmd:
+		c.W.BulkString("This user has no permissions to run the '" + cmd.FullName() + "' command")
+	case aclDeniedKey:
+		c.W.BulkString("This user has no permissions to access the '" + string(args[pos]) + "' key")
+	default:
+		c.W.BulkString("This user has no permissions to access the '" + string(args[pos]) + "' channel")
+	}
+}
+
+func cmdACLHelp(c *Ctx) {
+	help(c, "ACL", []string{
+		"CAT [<category>]",
+		"    List all commands that belong to <category>, or all command categories",
+		"    when no category is specified.",
+		"DELUSER <username> [<username> ...]",
+		"    Delete a list of users.",
+		"DRYRUN <username> <command> [<arg> ...]",
+		"    Returns whether the user can execute the given command without executing the command.",
+		"GETUSER <username>",
+		"    Get the user's details.",
+		"GENPASS [<bits>]",
+		"    Generate a secure 256-bit user password. The optional `bits` argument can",
+		"    be used to specify a different size.",
+		"LIST",
+		"    Show users details in config file format.",
+		"LOAD",
+		"    Reload users from the ACL file.",
+		"LOG [<count> | RESET]",
+		"    Show the ACL log entries.",
+		"SAVE",
+		"    Save the current config to the ACL file.",
+		"SETUSER <username> <attribute> [<attribute> ...]",
+		"    Create or modify a user with the specified attributes.",
+		"USERS",
+		"    List all the registered usernames.",
+		"WHOAMI",
+		"    Return the current connection username.",
+	})
+}
+
+// The aclfile and the config file's user lines.
+
+// userLine is a "user" line of the config file.
+type userLine struct {
+	args []string // the user name, then its rules
+	file string
+	line int
+}
+
+// LoadUsers sets up the users at start-up, as Redis's
+// ACLLoadUsersAtStartup: from the config file's user lines, or from the
+// aclfile, not both.
+func (s *Server) LoadUsers() error {
+	lines := s.Cfg.userLines()
+	path := s.Cfg.Get("aclfile")
+	if path != "" && len(lines) > 0 {
+		return errors.New("Configuring Redis with users defined in redis.conf and at the same setting an ACL file path is invalid. " +
+			"This setup is very likely to lead to configuration errors and security holes, please define either an ACL file or declare users directly in your redis.conf, but not both.")
+	}
+	for _, l := range lines {
+		if err := s.loadConfigUser(l); err != nil {
+			return err
+		}
+	}
+	if path != "" {
+		if err := s.loadACLFile(path, nil); err != nil {
+			return errors.New("Aborting Redis startup because of ACL errors: " + err.Error())
+		}
+	}
+	return nil
+}
+
+// loadConfigUser applies one user line of the config file.
+func (s *Server) loadConfigUser(l userLine) error {
+	name := l.args[0]
+	if hasSpaces(name) {
+		return fmt.Errorf("%s:%d: Spaces not allowed in ACL usernames", l.file, l.line)
+	}
+	ops, open := mergeSelectorArgs(l.args[1:])
+	if open >= 0 {
+		return fmt.Errorf("%s:%d: Error in user declaration '%s': Unmatched parenthesis in acl selector", l.file, l.line, l.args[1+open])
+	}
+	a := &s.acl
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	u := a.users[name]
+	var r *userRules
+	if u == nil {
+		u = &aclUser{name: name}
+		r = newUserRules(s.Table, a.pubsubAll.Load())
+	} else {
+		r = u.rules.Load().clone()
+		r.set(s.Table, "reset", a.pubsubAll.Load())
+	}
+	for _, op := range ops {
+		if err := r.set(s.Table, op, a.pubsubAll.Load()); err != nil {
+			return fmt.Errorf("%s:%d: Error loading ACL rule '%s' for the user named '%s': %v", l.file, l.line, op, name, err)
+		}
+	}
+	if r.flags&userOff != 0 {
+		s.Log.Info("The user '" + name + "' is disabled (there is no 'on' modifier in the user description). Make sure this is not a configuration error.")
+	}
+	a.users[name] = u
+	a.publish(u, r)
+	return nil
+}
+
+// loadACLFile replaces the users with those of the aclfile, all or
+// nothing, as Redis's ACLLoadFromFile: the errors of every line are
+// collected, and any error leaves the users as they were. The default
+// user keeps its identity (its clients stay); the clients of the other
+// old users are disconnected (caller's own after this reply).
+func (s *Server) loadACLFile(path string, caller *Client) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return errors.New("Error loading ACLs, opening file '" + path + "': " + strerror(err))
+	}
+	a := &s.acl
+	all := a.pubsubAll.Load()
+	type loaded struct {
+		name  string
+		rules *userRules
+	}
+	var users []loaded
+	seen := map[string]bool{}
+	var errs strings.Builder
+	for i, line := range strings.Split(string(data), "\n") {
+		n := i + 1
+		line = strings.Trim(line, " \t\r\n")
+		if line == "" {
+			continue
+		}
+		argv := strings.Split(line, " ")
+		if argv[0] != "user" || len(argv) < 2 {
+			fmt.Fprintf(&errs, "%s:%d should start with user keyword followed by the username. ", path, n)
+			continue
+		}
+		if hasSpaces(argv[1]) {
+			fmt.Fprintf(&errs, "'%s:%d: username '%s' contains invalid characters. ", path, n, argv[1])
+			continue
+		}
+		if seen[argv[1]] {
+			fmt.Fprintf(&errs, "WARNING: Duplicate user '%s' found on line %d. ", argv[1], n)
+			continue
+		}
+		seen[argv[1]] = true
+		r := newUserRules(s.Table, all)
+		ops, open := mergeSelectorArgs(argv[2:])
+		if open >= 0 {
+			fmt.Fprintf(&errs, "%s:%d: Unmatched parenthesis in selector definition.", path, n)
+			continue
+		}
+		syntaxErr := false
+		for _, op := range ops {
+			op = strings.Trim(op, "\t\r\n")
+			err := r.set(s.Table, op, all)
+			switch {
+			case err == nil:
+			case err == aclErrNoEnt:
+				fmt.Fprintf(&errs, "%s:%d: Error in applying operation '%s': %v. ", path, n, op, err)
+			case !syntaxErr:
+				fmt.Fprintf(&errs, "%s:%d: %v. ", path, n, err)
+				syntaxErr = true
+			}
+		}
+		users = append(users, loaded{argv[1], r})
+	}
+	if errs.Len() > 0 {
+		return errors.New(errs.String() + "WARNING: ACL errors detected, no change to the previously active ACL rules was performed")
+	}
+	a.mu.Lock()
+	old := a.users
+	a.users = map[string]*aclUser{"default": a.def}
+	defRules := defaultUserRules(s.Table)
+	for _, l := range users {
+		if l.name == "default" {
+			defRules = l.rules
+			continue
+		}
+		u := &aclUser{name: l.name}
+		a.publish(u, l.rules)
+		a.users[l.name] = u
+	}
+	a.publish(a.def, defRules)
+	a.mu.Unlock()
+	for name, u := range old {
+		if name != "default" {
+			u.rules.Store(deniedRules(s.Table))
+			s.killUserClients(u, caller)
+		}
+	}
+	return nil
+}
+
+// strerror gives an I/O error as C's strerror does ("No such file or
+// directory").
+func strerror(err error) string {
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
+		msg := errno.Error()
+		return strings.ToUpper(msg[:1]) + msg[1:]
+	}
+	return err.Error()
+}
+
+// saveACLFile writes every user to the aclfile, atomically: a temporary
+// file beside it, then a rename.
+func (s *Server) saveACLFile(path string) error {
+	var b strings.Builder
+	for _, l := range s.aclLines() {
+		b.WriteString(l)
+		b.WriteByte('\n')
+	}
+	tmp := path + ".tmp-" + strconv.Itoa(os.Getpid()) + "-" + strconv.FormatInt(time.Now().UnixMilli(), 10)
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteString(b.String())
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+	}
+	return err
+}

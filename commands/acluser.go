@@ -1,0 +1,1015 @@
+package commands
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"strings"
+	"sync/atomic"
+
+	"limitkv/engine"
+	"limitkv/resp"
+)
+
+// ACL users and their rules, as Redis 7.0 has them (src/acl.c): a user has
+// flags (on/off, nopass), SHA-256 hashes of its passwords, and one or more
+// selectors. Each selector allows commands (a bit per Spec.id), key
+// patterns (read, write or both) and Pub/Sub channel patterns; a command
+// runs if any selector allows all of it. The first selector is the root
+// one, the rules given outside parentheses.
+//
+// A user's rules are immutable once published: ACL SETUSER builds new ones
+// and swaps the pointer, so that a connection checks its command against a
+// consistent set without a lock. The default user, whose rules are
+// "+@all ~* &*", is checked with one load and one test (userRules.open).
+
+// User flags, in the order ACL LIST shows them.
+const (
+	userOn uint8 = 1 << iota
+	userOff
+	userNoPass
+	userSkipSanitize
+	userSanitize
+)
+
+var userFlagNames = []struct {
+	flag uint8
+	name string
+}{
+	{userOn, "on"}, {userOff, "off"}, {userNoPass, "nopass"},
+	{userSkipSanitize, "skip-sanitize-payload"}, {userSanitize, "sanitize-payload"},
+}
+
+// Key permissions a pattern grants and a key spec needs.
+const (
+	aclRead  uint8 = 1
+	aclWrite uint8 = 2
+	aclRW          = aclRead | aclWrite
+	// aclNotKey marks a key spec whose "keys" are not keys (not_key).
+	aclNotKey uint8 = 0x80
+)
+
+// aclNeedOf derives, as ACLSelectorCheckKey does, what a key spec's keys
+// need from its flags: access needs read; insert, delete and update need
+// write. A spec with none of these (EXISTS, TOUCH) needs only a pattern
+// that matches.
+func aclNeedOf(flags string) uint8 {
+	var need uint8
+	for _, f := range strings.Fields(flags) {
+		switch f {
+		case "access":
+			need |= aclRead
+		case "insert", "delete", "update":
+			need |= aclWrite
+		case "not_key":
+			need |= aclNotKey
+		}
+	}
+	return need
+}
+
+// chanSpec locates the channels of a Pub/Sub command, as Redis's
+// commands_with_channels table does.
+type chanSpec struct {
+	flags chanFlag
+	start int
+	count int // -1: every argument from start on
+}
+
+type chanFlag uint8
+
+const (
+	chanPublish chanFlag = 1 << iota
+	chanSubscribe
+	chanUnsubscribe
+	chanPattern
+)
+
+// channelSpecs are the commands whose channels ACL rules restrict, by full
+// name. Commands limitkv does not have are simply never looked up.
+var channelSpecs = map[string]chanSpec{
+	"subscribe":    {chanSubscribe, 1, -1},
+	"ssubscribe":   {chanSubscribe, 1, -1},
+	"unsubscribe":  {chanUnsubscribe, 1, -1},
+	"sunsubscribe": {chanUnsubscribe, 1, -1},
+	"psubscribe":   {chanPattern | chanSubscribe, 1, -1},
+	"punsubscribe": {chanPattern | chanUnsubscribe, 1, -1},
+	"publish":      {chanPublish, 1, 1},
+	"spublish":     {chanPublish, 1, 1},
+}
+
+// keyPattern is a key pattern and the permissions it grants.
+type keyPattern struct {
+	pattern string
+	perm    uint8
+}
+
+// String is the pattern as a rule: ~p, %R~p or %W~p.
+func (k keyPattern) String() string {
+	switch k.perm {
+	case aclRead:
+		return "%R~" + k.pattern
+	case aclWrite:
+		return "%W~" + k.pattern
+	}
+	return "~" + k.pattern
+}
+
+// selector is one set of permissions of a user.
+type selector struct {
+	root        bool
+	allKeys     bool
+	allChannels bool
+	allCommands bool
+	// future is Redis's reserved command bit: set by +@all, cleared by
+	// -@all only. ACL LIST starts from +@all when it is set.
+	future bool
+	cmds   []uint64 // a bit per Spec.id
+	// firstArgs: for a command whose bit is clear, the first arguments
+	// with which it may run anyway (+select|0).
+	firstArgs map[int][]string
+	keys      []keyPattern
+	channels  []string
+}
+
+func newSelector(t *Table, root, allChannels bool) *selector {
+	return &selector{root: root, allChannels: allChannels, cmds: make([]uint64, (t.Count()+63)/64)}
+}
+
+func (s *selector) clone() *selector {
+	c := *s
+	c.cmds = append([]uint64(nil), s.cmds...)
+	c.keys = append([]keyPattern(nil), s.keys...)
+	c.channels = append([]string(nil), s.channels...)
+	c.firstArgs = nil
+	for id, args := range s.firstArgs {
+		if c.firstArgs == nil {
+			c.firstArgs = map[int][]string{}
+		}
+		c.firstArgs[id] = append([]string(nil), args...)
+	}
+	return &c
+}
+
+func (s *selector) bit(id int) bool { return s.cmds[id/64]&(1<<(id%64)) != 0 }
+
+// setBit sets or clears a command's bit; clearing one means the selector
+// no longer allows every command.
+func (s *selector) setBit(id int, on bool) {
+	if on {
+		s.cmds[id/64] |= 1 << (id % 64)
+		return
+	}
+	s.cmds[id/64] &^= 1 << (id % 64)
+	s.allCommands = false
+}
+
+// changePerm allows or denies a command and, for a container, all its
+// subcommands, forgetting the command's allowed first arguments.
+func (s *selector) changePerm(cmd *Spec, on bool) {
+	s.setBit(cmd.id, on)
+	delete(s.firstArgs, cmd.id)
+	for _, sub := range cmd.Sub {
+		s.setBit(sub.id, on)
+	}
+}
+
+// setCategory allows or denies every command in cat, as Redis's
+// ACLSetSelectorCommandBitsForCategory does: a container in the category
+// brings all its subcommands along.
+func (s *selector) setCategory(t *Table, cat Category, on bool) {
+	for _, cmd := range t.sorted {
+		if cmd.acl&cat != 0 {
+			s.changePerm(cmd, on)
+		}
+		for _, sub := range cmd.Sub {
+			if sub.acl&cat != 0 {
+				s.changePerm(sub, on)
+			}
+		}
+	}
+}
+
+func (s *selector) setAll(on bool) {
+	for i := range s.cmds {
+		s.cmds[i] = 0
+	}
+	if on {
+		for i := range s.cmds {
+			s.cmds[i] = ^uint64(0)
+		}
+	}
+	s.allCommands, s.future, s.firstArgs = on, on, nil
+}
+
+// countCategory counts the commands of cat the selector allows and denies.
+func (s *selector) countCategory(t *Table, cat Category) (on, off int) {
+	for _, cmd := range t.all {
+		if cmd.acl&cat != 0 {
+			if s.bit(cmd.id) {
+				on++
+			} else {
+				off++
+			}
+		}
+	}
+	return on, off
+}
+
+// aclError is what a rule can do wrong; Redis reports it through errno.
+type aclError int
+
+const (
+	aclErrNoEnt     aclError = iota + 1 // ENOENT
+	aclErrSyntax                        // EINVAL
+	aclErrKeysAll                       // EEXIST
+	aclErrChansAll                      // EISDIR
+	aclErrNoPass                        // ENODEV
+	aclErrBadHash                       // EBADMSG
+	aclErrDupUser                       // EALREADY
+	aclErrFirstArgs                     // ECHILD
+)
+
+// Error is Redis's ACLSetUserStringError.
+func (e aclError) Error() string {
+	switch e {
+	case aclErrNoEnt:
+		return "Unknown command or category name in ACL"
+	case aclErrSyntax:
+		return "Syntax error"
+	case aclErrKeysAll:
+		return "Adding a pattern after the * pattern (or the 'allkeys' flag) is not valid and does not have any effect. Try 'resetkeys' to start with an empty list of patterns"
+	case aclErrChansAll:
+		return "Adding a pattern after the * pattern (or the 'allchannels' flag) is not valid and does not have any effect. Try 'resetchannels' to start with an empty list of channels"
+	case aclErrNoPass:
+		return "The password you are trying to remove from the user does not exist"
+	case aclErrBadHash:
+		return "The password hash must be exactly 64 characters and contain only lowercase hexadecimal characters"
+	case aclErrDupUser:
+		return "Duplicate user found. A user can only be defined once in config files"
+	case aclErrFirstArgs:
+		return "Allowing first-arg of a subcommand is not supported"
+	}
+	return "Wrong format"
+}
+
+// hasSpaces reports whether s has white space or NUL, which user names and
+// patterns may not contain.
+func hasSpaces(s string) bool {
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case ' ', '\t', '\n', '\v', '\f', '\r', 0:
+			return true
+		}
+	}
+	return false
+}
+
+// aclLookup finds a command for a rule: "get" or "client|list", in any
+// case, and nothing deeper.
+func aclLookup(t *Table, name string) *Spec {
+	parts := strings.Split(name, "|")
+	if len(parts) > 2 {
+		return nil
+	}
+	base := t.Lookup([]byte(parts[0]))
+	if base == nil || len(parts) == 1 {
+		return base
+	}
+	if len(base.Sub) == 0 {
+		return nil
+	}
+	return base.lookupSub([]byte(parts[1]))
+}
+
+// set applies one selector rule, as Redis's ACLSetSelector.
+func (s *selector) set(t *Table, op string) error {
+	switch {
+	case strings.EqualFold(op, "allkeys") || op == "~*":
+		s.allKeys, s.keys = true, nil
+	case strings.EqualFold(op, "resetkeys"):
+		s.allKeys, s.keys = false, nil
+	case strings.EqualFold(op, "allchannels") || op == "&*":
+		s.allChannels, s.channels = true, nil
+	case strings.EqualFold(op, "resetchannels"):
+		s.allChannels, s.channels = false, nil
+	case strings.EqualFold(op, "allcommands") || strings.EqualFold(op, "+@all"):
+		s.setAll(true)
+	case strings.EqualFold(op, "nocommands") || strings.EqualFold(op, "-@all"):
+		s.setAll(false)
+	case op[0] == '~' || op[0] == '%':
+		if s.allKeys {
+			return aclErrKeysAll
+		}
+		perm, i := aclRW, 1
+		if op[0] == '%' {
+			perm = 0
+			for ; i < len(op); i++ {
+				c := op[i]
+				if (c == 'R' || c == 'r') && perm&aclRead == 0 {
+					perm |= aclRead
+				} else if (c == 'W' || c == 'w') && perm&aclWrite == 0 {
+					perm |= aclWrite
+				} else if c == '~' {
+					i++
+					break
+				} else {
+					return aclErrSyntax
+				}
+			}
+			// Redis 7.0 accepts "%~p", a pattern granting nothing, and
+			// then panics when ACL LIST shows it; refuse it instead.
+			if perm == 0 {
+				return aclErrSyntax
+			}
+		}
+		pat := op[i:]
+		if hasSpaces(pat) {
+			return aclErrSyntax
+		}
+		found := false
+		for j := range s.keys {
+			if s.keys[j].pattern == pat {
+				s.keys[j].perm |= perm
+				found = true
+				break
+			}
+		}
+		if !found {
+			s.keys = append(s.keys, keyPattern{pat, perm})
+		}
+		s.allKeys = false
+	case op[0] == '&':
+		if s.allChannels {
+			return aclErrChansAll
+		}
+		pat := op[1:]
+		if hasSpaces(pat) {
+			return aclErrSyntax
+		}
+		found := false
+		for _, c := range s.channels {
+			if c == pat {
+				found = true
+				break
+			}
+		}
+		if !found {
+			s.channels = append(s.channels, pat)
+		}
+		s.allChannels = false
+	case op[0] == '+' && (len(op) < 2 || op[1] != '@'):
+		name := op[1:]
+		bar := strings.LastIndexByte(name, '|')
+		if bar < 0 {
+			cmd := aclLookup(t, name)
+			if cmd == nil {
+				return aclErrNoEnt
+			}
+			s.changePerm(cmd, true)
+			return nil
+		}
+		cmd := aclLookup(t, name[:bar])
+		switch {
+		case cmd == nil:
+			return aclErrNoEnt
+		case cmd.parent != nil:
+			return aclErrFirstArgs
+		case bar == len(name)-1:
+			return aclErrSyntax
+		case len(cmd.Sub) > 0:
+			sub := aclLookup(t, name)
+			if sub == nil {
+				return aclErrNoEnt
+			}
+			s.changePerm(sub, true)
+		default:
+			// A first argument of a command without subcommands, which
+			// Redis 7.0 still allows (with a deprecation warning).
+			arg := name[bar+1:]
+			for _, a := range s.firstArgs[cmd.id] {
+				if strings.EqualFold(a, arg) {
+					return nil
+				}
+			}
+			if s.firstArgs == nil {
+				s.firstArgs = map[int][]string{}
+			}
+			s.firstArgs[cmd.id] = append(s.firstArgs[cmd.id], arg)
+		}
+	case op[0] == '-' && (len(op) < 2 || op[1] != '@'):
+		cmd := aclLookup(t, op[1:])
+		if cmd == nil {
+			return aclErrNoEnt
+		}
+		s.changePerm(cmd, false)
+	case op[0] == '+' || op[0] == '-':
+		cat := CategoryByName(strings.ToLower(op[2:]))
+		if cat == 0 {
+			return aclErrNoEnt
+		}
+		s.setCategory(t, cat, op[0] == '+')
+	default:
+		return aclErrSyntax
+	}
+	return nil
+}
+
+// userRules is a user's state at one moment. Once published (aclUser.rules)
+// it is never changed.
+type userRules struct {
+	flags     uint8
+	passwords []string // SHA-256 of each, 64 lower-case hex digits
+	selectors []*selector
+	// open: the root selector allows every command, key and channel, so no
+	// check is needed (the default user's usual rules).
+	open bool
+}
+
+func (r *userRules) clone() *userRules {
+	c := &userRules{flags: r.flags, passwords: append([]string(nil), r.passwords...)}
+	for _, s := range r.selectors {
+		c.selectors = append(c.selectors, s.clone())
+	}
+	return c
+}
+
+// seal computes what checks need and returns r, ready to publish.
+func (r *userRules) seal() *userRules {
+	root := r.selectors[0]
+	r.open = root.allCommands && root.allKeys && root.allChannels
+	return r
+}
+
+// newUserRules are the rules of a new user: off, no password, nothing
+// allowed (channels as acl-pubsub-default says).
+func newUserRules(t *Table, allChannels bool) *userRules {
+	return &userRules{flags: userOff, selectors: []*selector{newSelector(t, true, allChannels)}}
+}
+
+// defaultUserRules are the default user's at start-up: on nopass ~* &* +@all.
+func defaultUserRules(t *Table) *userRules {
+	r := newUserRules(t, false)
+	root := r.selectors[0]
+	root.setAll(true)
+	root.allKeys, root.allChannels = true, true
+	r.flags = userOn | userNoPass
+	return r.seal()
+}
+
+// hashPassword is the form passwords are kept in.
+func hashPassword(p string) string {
+	sum := sha256.Sum256([]byte(p))
+	return hex.EncodeToString(sum[:])
+}
+
+func validHash(h string) bool {
+	if len(h) != 64 {
+		return false
+	}
+	for i := 0; i < len(h); i++ {
+		if c := h[i]; (c < 'a' || c > 'f') && (c < '0' || c > '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// set applies one rule to the user, as Redis's ACLSetUser. allChannels is
+// acl-pubsub-default, for the selectors the rule creates or resets.
+func (r *userRules) set(t *Table, op string, allChannels bool) error {
+	if op == "" {
+		return nil
+	}
+	switch {
+	case strings.EqualFold(op, "on"):
+		r.flags = r.flags&^userOff | userOn
+	case strings.EqualFold(op, "off"):
+		r.flags = r.flags&^userOn | userOff
+	case strings.EqualFold(op, "skip-sanitize-payload"):
+		r.flags = r.flags&^userSanitize | userSkipSanitize
+	case strings.EqualFold(op, "sanitize-payload"):
+		r.flags = r.flags&^userSkipSanitize | userSanitize
+	case strings.EqualFold(op, "nopass"):
+		r.flags |= userNoPass
+		r.passwords = nil
+	case strings.EqualFold(op, "resetpass"):
+		r.flags &^= userNoPass
+		r.passwords = nil
+	case op[0] == '>' || op[0] == '#':
+		h := op[1:]
+		if op[0] == '>' {
+			h = hashPassword(h)
+		} else if !validHash(h) {
+			return aclErrBadHash
+		}
+		if !containsString(r.passwords, h) {
+			r.passwords = append(r.passwords, h)
+		}
+		r.flags &^= userNoPass
+	case op[0] == '<' || op[0] == '!':
+		h := op[1:]
+		if op[0] == '<' {
+			h = hashPassword(h)
+		} else if !validHash(h) {
+			return aclErrBadHash
+		}
+		i := indexString(r.passwords, h)
+		if i < 0 {
+			return aclErrNoPass
+		}
+		r.passwords = append(r.passwords[:i:i], r.passwords[i+1:]...)
+	case op[0] == '(' && op[len(op)-1] == ')':
+		s := newSelector(t, false, allChannels)
+		args, ok := resp.SplitArgs([]byte(op[1 : len(op)-1]))
+		if !ok {
+			args = nil // as sdssplitargs: an empty selector
+		}
+		for _, a := range args {
+			if err := s.set(t, string(a)); err != nil {
+				return err
+			}
+		}
+		r.selectors = append(r.selectors, s)
+	case strings.EqualFold(op, "clearselectors"):
+		r.selectors = r.selectors[:1]
+	case strings.EqualFold(op, "reset"):
+		root := r.selectors[0]
+		r.passwords = nil
+		r.flags = userOff | userSanitize
+		root.allKeys, root.keys = false, nil
+		root.allChannels, root.channels = allChannels, nil
+		r.selectors = r.selectors[:1]
+		root.setAll(false)
+	default:
+		return r.selectors[0].set(t, op)
+	}
+	return nil
+}
+
+func containsString(list []string, s string) bool { return indexString(list, s) >= 0 }
+
+func indexString(list []string, s string) int {
+	for i, v := range list {
+		if v == s {
+			return i
+		}
+	}
+	return -1
+}
+
+// mergeSelectorArgs joins a selector written over several arguments
+// ("(~k:*", "+get)") into one, as Redis's ACLMergeSelectorArguments. It
+// returns the index of an opening argument that is never closed.
+func mergeSelectorArgs(ops []string) ([]string, int) {
+	var out []string
+	open := -1
+	var cur string
+	for j, op := range ops {
+		if open < 0 && len(op) > 0 && op[0] == '(' && op[len(op)-1] != ')' {
+			cur, open = op, j
+			continue
+		}
+		if open >= 0 {
+			cur += " " + op
+			if len(op) > 0 && op[len(op)-1] == ')' {
+				out = append(out, cur)
+				open = -1
+			}
+			continue
+		}
+		out = append(out, op)
+	}
+	if open >= 0 {
+		return nil, open
+	}
+	return out, -1
+}
+
+// aclCategoryOrder is the order in which ACL CAT lists the categories and
+// in which ACL LIST tries them when it describes a user: Redis's, then
+// limitkv's @ratelimit.
+var aclCategoryOrder = []Category{
+	CatKeyspace, CatRead, CatWrite, CatSet, CatSortedSet, CatList, CatHash, CatString,
+	CatBitmap, CatHyperLogLog, CatGeo, CatStream, CatPubSub, CatAdmin, CatFast, CatSlow,
+	CatBlocking, CatDangerous, CatConnection, CatTransaction, CatScripting, CatRateLimit,
+}
+
+// describeCommands writes the selector's command rules as Redis's
+// ACLDescribeSelectorCommandRules does: +@all or -@all, then the
+// categories that best approach the bitmap, then single commands to make
+// it exact. Single commands come in table order (Redis's follow its hash
+// table, which varies from run to run).
+func (s *selector) describeCommands(t *Table) string {
+	var b strings.Builder
+	fake := newSelector(t, false, false)
+	additive := !s.future
+	if additive {
+		b.WriteString("-@all ")
+	} else {
+		b.WriteString("+@all ")
+		fake.setAll(true)
+	}
+	temp := newSelector(t, false, false)
+	copy(temp.cmds, s.cmds)
+	applied := make([]bool, len(aclCategoryOrder))
+	for {
+		best, minDiff, maxSame := -1, int(^uint(0)>>1), 0
+		for j, cat := range aclCategoryOrder {
+			if applied[j] {
+				continue
+			}
+			on, off := temp.countCategory(t, cat)
+			diff, same := on, off
+			if additive {
+				diff, same = off, on
+			}
+			if same > diff && (diff < minDiff || diff == minDiff && same > maxSame) {
+				best, minDiff, maxSame = j, diff, same
+			}
+		}
+		if best < 0 {
+			break
+		}
+		cat := aclCategoryOrder[best]
+		name := cat.Names()[0]
+		fake.setCategory(t, cat, additive)
+		temp.setCategory(t, cat, !additive)
+		if additive {
+			b.WriteString("+@" + name + " ")
+		} else {
+			b.WriteString("-@" + name + " ")
+		}
+		applied[best] = true
+	}
+	for _, cmd := range t.sorted {
+		s.describeSingle(cmd, fake, &b)
+		for _, sub := range cmd.Sub {
+			s.describeSingle(sub, fake, &b)
+		}
+		if !s.bit(cmd.id) {
+			for _, a := range s.firstArgs[cmd.id] {
+				b.WriteString("+" + cmd.FullName() + "|" + a + " ")
+			}
+		}
+	}
+	out := b.String()
+	return out[:len(out)-1]
+}
+
+func (s *selector) describeSingle(cmd *Spec, fake *selector, b *strings.Builder) {
+	user, f := s.bit(cmd.id), fake.bit(cmd.id)
+	if user == f {
+		return
+	}
+	if user {
+		b.WriteByte('+')
+	} else {
+		b.WriteByte('-')
+	}
+	b.WriteString(cmd.FullName())
+	b.WriteByte(' ')
+	fake.changePerm(cmd, user)
+}
+
+// keysRule is the selector's keys as GETUSER shows them.
+func (s *selector) keysRule() string {
+	if s.allKeys {
+		return "~*"
+	}
+	parts := make([]string, len(s.keys))
+	for i, k := range s.keys {
+		parts[i] = k.String()
+	}
+	return strings.Join(parts, " ")
+}
+
+// channelsRule is the selector's channels as GETUSER shows them.
+func (s *selector) channelsRule() string {
+	if s.allChannels {
+		return "&*"
+	}
+	parts := make([]string, len(s.channels))
+	for i, c := range s.channels {
+		parts[i] = "&" + c
+	}
+	return strings.Join(parts, " ")
+}
+
+// describe is the selector as ACL LIST shows it.
+func (s *selector) describe(t *Table) string {
+	var b strings.Builder
+	if s.allKeys {
+		b.WriteString("~* ")
+	} else {
+		for _, k := range s.keys {
+			b.WriteString(k.String() + " ")
+		}
+	}
+	if s.allChannels {
+		b.WriteString("&* ")
+	} else {
+		b.WriteString("resetchannels ")
+		for _, c := range s.channels {
+			b.WriteString("&" + c + " ")
+		}
+	}
+	b.WriteString(s.describeCommands(t))
+	return b.String()
+}
+
+// describe is the user's rules as ACL LIST and ACL SAVE write them, which
+// ACL SETUSER and ACL LOAD read back to the same rules.
+func (r *userRules) describe(t *Table) string {
+	var b strings.Builder
+	for _, f := range userFlagNames {
+		if r.flags&f.flag != 0 {
+			b.WriteString(f.name + " ")
+		}
+	}
+	for _, p := range r.passwords {
+		b.WriteString("#" + p + " ")
+	}
+	for _, s := range r.selectors {
+		if s.root {
+			b.WriteString(s.describe(t))
+		} else {
+			b.WriteString(" (" + s.describe(t) + ")")
+		}
+	}
+	return b.String()
+}
+
+// checkPassword reports whether pass is one of the user's, comparing
+// hashes in constant time.
+func (r *userRules) checkPassword(pass []byte) bool {
+	if r.flags&userOff != 0 {
+		return false
+	}
+	if r.flags&userNoPass != 0 {
+		return true
+	}
+	sum := sha256.Sum256(pass)
+	var h [64]byte
+	hex.Encode(h[:], sum[:])
+	ok := 0
+	for _, p := range r.passwords {
+		ok |= subtle.ConstantTimeCompare(h[:], []byte(p))
+	}
+	return ok == 1
+}
+
+// aclUser is a user: a name and its current rules.
+type aclUser struct {
+	name  string
+	rules atomic.Pointer[userRules]
+}
+
+// ACL check results, in Redis's order of precedence (ACL_DENIED_*).
+const (
+	aclOK          = 0
+	aclDeniedCmd   = 1
+	aclDeniedKey   = 2
+	aclDeniedAuth  = 3 // only in ACL LOG
+	aclDeniedChans = 4
+)
+
+// aclKey is a key argument and what it needs.
+type aclKey struct {
+	pos  int
+	need uint8
+}
+
+// aclKeys finds the keys of a command and what each needs, as Redis's
+// getKeysFromCommandWithSpecs does for ACL checks: from the key specs,
+// unless their flags vary with the arguments (SET: with GET it reads too)
+// or one of them does not fit the arguments (then from the command's own
+// key function: EVAL's, which reads numkeys as atoi would; other commands
+// have none, and so no keys).
+func (cmd *Spec) aclKeys(args [][]byte, out []aclKey) []aclKey {
+	if cmd.parent == nil && cmd.Name == "set" {
+		need := aclWrite
+		for _, a := range args[3:] {
+			if len(a) == 3 && a[0]|0x20 == 'g' && a[1]|0x20 == 'e' && a[2]|0x20 == 't' {
+				need = aclRW
+				break
+			}
+		}
+		return append(out, aclKey{1, need})
+	}
+	start := len(out)
+	argc := len(args)
+	for j, ks := range cmd.keySpecs() {
+		if cmd.keyNeed[j]&aclNotKey != 0 {
+			continue
+		}
+		first := ks.Begin
+		switch {
+		case ks.Keyword != "":
+			first = 0
+			from, end, step := ks.KeywordFrom, argc-1, 1
+			if from <= 0 {
+				from, end, step = argc+from, 1, -1
+			}
+			for i := from; i != end && i < argc && i >= 1; i += step {
+				if strings.EqualFold(string(args[i]), ks.Keyword) {
+					first = i + 1
+					break
+				}
+			}
+			if first == 0 {
+				continue
+			}
+		case ks.Begin <= 0:
+			return cmd.aclKeysFallback(args, out[:start])
+		}
+		var last int
+		step := ks.KeyStep
+		switch {
+		case ks.Unknown:
+			return cmd.aclKeysFallback(args, out[:start])
+		case ks.KeyNum:
+			if first+ks.KeyNumIdx >= argc {
+				return cmd.aclKeysFallback(args, out[:start])
+			}
+			n, ok := engine.ParseInt(args[first+ks.KeyNumIdx])
+			if !ok || n < 0 || n > int64(argc) {
+				return cmd.aclKeysFallback(args, out[:start])
+			}
+			first += ks.FirstKey
+			last = first + int(n) - 1
+		case ks.LastKey >= 0:
+			last = first + ks.LastKey
+		case ks.Limit == 0:
+			last = argc + ks.LastKey
+		default:
+			last = first + ((argc-first)/ks.Limit + ks.LastKey)
+		}
+		if last >= argc || last < first || first >= argc {
+			return cmd.aclKeysFallback(args, out[:start])
+		}
+		for i := first; i <= last; i += step {
+			out = append(out, aclKey{i, cmd.keyNeed[j] &^ aclNotKey})
+		}
+	}
+	return out
+}
+
+// aclKeysFallback is Redis's key function for the commands limitkv has
+// that have one, EVAL and its kin: numkeys read as atoi would, no keys if
+// it is out of range. Other commands have no keys then.
+func (cmd *Spec) aclKeysFallback(args [][]byte, out []aclKey) []aclKey {
+	specs := cmd.keySpecs()
+	if len(specs) != 1 || !specs[0].KeyNum || len(args) < 3 {
+		return out
+	}
+	n := atoi(args[2])
+	if n < 1 || n > int64(len(args)-3) {
+		return out
+	}
+	for i := 3; i < 3+int(n); i++ {
+		out = append(out, aclKey{i, cmd.keyNeed[0] &^ aclNotKey})
+	}
+	return out
+}
+
+// atoi reads a leading decimal number as C's atoi does.
+func atoi(b []byte) int64 {
+	i := 0
+	for i < len(b) && (b[i] == ' ' || b[i] >= '\t' && b[i] <= '\r') {
+		i++
+	}
+	neg := false
+	if i < len(b) && (b[i] == '-' || b[i] == '+') {
+		neg = b[i] == '-'
+		i++
+	}
+	var n int64
+	for ; i < len(b) && b[i] >= '0' && b[i] <= '9' && n < 1<<40; i++ {
+		n = n*10 + int64(b[i]-'0')
+	}
+	if neg {
+		return -n
+	}
+	return n
+}
+
+// keyAllowed is ACLSelectorCheckKey.
+func (s *selector) keyAllowed(key []byte, need uint8) bool {
+	if s.allKeys {
+		return true
+	}
+	for _, k := range s.keys {
+		if k.perm&need == need && engine.Match([]byte(k.pattern), key, false) {
+			return true
+		}
+	}
+	return false
+}
+
+// channelAllowed matches a channel against the selector's patterns: a
+// channel by glob, a pattern (PSUBSCRIBE's) only literally.
+func (s *selector) channelAllowed(ch []byte, isPattern bool) bool {
+	if s.allChannels {
+		return true
+	}
+	for _, p := range s.channels {
+		if isPattern && p == string(ch) || !isPattern && engine.Match([]byte(p), ch, false) {
+			return true
+		}
+	}
+	return false
+}
+
+// check is ACLSelectorCheckCmd: whether the selector allows cmd with args,
+// whose keys (cmd.aclKeys) are keys, and if not why and at which argument.
+func (s *selector) check(cmd *Spec, args [][]byte, keys []aclKey) (int, int) {
+	if !s.allCommands && cmd.Flags&NoAuth == 0 && !s.bit(cmd.id) {
+		allowed := false
+		if len(args) >= 2 {
+			idx := 1
+			if cmd.parent != nil {
+				idx = 2
+			}
+			if idx < len(args) {
+				for _, a := range s.firstArgs[cmd.id] {
+					if strings.EqualFold(a, string(args[idx])) {
+						allowed = true
+						break
+					}
+				}
+			}
+		}
+		if !allowed {
+			return aclDeniedCmd, 0
+		}
+	}
+	if !s.allKeys {
+		for _, k := range keys {
+			if !s.keyAllowed(args[k.pos], k.need) {
+				return aclDeniedKey, k.pos
+			}
+		}
+	}
+	if cs := cmd.channels; !s.allChannels && cs.flags&(chanPublish|chanSubscribe) != 0 {
+		stop := len(args)
+		if cs.count >= 0 {
+			stop = min(cs.start+cs.count, stop)
+		}
+		for i := cs.start; i < stop; i++ {
+			if !s.channelAllowed(args[i], cs.flags&chanPattern != 0) {
+				return aclDeniedChans, i
+			}
+		}
+	}
+	return aclOK, 0
+}
+
+// checkCommand is ACLCheckAllUserCommandPerm: OK if any selector allows
+// the command; otherwise the denial to report: the command, unless some
+// selector got past it, then the last key or channel none allowed.
+func (r *userRules) checkCommand(cmd *Spec, args [][]byte) (int, int) {
+	if r.open {
+		return aclOK, 0
+	}
+	// The keys are found once for all selectors, and only if one of them
+	// restricts keys.
+	var buf [8]aclKey
+	var keys []aclKey
+	found := false
+	relevant, last := aclDeniedCmd, 0
+	for _, s := range r.selectors {
+		if !found && !s.allKeys {
+			keys, found = cmd.aclKeys(args, buf[:0]), true
+		}
+		res, pos := s.check(cmd, args, keys)
+		if res == aclOK {
+			return aclOK, 0
+		}
+		if res > relevant || res == relevant && pos > last {
+			relevant, last = res, pos
+		}
+	}
+	return relevant, last
+}
+
+// channelAllowed is ACLUserCheckChannelPerm, for Pub/Sub to ask about one
+// channel (or pattern) of a client's user.
+func (r *userRules) channelAllowed(ch []byte, isPattern bool) bool {
+	for _, s := range r.selectors {
+		if s.allChannels || s.channelAllowed(ch, isPattern) {
+			return true
+		}
+	}
+	return false
+}
+
+// allChannelsAllowed reports whether some selector allows every channel.
+func (r *userRules) allChannelsAllowed() bool {
+	for _, s := range r.selectors {
+		if s.allChannels {
+			return true
+		}
+	}
+	return false
+}
