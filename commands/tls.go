@@ -1,9 +1,11 @@
 package commands
 
 import (
+	"context"
 	"crypto/tls"
 	"errors"
 	"io"
+	"net"
 	"time"
 
 	"limitkv/resp"
@@ -215,4 +217,26 @@ func (s *Server) logHandshakeError(conn *resp.Conn, err error) {
 		return
 	}
 	s.Log.Warn("Error accepting a client connection: "+err.Error(), "addr", conn.RemoteAddr())
+}
+
+// DialReplication connects a replica to its primary at addr: over TLS
+// when tls-replication is yes (see ReplicationTLS), the handshake within
+// ctx; plain otherwise. It has the shape of the replication link's
+// dialer, for the replication code to use once it lands.
+func (c *Config) DialReplication(ctx context.Context, addr string) (net.Conn, error) {
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	cfg := c.ReplicationTLS()
+	if cfg == nil {
+		return conn, nil
+	}
+	tc := tls.Client(conn, cfg)
+	if err := tc.HandshakeContext(ctx); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	return tc, nil
 }

@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"context"
 	"crypto/tls"
 	"io"
 	"log/slog"
@@ -182,13 +183,17 @@ func TestReplicationTLS(t *testing.T) {
 		}
 		close(seen)
 	}()
-	cfg := f.cfg.ReplicationTLS()
-	if cfg == nil {
+	if f.cfg.ReplicationTLS() == nil {
 		t.Fatal("tls-replication yes: no configuration")
 	}
-	c, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", ln.Addr().String(), cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := f.cfg.DialReplication(ctx, ln.Addr().String())
 	if err != nil {
 		t.Fatal(err)
+	}
+	if _, ok := c.(*tls.Conn); !ok {
+		t.Fatalf("tls-replication yes: a %T", c)
 	}
 	defer c.Close()
 	c.SetDeadline(time.Now().Add(10 * time.Second))
@@ -201,5 +206,18 @@ func TestReplicationTLS(t *testing.T) {
 	}
 	if f.cfg.ReplicationTLS() != nil {
 		t.Error("tls-replication no: a TLS configuration")
+	}
+	plain, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+	c2, err := f.cfg.DialReplication(ctx, plain.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	if _, ok := c2.(*tls.Conn); ok {
+		t.Error("tls-replication no: a TLS link")
 	}
 }
