@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -15,6 +16,7 @@ import (
 
 	"limitkv/engine"
 	"limitkv/resp"
+	"limitkv/tlsconf"
 )
 
 // Config holds the server's settings. One table of parameters drives the
@@ -50,6 +52,10 @@ type Config struct {
 	latencyThreshold atomic.Int64 // ms; 0: no latency monitor
 	latencyTracking  atomic.Bool
 	percentiles      atomic.Pointer[[]float64]
+
+	// TLS (see tls.go): the configurations in use, and tls-auth-clients.
+	tlsSet  atomic.Pointer[tlsconf.Set]
+	tlsAuth atomic.Int32
 }
 
 type paramKind int
@@ -80,6 +86,22 @@ type param struct {
 	// returns the new one, for settings that change only what the value
 	// names (client-output-buffer-limit).
 	merge func(cur, v string) (string, error)
+	// reconf, if set, makes the new values take effect and may fail (TLS:
+	// files to load, a port to listen on). See reconfigurer.
+	reconf *reconfigurer
+	// volatile: the value names a file, so setting it again to the same
+	// value runs reconf, which reads the file again (a renewed certificate).
+	volatile bool
+}
+
+// reconfigurer is one of Redis's apply functions: it runs once per CONFIG
+// SET, after every value is set, if a parameter that names it changed;
+// when it fails, every value goes back and the reconfigurers that ran
+// before it run again to undo theirs. It runs with the config lock held,
+// and not at start-up, where the caller applies the whole configuration
+// (ConfigureTLS). It returns the reason CONFIG SET's error gives.
+type reconfigurer struct {
+	apply func(c *Config) error
 }
 
 // Indexes into Config.listpack.
@@ -229,7 +251,7 @@ func configParams() []*param {
 // NewConfig returns the default configuration.
 func NewConfig() *Config {
 	c := &Config{byName: map[string]*param{}, values: map[*param]string{}}
-	c.params = configParams()
+	c.params = append(configParams(), tlsParams()...)
 	for _, p := range c.params {
 		c.byName[p.name] = p
 		if p.alias != "" {
@@ -472,13 +494,46 @@ func (c *Config) Set(pairs [][2]string, startup bool) error {
 		}
 		changes = append(changes, change{p, v, n})
 	}
-	for _, ch := range changes {
+	old := make([]string, len(changes))
+	for i, ch := range changes {
+		old[i] = c.values[ch.p]
 		c.values[ch.p] = ch.v
+	}
+	if !startup {
+		var ran []*reconfigurer
+		for i, ch := range changes {
+			r := ch.p.reconf
+			if r == nil || slices.Contains(ran, r) || (old[i] == ch.v && !ch.p.volatile) {
+				continue
+			}
+			if err := r.apply(c); err != nil {
+				c.warn("Failed applying new configuration. Possibly related to new " + ch.p.name + " setting. Restoring previous settings.")
+				for i, ch := range changes {
+					c.values[ch.p] = old[i]
+				}
+				for _, r := range ran {
+					if err := r.apply(c); err != nil {
+						c.warn("Failed applying restored failed CONFIG SET command: " + err.Error())
+					}
+				}
+				return &configError{ch.p.name, err.Error()}
+			}
+			ran = append(ran, r)
+		}
+	}
+	for _, ch := range changes {
 		if ch.p.apply != nil {
 			ch.p.apply(c, ch.v, ch.n)
 		}
 	}
 	return nil
+}
+
+// warn logs a warning once the config drives a server.
+func (c *Config) warn(msg string) {
+	if c.srv != nil && c.srv.Log != nil {
+		c.srv.Log.Warn(msg)
+	}
 }
 
 // Matching returns name/value pairs of the parameters matching any of the

@@ -67,6 +67,9 @@ type Hooks struct {
 	// Replication describes the replication state for the metrics
 	// endpoint; nil is a master without replicas.
 	Replication func() ReplicationInfo
+	// ListenTLS serves TLS on port from now on, instead of the TLS port
+	// it served (0: none), for CONFIG SET tls-port.
+	ListenTLS func(port int) error
 }
 
 // PersistenceInfo is what INFO's persistence section shows.
@@ -165,16 +168,25 @@ func (c *Ctx) Held() bool { return c.held }
 func (s *Server) Open(conn *resp.Conn) string {
 	if s.clients.count() >= int(s.Cfg.maxClients.Load()) {
 		s.stats.Rejected.Add(1)
-		return "ERR max number of clients reached"
+		return "ERR max number of clients reached" // over TLS: dropped unsent, as in Redis
+	}
+	// As Redis does: a TLS client counts against maxclients from here, its
+	// handshake done; protected mode is checked after it, so that the
+	// refusal reaches the client.
+	cl := s.clients.add(s, conn)
+	cl.setDefaultUser() // as createClient does: CLIENT LIST shows its user
+	if err := conn.Handshake(); err != nil {
+		s.clients.remove(cl)
+		s.logHandshakeError(conn, err)
+		return "handshake failed" // nothing can be sent
 	}
 	if s.Cfg.protectedMode.Load() && s.acl.def.rules.Load().flags&userNoPass != 0 && !isLoopback(conn.RemoteAddr()) {
+		s.clients.remove(cl)
 		s.stats.Rejected.Add(1)
 		return msgProtectedMode
 	}
 	s.stats.Connections.Add(1)
-	cl := s.clients.add(s, conn)
 	conn.Ctx = cl
-	cl.setDefaultUser()
 	return ""
 }
 

@@ -525,7 +525,11 @@ func infoServer(s *Server, b *strings.Builder) {
 	kv(b, "go_version", runtime.Version())
 	kv(b, "process_id", os.Getpid())
 	kv(b, "run_id", s.runID())
-	kv(b, "tcp_port", s.Cfg.Get("port"))
+	tcpPort := s.Cfg.Get("port")
+	if tcpPort == "0" { // as Redis: the TLS port when there is no plain one
+		tcpPort = s.Cfg.Get("tls-port")
+	}
+	kv(b, "tcp_port", tcpPort)
 	kv(b, "server_time_usec", time.Now().UnixMicro())
 	kv(b, "uptime_in_seconds", int64(up/time.Second))
 	kv(b, "uptime_in_days", int64(up/(24*time.Hour)))

@@ -1,6 +1,7 @@
 package resp
 
 import (
+	"crypto/tls"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -37,7 +38,11 @@ type Conn struct {
 	// Ctx is the handler's per-connection state.
 	Ctx any
 
-	nc     net.Conn
+	nc     net.Conn  // what requests and replies go through
+	raw    net.Conn  // the socket: nc itself, or what a TLS nc runs over
+	tls    *tls.Conn // nc when the connection uses TLS
+	hsErr  error     // the TLS handshake's outcome, once hsDone
+	hsDone bool      // only the connection's goroutine reads these two
 	srv    *Server
 	fd     int
 	remote string
@@ -90,8 +95,14 @@ const (
 	errorWriteWindow = time.Second
 )
 
-func newConn(nc net.Conn, srv *Server) *Conn {
-	c := &Conn{nc: nc, srv: srv, fd: -1, p: newParser(srv.Limits), done: make(chan struct{})}
+// newConn wraps nc, with TLS when cfg is not nil (the handshake waits
+// for Handshake or the first read).
+func newConn(nc net.Conn, cfg *tls.Config, srv *Server) *Conn {
+	c := &Conn{nc: nc, raw: nc, srv: srv, fd: -1, p: newParser(srv.Limits), done: make(chan struct{})}
+	if cfg != nil {
+		c.tls = tls.Server(nc, cfg)
+		c.nc = c.tls
+	}
 	c.p.beforeBig = srv.BeforeBigArg
 	if a := nc.RemoteAddr(); a != nil {
 		c.remote = a.String()
@@ -99,6 +110,8 @@ func newConn(nc net.Conn, srv *Server) *Conn {
 	if a := nc.LocalAddr(); a != nil {
 		c.local = a.String()
 	}
+	// The socket's descriptor, for CLIENT LIST (a TLS client's too, as in
+	// Redis); -1 for a net.Conn that has none (a pipe in tests).
 	if sc, ok := nc.(syscall.Conn); ok {
 		if raw, err := sc.SyscallConn(); err == nil {
 			raw.Control(func(fd uintptr) { c.fd = int(fd) })
@@ -145,7 +158,9 @@ func (c *Conn) signalDone() { c.stop.Do(func() { close(c.done) }) }
 func (c *Conn) Kill() {
 	c.killed.Store(true)
 	c.signalDone()
-	c.nc.Close()
+	// The socket itself: closing a TLS connection would first send it a
+	// close_notify, which may wait for a client that does not read.
+	c.raw.Close()
 	c.qmu.Lock()
 	if c.q != nil {
 		c.q.closed = true

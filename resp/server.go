@@ -2,6 +2,7 @@ package resp
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"net"
 	"sync"
@@ -41,6 +42,8 @@ type Server struct {
 	// an argument of n bytes (BigArg or more) is allocated, so that memory
 	// let go of may be collected first and reused.
 	BeforeBigArg func(n int)
+	// HandshakeTimeout bounds a TLS handshake (0: DefaultHandshakeTimeout).
+	HandshakeTimeout time.Duration
 
 	mu        sync.Mutex
 	listeners map[net.Listener]struct{}
@@ -100,7 +103,20 @@ func (s *Server) Listen(addr string) (net.Listener, error) {
 }
 
 // Serve serves ln until Shutdown. It returns when the listener is closed.
-func (s *Server) Serve(ln net.Listener) error {
+func (s *Server) Serve(ln net.Listener) error { return s.serve(ln, nil) }
+
+// ServeTLS serves ln as Serve does, with TLS: each connection takes the
+// configuration config returns as it starts (nil: it is closed), so a
+// new configuration applies to new connections while the others keep
+// theirs. See Conn.Handshake.
+func (s *Server) ServeTLS(ln net.Listener, config func() *tls.Config) error {
+	if config == nil {
+		return errors.New("resp: ServeTLS without a configuration")
+	}
+	return s.serve(ln, config)
+}
+
+func (s *Server) serve(ln net.Listener, tlsConfig func() *tls.Config) error {
 	s.mu.Lock()
 	if s.draining.Load() {
 		s.mu.Unlock()
@@ -131,7 +147,7 @@ func (s *Server) Serve(ln net.Listener) error {
 			return err
 		}
 		backoff = 0
-		go s.serveConn(nc)
+		go s.serveConn(nc, tlsConfig)
 	}
 }
 
@@ -142,12 +158,19 @@ func isTemporary(err error) bool {
 
 // serveConn runs one connection. A panic anywhere in it, the parser's
 // included, costs this connection only.
-func (s *Server) serveConn(nc net.Conn) {
+func (s *Server) serveConn(nc net.Conn, tlsConfig func() *tls.Config) {
 	if s.draining.Load() {
 		nc.Close()
 		return
 	}
-	c := newConn(nc, s)
+	var cfg *tls.Config
+	if tlsConfig != nil {
+		if cfg = tlsConfig(); cfg == nil {
+			nc.Close()
+			return
+		}
+	}
+	c := newConn(nc, cfg, s)
 	opened := false
 	defer func() {
 		if r := recover(); r != nil && s.OnPanic != nil {
@@ -164,11 +187,20 @@ func (s *Server) serveConn(nc net.Conn) {
 		}
 	}()
 	if msg := s.Handler.Open(c); msg != "" {
+		if !c.handshaken() {
+			// A TLS client refused before its handshake (max clients)
+			// can be sent nothing: it is dropped, as in Redis.
+			return
+		}
 		c.W.Error(msg)
-		nc.SetWriteDeadline(time.Now().Add(errorWriteWindow))
+		c.nc.SetWriteDeadline(time.Now().Add(errorWriteWindow))
 		if c.flush() {
 			c.drainQueue() // a class with limits sends through the queue
 		}
+		return
+	}
+	if c.Handshake() != nil { // the handler did not ask for it: done here
+		s.Handler.Closed(c)
 		return
 	}
 	s.mu.Lock()

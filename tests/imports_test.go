@@ -24,7 +24,8 @@ var allowedImports = map[string]struct {
 	"resp":     {},
 	"lua51":    {ours: []string{"resp"}},
 	"persist":  {ours: []string{"engine"}},
-	"commands": {ours: []string{"engine", "resp", "lua51"}},
+	"tlsconf":  {stdOnly: true},
+	"commands": {ours: []string{"engine", "resp", "lua51", "tlsconf"}},
 	// metrics reads the server's counters through commands' exported
 	// stats; commands knows nothing of it.
 	"metrics": {ours: []string{"commands"}},

@@ -7,6 +7,7 @@ package tests
 import (
 	"bufio"
 	"bytes"
+	"crypto/tls"
 	"fmt"
 	"net"
 	"os"
@@ -85,6 +86,8 @@ type server struct {
 	log  *bytes.Buffer
 	args []string
 	done chan struct{}
+	// tls, if set, is how waitReady reaches addr (a TLS-only server).
+	tls *tls.Config
 }
 
 // startLimitkv starts the binary on a free port with a fresh data
@@ -132,7 +135,11 @@ func (s *server) waitReady() {
 			s.t.Fatalf("server exited early:\n%s", s.log.String())
 		default:
 		}
-		if c, err := net.DialTimeout("tcp", s.addr, 200*time.Millisecond); err == nil {
+		c, err := net.DialTimeout("tcp", s.addr, 200*time.Millisecond)
+		if err == nil && s.tls != nil {
+			c = tls.Client(c, s.tls)
+		}
+		if err == nil {
 			c.SetDeadline(time.Now().Add(2 * time.Second))
 			c.Write([]byte("*1\r\n$4\r\nPING\r\n"))
 			line, _ := bufio.NewReader(c).ReadString('\n')

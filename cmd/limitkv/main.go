@@ -146,15 +146,39 @@ func run(args []string, stderr io.Writer) int {
 		go store.Run(ctx, func() time.Duration { return time.Duration(cfg.Int("snapshot-interval")) })
 	}
 
-	listeners, err := listen(cfg.Get("bind"), cfg.Get("port"), log)
+	// Port 0 means no plain listener, as in Redis (a TLS-only server).
+	var listeners []net.Listener
+	tlsLn := &tlsListeners{srv: srv, bind: cfg.Get("bind"), log: log}
+	srv.Hooks.ListenTLS = tlsLn.listen // before any client can CONFIG SET
+	err := cfg.ConfigureTLS()
 	if err != nil {
-		log.Error("cannot listen", "err", err)
+		log.Error("Failed to configure TLS. Check logs for more info.", "err", err)
+	}
+	if err == nil && cfg.Get("port") != "0" {
+		if listeners, err = listen(cfg.Get("bind"), cfg.Get("port"), log); err != nil {
+			log.Error("cannot listen", "err", err)
+		}
+	}
+	if err == nil && cfg.Int("tls-port") != 0 {
+		if err = tlsLn.listen(int(cfg.Int("tls-port"))); err != nil {
+			log.Error("Failed listening on port "+cfg.Get("tls-port")+" (TLS), aborting.", "err", err)
+		}
+	}
+	if err == nil && len(listeners) == 0 && len(tlsLn.addrs()) == 0 {
+		err = errors.New("no listener")
+		log.Error("Configured to not listen anywhere, exiting.")
+	}
+	if err != nil {
+		for _, ln := range listeners {
+			ln.Close()
+		}
+		tlsLn.listen(0)
 		if store != nil {
 			store.Close()
 		}
 		return 1
 	}
-	warnIfOpen(listenAddrs(listeners), cfg, srv.DefaultUserNoPass(), log)
+	warnIfOpen(append(listenAddrs(listeners), tlsLn.addrs()...), cfg, srv.DefaultUserNoPass(), log)
 	if addr := cfg.Get("metrics-addr"); addr != "" {
 		ep, err := serveMetrics(addr, srv, log)
 		if err != nil {
@@ -207,6 +231,9 @@ func run(args []string, stderr io.Writer) int {
 	var addrs []string
 	for _, ln := range listeners {
 		addrs = append(addrs, ln.Addr().String())
+	}
+	for _, a := range tlsLn.addrs() {
+		addrs = append(addrs, a.String()+" (TLS)")
 	}
 	log.Info("limitkv ready", "version", commands.Version, "addr", strings.Join(addrs, " "), "pid", os.Getpid())
 
