@@ -20,7 +20,7 @@ type Options struct {
 	Dir    string
 	FS     vfs.FS // for the load and an in-process writer; nil: the operating system's
 	Log    *slog.Logger
-	Limits func() Limits // compact-encoding limits for rebuilt values
+	Limits func() engine.Limits // compact-encoding limits for rebuilt values
 	// Worker starts the snapshot worker that writes the database (see
 	// worker.go). Nil writes in this process, which cannot survive Pebble's
 	// reaction to a failing disk: for tests only.
@@ -228,16 +228,19 @@ func (s *Store) loadFrom(db *pebble.DB, now int64) (int, error) {
 		if err != nil {
 			return loaded, readFailed(dir, fmt.Errorf("reading key %q: %w", key, err), &s.note)
 		}
-		sh := s.eng.ShardFor(key)
-		sh.Lock()
-		expired, err := restore(sh, db, key, v, now, lim)
-		sh.Unlock()
-		if err != nil {
-			return loaded, fmt.Errorf("%w: %s: key %q of database %d: %v", ErrDamaged, dir, key, db, err)
-		}
-		if expired {
+		exp, err := engine.ValueExpireAt(v)
+		if err == nil && exp != 0 && now > exp {
 			s.stale = append(s.stale, append([]byte(nil), it.Key()...))
 			continue
+		}
+		if err == nil {
+			sh := s.eng.ShardFor(key)
+			sh.Lock()
+			err = sh.StoreValue(db, key, v, lim)
+			sh.Unlock()
+		}
+		if err != nil {
+			return loaded, fmt.Errorf("%w: %s: key %q of database %d: %v", ErrDamaged, dir, key, db, err)
 		}
 		loaded++
 	}
@@ -247,14 +250,11 @@ func (s *Store) loadFrom(db *pebble.DB, now int64) (int, error) {
 	return loaded, nil
 }
 
-func (s *Store) limits() Limits {
+func (s *Store) limits() engine.Limits {
 	if s.opts.Limits != nil {
 		return s.opts.Limits()
 	}
-	return Limits{
-		Hash: engine.HashLimits{Entries: 512, Value: 64},
-		ZSet: engine.ZSetLimits{Entries: 128, Value: 64},
-	}
+	return engine.DefaultLimits
 }
 
 // startWriter starts the writer: a worker process, or Pebble in this
@@ -400,7 +400,7 @@ func (s *Store) capture(ctx context.Context) (keys int, size int64, err error) {
 	}
 	put := func(sh *engine.Shard, db int, key []byte, e engine.Entry) {
 		var err error
-		s.buf, err = encodeValue(s.buf[:0], sh, e)
+		s.buf, err = engine.AppendValue(s.buf[:0], sh, e)
 		if err != nil {
 			encErr = err
 			return

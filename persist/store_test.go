@@ -48,7 +48,7 @@ func dump(t testing.TB, eng *engine.Engine) []string {
 			sh := eng.Shard(i)
 			sh.Lock()
 			sh.Keys(db, 0, math.MaxInt, now, func(e engine.Entry) {
-				v, err := encodeValue(nil, sh, e)
+				v, err := engine.AppendValue(nil, sh, e)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -285,7 +285,8 @@ func TestRefusesForeignNewerAndDamaged(t *testing.T) {
 		fs := vfs.NewMem()
 		db, _ := pebble.Open("/data", &pebble.Options{FS: fs, Logger: localLogger{quiet, newLogThrottle(time.Minute)}})
 		db.Set(metaKey, metaValue(), pebble.Sync)
-		db.Set(dataKey(nil, 0, []byte("k")), []byte{typeList, 0, 200}, pebble.Sync)
+		// A list that claims 200 elements and holds none.
+		db.Set(dataKey(nil, 0, []byte("k")), []byte{'l', 0, 200}, pebble.Sync)
 		db.Close()
 		eng := newEngine(engine.NewManualClock(t0))
 		st, err := Open(eng, Options{Dir: "/data", FS: fs, Log: quiet})

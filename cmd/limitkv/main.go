@@ -313,9 +313,9 @@ func openStore(eng *engine.Engine, cfg *commands.Config, log *slog.Logger) (*per
 		Dir:    cfg.Get("dir"),
 		Log:    log,
 		Worker: &persist.WorkerCommand{Path: exe, Args: []string{workerFlag}},
-		Limits: func() persist.Limits {
+		Limits: func() engine.Limits {
 			he, hv, ze, zv := cfg.ListpackLimits()
-			return persist.Limits{
+			return engine.Limits{
 				Hash: engine.HashLimits{Entries: he, Value: hv},
 				ZSet: engine.ZSetLimits{Entries: ze, Value: zv},
 			}
