@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"limitkv/engine"
+	"limitkv/replication"
 	"limitkv/resp"
 )
 
@@ -21,6 +22,8 @@ type Server struct {
 	Log   *slog.Logger
 	Net   *resp.Server
 	Table *Table
+	// Repl is the server's place in replication.
+	Repl *replication.Node
 	// Hooks wired by main and by persistence.
 	Hooks Hooks
 
@@ -44,6 +47,12 @@ type Server struct {
 	slowlog      slowLog
 	latency      latencyMonitor
 	unknownCalls atomic.Int64
+
+	// loading: a replica is replacing its keyspace with its master's
+	// (commands answer LOADING).
+	loading atomic.Bool
+	// masterClient runs the commands of a master's stream on a replica.
+	masterClient *Client
 }
 
 // Hooks connect commands to parts that live outside this package.
@@ -132,6 +141,9 @@ func New(eng *engine.Engine, cfg *Config, log *slog.Logger) *Server {
 	s.Net.OnOutputLimit = func(conn *resp.Conn) {
 		s.Log.Warn("Client " + clientInfo(conn) + " scheduled to be closed ASAP for overcoming of output buffer limits.")
 	}
+	s.masterClient = &Client{srv: s, authed: true, master: true}
+	s.masterClient.multiLen.Store(-1)
+	s.initReplication()
 	cfg.bind(s)
 	return s
 }
@@ -299,6 +311,10 @@ func (s *Server) execute(cl *Client, w *resp.Writer, args [][]byte, now int64) {
 			return
 		}
 	}
+	if msg := s.replicationRefusal(cl, spec); msg != "" {
+		s.reject(cl, w, spec, msg)
+		return
+	}
 	// A RESP2 client in pub/sub mode may only (un)subscribe, PING, QUIT and
 	// RESET; in RESP3 any command goes.
 	if w.Proto() == 2 && cl.subscribed() && !allowedWhileSubscribed(spec) {
@@ -395,6 +411,9 @@ func (s *Server) runLocked(c *Ctx) {
 	s.Eng.Lock(m)
 	defer s.Eng.Unlock(m)
 	spec.Run(c)
+	if s.Repl.Recording() {
+		s.propagate(c, m)
+	}
 }
 
 // clockAt returns the server's time, in ms, at t: t's own unless DEBUG

@@ -400,7 +400,15 @@ func (se *scriptEngine) run(c *Ctx, sc *luaScript, keys, argv [][]byte, readOnly
 		se.killMu.Unlock()
 	}()
 
-	if broken := r.exec(c, sc, keys, argv, readOnly); broken || r.state.Oversized() {
+	broken := r.exec(c, sc, keys, argv, readOnly)
+	// The script's effects reach the replicas as one, unless it was
+	// stopped halfway (SHUTDOWN NOSAVE): then none of it may.
+	if run.state.Load() == runKilled {
+		c.Srv.dropEffects(r.client)
+	} else if off := c.Srv.propagateHeld(r.client); off != 0 {
+		c.Client.woff = off
+	}
+	if broken || r.state.Oversized() {
 		// The next script gets a fresh state: this one is unusable, or
 		// holds on to a value stack a deep recursion grew.
 		fresh := newLuaRunner(c.Srv)

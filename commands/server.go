@@ -669,20 +669,6 @@ func infoStats(s *Server, b *strings.Builder) {
 	kv(b, "acl_access_denied_auth", s.auth.denied.Load())
 }
 
-func infoReplication(s *Server, b *strings.Builder) {
-	kv(b, "role", "master")
-	kv(b, "connected_slaves", 0)
-	kv(b, "master_failover_state", "no-failover")
-	kv(b, "master_replid", s.runID())
-	kv(b, "master_replid2", strings.Repeat("0", 40))
-	kv(b, "master_repl_offset", 0)
-	kv(b, "second_repl_offset", -1)
-	kv(b, "repl_backlog_active", 0)
-	kv(b, "repl_backlog_size", 1048576)
-	kv(b, "repl_backlog_first_byte_offset", 0)
-	kv(b, "repl_backlog_histlen", 0)
-}
-
 func infoCPU(s *Server, b *strings.Builder) {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {

@@ -909,6 +909,50 @@ func commandTable() []*Spec {
 			Run:   cmdLastSave,
 		},
 
+		// Replication (replication.go, docs/replication.json)
+		{
+			Name:  "replicaof",
+			Arity: 3,
+			Flags: Admin | NoScript | Stale | NoAsyncLoading,
+			Run:   cmdReplicaOf,
+		},
+		{
+			Name:  "slaveof",
+			Arity: 3,
+			Flags: Admin | NoScript | Stale | NoAsyncLoading,
+			Run:   cmdReplicaOf,
+		},
+		{
+			Name:  "role",
+			Arity: 1,
+			Flags: NoScript | Loading | Stale | Fast,
+			Run:   cmdRole,
+		},
+		{
+			Name:  "replconf",
+			Arity: -1,
+			Flags: Admin | NoScript | Loading | Stale | AllowBusy,
+			Run:   cmdReplConf,
+		},
+		{
+			Name:  "psync",
+			Arity: -3,
+			Flags: Admin | NoScript | NoAsyncLoading | NoMulti,
+			Run:   cmdSync,
+		},
+		{
+			Name:  "sync",
+			Arity: 1,
+			Flags: Admin | NoScript | NoAsyncLoading | NoMulti,
+			Run:   cmdSync,
+		},
+		{
+			Name:  "wait",
+			Arity: 3,
+			Flags: NoScript,
+			Run:   cmdWait,
+		},
+
 		// Transactions (tx.go, docs/tx.json)
 		{
 			Name:  "multi",

@@ -57,6 +57,11 @@ type Engine struct {
 	numDB  int
 	clock  atomic.Pointer[clockBox]
 	freed  atomic.Int64 // bytes of big records dropped, see FreedBytes
+	// replica: hold keys as a replica does (SetReplica).
+	replica atomic.Bool
+	// fxSink: log effects for replication, and where the engine's own
+	// changes go (effects.go).
+	fxSink atomic.Pointer[func(*Shard)]
 }
 
 type clockBox struct{ Clock }

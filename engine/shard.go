@@ -29,6 +29,12 @@ type Shard struct {
 	flushed  []bool // databases emptied or swapped since the last snapshot
 	pending  int    // entries in dirtyLog
 
+	// Effects for replication (effects.go): the changed keys not yet
+	// sent, in dirtyLog's format, and where the last entry starts (-1:
+	// none).
+	fxLog  []byte
+	fxLast int
+
 	// Counters, guarded by mu.
 	Hits, Misses, Expired int64
 }
@@ -38,6 +44,7 @@ func (s *Shard) init(e *Engine) {
 	s.dbs = make([]table, e.numDB)
 	s.arena.init()
 	s.objs = []any{nil}
+	s.fxLast = -1
 }
 
 // Lock and Unlock guard every other method.
@@ -120,7 +127,9 @@ func (s *Shard) Find(db int, key []byte, now int64) (Entry, bool) {
 		return Entry{}, false
 	}
 	if expired(r, now) {
-		s.expire(db, t, i)
+		if !s.eng.replica.Load() {
+			s.expire(db, t, i)
+		}
 		return Entry{}, false
 	}
 	return Entry{rec: r, db: db, slot: i}, true
@@ -345,6 +354,9 @@ func (s *Shard) Touch(e Entry) {
 func (s *Shard) changed(db int, r []byte) {
 	if len(s.watched) > 0 {
 		s.touchWatched(db, recKey(r))
+	}
+	if s.eng.fxSink.Load() != nil {
+		s.logEffect(db, recKey(r))
 	}
 	if s.track && r[1]&flagDirty == 0 {
 		r[1] |= flagDirty

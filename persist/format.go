@@ -28,6 +28,26 @@ const (
 
 var metaKey = []byte{tagMeta, 'm', 'e', 't', 'a'}
 
+// replKey holds the replication position a snapshot stands for: the
+// replication id (40 characters) and the offset as a uvarint. Written with
+// every snapshot; a binary that does not know it ignores it.
+var replKey = []byte{tagMeta, 'r', 'e', 'p', 'l'}
+
+func replValue(id string, off int64) []byte {
+	return binary.AppendUvarint([]byte(id), uint64(off))
+}
+
+func parseRepl(v []byte) (string, int64, bool) {
+	if len(v) < 41 {
+		return "", 0, false
+	}
+	off, n := binary.Uvarint(v[40:])
+	if n <= 0 {
+		return "", 0, false
+	}
+	return string(v[:40]), int64(off), true
+}
+
 func metaValue() []byte {
 	b := append([]byte(magic), 0)
 	return binary.AppendUvarint(b, formatVersion)

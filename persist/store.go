@@ -33,6 +33,12 @@ type Options struct {
 	// each failure up to RetryMax, before they try again (a new worker
 	// included); SAVE and shutdown try at once. Zero means 1s and 30s.
 	RetryMin, RetryMax time.Duration
+	// Position, if set, gives the replication position (id, offset) each
+	// snapshot records: read before the snapshot captures anything, so
+	// that the keys it holds have every change of the stream up to there
+	// (and maybe some after it, which a replica applying the stream again
+	// from there sets once more).
+	Position func() (string, int64)
 }
 
 // Stats describe the snapshots so far, for INFO.
@@ -84,10 +90,14 @@ type Store struct {
 	stats    Stats
 	running  atomic.Bool
 
-	logs  [][]byte // recycled change-log buffers, one per shard
-	buf   []byte   // value encoding scratch
-	kbuf  []byte   // key encoding scratch
-	stage []byte   // operations captured, not yet sent to the writer
+	logs [][]byte // recycled change-log buffers, one per shard
+	// posID and posOff: the replication position the loaded snapshot
+	// recorded.
+	posID  string
+	posOff int64
+	buf    []byte // value encoding scratch
+	kbuf   []byte // key encoding scratch
+	stage  []byte // operations captured, not yet sent to the writer
 }
 
 // Open checks the data directory and, if it holds a database, opens it
@@ -138,6 +148,10 @@ func (s *Store) Load(now int64) (int, error) {
 	defer func() { <-s.sem }()
 	loaded := 0
 	if s.ro != nil {
+		if v, closer, err := s.ro.Get(replKey); err == nil {
+			s.posID, s.posOff, _ = parseRepl(v)
+			closer.Close()
+		}
 		n, err := s.loadFrom(s.ro, now)
 		cerr := s.ro.Close()
 		s.ro = nil
@@ -170,6 +184,10 @@ func (s *Store) Load(now int64) (int, error) {
 	}
 	return loaded, nil
 }
+
+// Position returns the replication position the loaded snapshot recorded
+// ("" when none).
+func (s *Store) Position() (string, int64) { return s.posID, s.posOff }
 
 // refusedAtStart reports whether a writer that cannot start makes the
 // start-up fail: for a directory that is not usable as configured (in use,
@@ -383,6 +401,11 @@ func (s *Store) capture(ctx context.Context) (keys int, size int64, err error) {
 	defer func() { s.notePause(longest) }()
 	w := s.w
 	now := s.eng.Now()
+	var pos []byte
+	if s.opts.Position != nil {
+		id, off := s.opts.Position()
+		pos = replValue(id, off)
+	}
 	flushed := s.eng.TakeFlushed()
 	taken := make([][]byte, engine.Shards)
 	var encErr, sendErr error
@@ -465,6 +488,9 @@ func (s *Store) capture(ctx context.Context) (keys int, size int64, err error) {
 			sh.Unlock()
 			send(false)
 		}
+	}
+	if pos != nil && ops > 0 {
+		stage = appendSet(stage, replKey, pos)
 	}
 	if encErr == nil {
 		send(true)
