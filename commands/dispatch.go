@@ -399,8 +399,8 @@ func (s *Server) run(c *Ctx) {
 
 func (s *Server) runLocked(c *Ctx) {
 	spec := c.Spec
-	if c.held || spec.Flags&SelfLock != 0 {
-		spec.Run(c)
+	if spec.Flags&SelfLock != 0 {
+		spec.Run(c) // EXEC, scripts, WATCH: they lock and replicate
 		return
 	}
 	var m engine.Mask
@@ -408,12 +408,21 @@ func (s *Server) runLocked(c *Ctx) {
 	for _, i := range spec.keyPositions(c.Args, pos[:0]) {
 		m = s.Eng.Add(m, c.Args[i])
 	}
-	s.Eng.Lock(m)
-	defer s.Eng.Unlock(m)
-	spec.Run(c)
-	if s.Repl.Recording() {
-		s.propagate(c, m)
+	if !c.held {
+		s.Eng.Lock(m)
+		defer s.Eng.Unlock(m)
 	}
+	if !s.Repl.Recording() {
+		spec.Run(c)
+		return
+	}
+	if spec.Flags&AsIs != 0 {
+		// What others left in these shards (a lazy expiry) goes first:
+		// the command that follows stands for its own changes only.
+		s.propagate(c, m, false)
+	}
+	spec.Run(c)
+	s.propagate(c, m, spec.Flags&AsIs != 0)
 }
 
 // clockAt returns the server's time, in ms, at t: t's own unless DEBUG

@@ -406,8 +406,10 @@ func cmdSwapDB(c *Ctx) {
 	if !ok {
 		return
 	}
-	if !c.held {
+	if !c.held && !c.Client.master {
 		// A full sync under way must finish capturing first (HoldSwaps).
+		// A replica's own full syncs hold its master's stream still
+		// instead.
 		defer c.Srv.Repl.HoldSwaps()()
 	}
 	c.wholeKeyspace(func() { c.Srv.Eng.SwapDB(a, b, true) }, -1, c.Args...)

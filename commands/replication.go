@@ -105,14 +105,37 @@ func (cl *Client) batch() *replication.Batch {
 }
 
 // propagate sends what a command changed in the shards of m (locked) to
-// the stream.
-func (s *Server) propagate(c *Ctx, m engine.Mask) {
+// the stream: the states of the keys it changed, or, asIs, the command
+// itself, after the deletions of the keys that expired as it ran. Inside a
+// transaction or a script the entries join their batch, committed at
+// their end.
+func (s *Server) propagate(c *Ctx, m engine.Mask, asIs bool) {
 	b := c.Client.batch()
-	for i := 0; m != 0; i++ {
-		if m&1 != 0 {
-			b.Drain(s.Eng.Shard(i))
+	if c.Spec.Flags&TTLOnly != 0 {
+		for i, mm := 0, m; mm != 0; i, mm = i+1, mm>>1 {
+			if mm&1 != 0 {
+				b.Expiries(s.Eng.Shard(i))
+			}
 		}
-		m >>= 1
+	} else if asIs && s.Repl.AsIs(m) {
+		changed := false
+		for i, mm := 0, m; mm != 0; i, mm = i+1, mm>>1 {
+			if mm&1 != 0 && b.Expired(s.Eng.Shard(i)) {
+				changed = true
+			}
+		}
+		if changed {
+			b.Command(c.DB, c.Args...)
+		}
+	} else {
+		for i, mm := 0, m; mm != 0; i, mm = i+1, mm>>1 {
+			if mm&1 != 0 {
+				b.Drain(s.Eng.Shard(i))
+			}
+		}
+	}
+	if c.held {
+		return
 	}
 	if off := b.Commit(true); off != 0 {
 		c.Client.woff = off
@@ -134,6 +157,14 @@ func (s *Server) propagateHeld(cl *Client) int64 {
 		b.Drain(s.Eng.Shard(i))
 	}
 	return b.Commit(true)
+}
+
+// joinEffects moves what a script run inside a transaction replicates into
+// the transaction's batch.
+func (s *Server) joinEffects(tx, script *Client) {
+	if script.fx != nil && !script.fx.Empty() {
+		tx.batch().Join(script.fx)
+	}
 }
 
 // dropEffects forgets what a script stopped halfway changed; every shard
@@ -191,7 +222,10 @@ func (s *Server) execFromMaster(db int, args [][]byte, held bool) error {
 	cl := s.masterClient
 	cl.db.Store(int32(db))
 	w := resp.NewWriter(2)
-	c := &Ctx{Srv: s, Client: cl, W: w, Args: args, Now: s.Eng.Now(), DB: db, Spec: spec, held: held}
+	// Now is 0, before every expiry: a replica expires nothing by itself.
+	// The master sent the deletions of the keys that expired there; the
+	// commands it sends as they are do not depend on the time.
+	c := &Ctx{Srv: s, Client: cl, W: w, Args: args, Now: 0, DB: db, Spec: spec, held: held}
 	s.runLocked(c)
 	if b := w.Bytes(); len(b) > 0 && b[0] == '-' {
 		return errors.New(strings.TrimSpace(string(b[1:])))

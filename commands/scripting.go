@@ -402,11 +402,17 @@ func (se *scriptEngine) run(c *Ctx, sc *luaScript, keys, argv [][]byte, readOnly
 
 	broken := r.exec(c, sc, keys, argv, readOnly)
 	// The script's effects reach the replicas as one, unless it was
-	// stopped halfway (SHUTDOWN NOSAVE): then none of it may.
-	if run.state.Load() == runKilled {
+	// stopped halfway (SHUTDOWN NOSAVE): then none of it may. Inside a
+	// transaction they join the transaction's.
+	switch {
+	case run.state.Load() == runKilled:
 		c.Srv.dropEffects(r.client)
-	} else if off := c.Srv.propagateHeld(r.client); off != 0 {
-		c.Client.woff = off
+	case c.held:
+		c.Srv.joinEffects(c.Client, r.client)
+	default:
+		if off := c.Srv.propagateHeld(r.client); off != 0 {
+			c.Client.woff = off
+		}
 	}
 	if broken || r.state.Oversized() {
 		// The next script gets a fresh state: this one is unusable, or

@@ -96,7 +96,7 @@ func commandTable() []*Spec {
 		{
 			Name:  "getex",
 			Arity: -2,
-			Flags: Write | Fast,
+			Flags: Write | Fast | TTLOnly,
 			Run:   cmdGetEx,
 		},
 		{
@@ -120,25 +120,25 @@ func commandTable() []*Spec {
 		{
 			Name:  "incr",
 			Arity: 2,
-			Flags: Write | DenyOOM | Fast,
+			Flags: Write | DenyOOM | Fast | AsIs,
 			Run:   cmdIncr,
 		},
 		{
 			Name:  "decr",
 			Arity: 2,
-			Flags: Write | DenyOOM | Fast,
+			Flags: Write | DenyOOM | Fast | AsIs,
 			Run:   cmdDecr,
 		},
 		{
 			Name:  "incrby",
 			Arity: 3,
-			Flags: Write | DenyOOM | Fast,
+			Flags: Write | DenyOOM | Fast | AsIs,
 			Run:   cmdIncrBy,
 		},
 		{
 			Name:  "decrby",
 			Arity: 3,
-			Flags: Write | DenyOOM | Fast,
+			Flags: Write | DenyOOM | Fast | AsIs,
 			Run:   cmdDecrBy,
 		},
 		{
@@ -150,7 +150,7 @@ func commandTable() []*Spec {
 		{
 			Name:  "append",
 			Arity: 3,
-			Flags: Write | DenyOOM | Fast,
+			Flags: Write | DenyOOM | Fast | AsIs,
 			Run:   cmdAppend,
 		},
 		{
@@ -168,7 +168,7 @@ func commandTable() []*Spec {
 		{
 			Name:  "setrange",
 			Arity: 4,
-			Flags: Write | DenyOOM,
+			Flags: Write | DenyOOM | AsIs,
 			Run:   cmdSetRange,
 		},
 
@@ -200,25 +200,25 @@ func commandTable() []*Spec {
 		{
 			Name:  "expire",
 			Arity: -3,
-			Flags: Write | Fast,
+			Flags: Write | Fast | TTLOnly,
 			Run:   cmdExpire,
 		},
 		{
 			Name:  "pexpire",
 			Arity: -3,
-			Flags: Write | Fast,
+			Flags: Write | Fast | TTLOnly,
 			Run:   cmdPExpire,
 		},
 		{
 			Name:  "expireat",
 			Arity: -3,
-			Flags: Write | Fast,
+			Flags: Write | Fast | TTLOnly,
 			Run:   cmdExpireAt,
 		},
 		{
 			Name:  "pexpireat",
 			Arity: -3,
-			Flags: Write | Fast,
+			Flags: Write | Fast | TTLOnly,
 			Run:   cmdPExpireAt,
 		},
 		{
@@ -248,7 +248,7 @@ func commandTable() []*Spec {
 		{
 			Name:  "persist",
 			Arity: 2,
-			Flags: Write | Fast,
+			Flags: Write | Fast | TTLOnly,
 			Run:   cmdPersist,
 		},
 		{
@@ -278,13 +278,13 @@ func commandTable() []*Spec {
 		{
 			Name:  "rename",
 			Arity: 3,
-			Flags: Write,
+			Flags: Write | AsIs,
 			Run:   cmdRename,
 		},
 		{
 			Name:  "renamenx",
 			Arity: 3,
-			Flags: Write | Fast,
+			Flags: Write | Fast | AsIs,
 			Run:   cmdRenameNX,
 		},
 		{
@@ -989,37 +989,37 @@ func commandTable() []*Spec {
 		{
 			Name:  "lpush",
 			Arity: -3,
-			Flags: Write | DenyOOM | Fast,
+			Flags: Write | DenyOOM | Fast | AsIs,
 			Run:   cmdLPush,
 		},
 		{
 			Name:  "rpush",
 			Arity: -3,
-			Flags: Write | DenyOOM | Fast,
+			Flags: Write | DenyOOM | Fast | AsIs,
 			Run:   cmdRPush,
 		},
 		{
 			Name:  "lpushx",
 			Arity: -3,
-			Flags: Write | DenyOOM | Fast,
+			Flags: Write | DenyOOM | Fast | AsIs,
 			Run:   cmdLPushX,
 		},
 		{
 			Name:  "rpushx",
 			Arity: -3,
-			Flags: Write | DenyOOM | Fast,
+			Flags: Write | DenyOOM | Fast | AsIs,
 			Run:   cmdRPushX,
 		},
 		{
 			Name:  "lpop",
 			Arity: -2,
-			Flags: Write | Fast,
+			Flags: Write | Fast | AsIs,
 			Run:   cmdLPop,
 		},
 		{
 			Name:  "rpop",
 			Arity: -2,
-			Flags: Write | Fast,
+			Flags: Write | Fast | AsIs,
 			Run:   cmdRPop,
 		},
 		{
@@ -1043,25 +1043,25 @@ func commandTable() []*Spec {
 		{
 			Name:  "ltrim",
 			Arity: 4,
-			Flags: Write,
+			Flags: Write | AsIs,
 			Run:   cmdLTrim,
 		},
 		{
 			Name:  "lset",
 			Arity: 4,
-			Flags: Write | DenyOOM,
+			Flags: Write | DenyOOM | AsIs,
 			Run:   cmdLSet,
 		},
 		{
 			Name:  "lrem",
 			Arity: 4,
-			Flags: Write,
+			Flags: Write | AsIs,
 			Run:   cmdLRem,
 		},
 		{
 			Name:  "linsert",
 			Arity: 5,
-			Flags: Write | DenyOOM,
+			Flags: Write | DenyOOM | AsIs,
 			Run:   cmdLInsert,
 		},
 		{
@@ -1073,13 +1073,13 @@ func commandTable() []*Spec {
 		{
 			Name:  "lmove",
 			Arity: 5,
-			Flags: Write | DenyOOM,
+			Flags: Write | DenyOOM | AsIs,
 			Run:   cmdLMove,
 		},
 		{
 			Name:  "rpoplpush",
 			Arity: 3,
-			Flags: Write | DenyOOM,
+			Flags: Write | DenyOOM | AsIs,
 			Run:   cmdRPopLPush,
 		},
 
@@ -1087,13 +1087,13 @@ func commandTable() []*Spec {
 		{
 			Name:  "hset",
 			Arity: -4,
-			Flags: Write | DenyOOM | Fast,
+			Flags: Write | DenyOOM | Fast | AsIs,
 			Run:   cmdHSet,
 		},
 		{
 			Name:  "hsetnx",
 			Arity: 4,
-			Flags: Write | DenyOOM | Fast,
+			Flags: Write | DenyOOM | Fast | AsIs,
 			Run:   cmdHSetNX,
 		},
 		{
@@ -1111,13 +1111,13 @@ func commandTable() []*Spec {
 		{
 			Name:  "hmset",
 			Arity: -4,
-			Flags: Write | DenyOOM | Fast,
+			Flags: Write | DenyOOM | Fast | AsIs,
 			Run:   cmdHMSet,
 		},
 		{
 			Name:  "hdel",
 			Arity: -3,
-			Flags: Write | Fast,
+			Flags: Write | Fast | AsIs,
 			Run:   cmdHDel,
 		},
 		{
@@ -1159,13 +1159,13 @@ func commandTable() []*Spec {
 		{
 			Name:  "hincrby",
 			Arity: 4,
-			Flags: Write | DenyOOM | Fast,
+			Flags: Write | DenyOOM | Fast | AsIs,
 			Run:   cmdHIncrBy,
 		},
 		{
 			Name:  "hincrbyfloat",
 			Arity: 4,
-			Flags: Write | DenyOOM | Fast,
+			Flags: Write | DenyOOM | Fast | AsIs,
 			Run:   cmdHIncrByFloat,
 		},
 		{
@@ -1179,7 +1179,7 @@ func commandTable() []*Spec {
 		{
 			Name:  "setbit",
 			Arity: 4,
-			Flags: Write | DenyOOM,
+			Flags: Write | DenyOOM | AsIs,
 			Run:   cmdSetBit,
 		},
 		{
@@ -1203,7 +1203,7 @@ func commandTable() []*Spec {
 		{
 			Name:  "bitop",
 			Arity: -4,
-			Flags: Write | DenyOOM,
+			Flags: Write | DenyOOM | AsIs,
 			Run:   cmdBitOp,
 		},
 
@@ -1211,13 +1211,13 @@ func commandTable() []*Spec {
 		{
 			Name:  "zadd",
 			Arity: -4,
-			Flags: Write | DenyOOM | Fast,
+			Flags: Write | DenyOOM | Fast | AsIs,
 			Run:   cmdZAdd,
 		},
 		{
 			Name:  "zrem",
 			Arity: -3,
-			Flags: Write | Fast,
+			Flags: Write | Fast | AsIs,
 			Run:   cmdZRem,
 		},
 		{
@@ -1247,7 +1247,7 @@ func commandTable() []*Spec {
 		{
 			Name:  "zincrby",
 			Arity: 4,
-			Flags: Write | DenyOOM | Fast,
+			Flags: Write | DenyOOM | Fast | AsIs,
 			Run:   cmdZIncrBy,
 		},
 		{
@@ -1307,31 +1307,31 @@ func commandTable() []*Spec {
 		{
 			Name:  "zremrangebyscore",
 			Arity: 4,
-			Flags: Write,
+			Flags: Write | AsIs,
 			Run:   cmdZRemRangeByScore,
 		},
 		{
 			Name:  "zremrangebyrank",
 			Arity: 4,
-			Flags: Write,
+			Flags: Write | AsIs,
 			Run:   cmdZRemRangeByRank,
 		},
 		{
 			Name:  "zremrangebylex",
 			Arity: 4,
-			Flags: Write,
+			Flags: Write | AsIs,
 			Run:   cmdZRemRangeByLex,
 		},
 		{
 			Name:  "zpopmin",
 			Arity: -2,
-			Flags: Write | Fast,
+			Flags: Write | Fast | AsIs,
 			Run:   cmdZPopMin,
 		},
 		{
 			Name:  "zpopmax",
 			Arity: -2,
-			Flags: Write | Fast,
+			Flags: Write | Fast | AsIs,
 			Run:   cmdZPopMax,
 		},
 		{

@@ -28,9 +28,16 @@ func (e *Engine) SetEffectSink(sink func(s *Shard)) {
 	e.fxSink.Store(&sink)
 }
 
-// logEffect records that key of database db changed. A key changed again
-// right after itself (a counter incremented in a loop) is logged once.
-func (s *Shard) logEffect(db int, key []byte) {
+// logEffect records that key of database db changed: in the expiry log
+// when it expired, else in the effect log, where a key changed again right
+// after itself (a counter incremented in a loop) is logged once.
+func (s *Shard) logEffect(db int, key []byte, expired bool) {
+	if expired {
+		s.fxExp = binary.AppendUvarint(s.fxExp, uint64(db))
+		s.fxExp = binary.AppendUvarint(s.fxExp, uint64(len(key)))
+		s.fxExp = append(s.fxExp, key...)
+		return
+	}
 	if s.fxLast >= 0 {
 		d, k, _, ok := ReadChange(s.fxLog[s.fxLast:])
 		if ok && d == db && string(k) == string(key) {
@@ -43,15 +50,28 @@ func (s *Shard) logEffect(db int, key []byte) {
 	s.fxLog = append(s.fxLog, key...)
 }
 
-// HasEffects reports whether keys changed since the log was last taken.
-func (s *Shard) HasEffects() bool { return len(s.fxLog) > 0 }
+// HasEffects reports whether keys changed or expired since the logs were
+// last taken.
+func (s *Shard) HasEffects() bool { return len(s.fxLog) > 0 || len(s.fxExp) > 0 }
 
 // TakeEffects hands over the shard's effect log, replacing it with spare
 // (emptied). The log has ReadChange's format; a key may appear more than
-// once. The caller holds the shard's lock.
+// once. Expired keys are not in it (TakeExpired). The caller holds the
+// shard's lock.
 func (s *Shard) TakeEffects(spare []byte) []byte {
 	log := s.fxLog
 	s.fxLog, s.fxLast = spare[:0], -1
+	return log
+}
+
+// TakeExpired hands over the log of the keys deleted because they expired
+// since it was last taken, in ReadChange's format, replacing it with
+// spare: a command replicated as it is must be preceded by those
+// deletions, since a replica expires nothing by itself. The caller holds
+// the shard's lock.
+func (s *Shard) TakeExpired(spare []byte) []byte {
+	log := s.fxExp
+	s.fxExp = spare[:0]
 	return log
 }
 

@@ -34,6 +34,10 @@ type Shard struct {
 	// none).
 	fxLog  []byte
 	fxLast int
+	fxExp  []byte // keys deleted because they expired, in the same format
+	// expiring: the change under way is an expiry (changed logs it in
+	// fxExp).
+	expiring bool
 
 	// Counters, guarded by mu.
 	Hits, Misses, Expired int64
@@ -144,7 +148,9 @@ func (s *Shard) Exists(db int, key []byte, now int64) bool {
 // expire deletes an expired key found at slot i.
 func (s *Shard) expire(db int, t *table, i uint32) {
 	s.Expired++
+	s.expiring = true
 	s.deleteAt(db, t, i)
+	s.expiring = false
 }
 
 // deleteAt removes the key at slot i and frees its record.
@@ -356,7 +362,7 @@ func (s *Shard) changed(db int, r []byte) {
 		s.touchWatched(db, recKey(r))
 	}
 	if s.eng.fxSink.Load() != nil {
-		s.logEffect(db, recKey(r))
+		s.logEffect(db, recKey(r), s.expiring)
 	}
 	if s.track && r[1]&flagDirty == 0 {
 		r[1] |= flagDirty

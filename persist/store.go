@@ -33,12 +33,12 @@ type Options struct {
 	// each failure up to RetryMax, before they try again (a new worker
 	// included); SAVE and shutdown try at once. Zero means 1s and 30s.
 	RetryMin, RetryMax time.Duration
-	// Position, if set, gives the replication position (id, offset) each
-	// snapshot records: read before the snapshot captures anything, so
-	// that the keys it holds have every change of the stream up to there
-	// (and maybe some after it, which a replica applying the stream again
-	// from there sets once more).
-	Position func() (string, int64)
+	// Position, if set, gives the replication position (id, offset) a
+	// snapshot records, when ok: read before the snapshot captures
+	// anything, with the keyspace held at that position (no replicated
+	// change applied) until release, which the snapshot calls once it has
+	// captured every change.
+	Position func() (id string, off int64, release func(), ok bool)
 }
 
 // Stats describe the snapshots so far, for INFO.
@@ -402,10 +402,22 @@ func (s *Store) capture(ctx context.Context) (keys int, size int64, err error) {
 	w := s.w
 	now := s.eng.Now()
 	var pos []byte
+	var release func()
 	if s.opts.Position != nil {
-		id, off := s.opts.Position()
-		pos = replValue(id, off)
+		var id string
+		var off int64
+		var ok bool
+		if id, off, release, ok = s.opts.Position(); ok {
+			pos = replValue(id, off)
+		}
 	}
+	releaseOnce := func() {
+		if release != nil {
+			release()
+			release = nil
+		}
+	}
+	defer releaseOnce()
 	flushed := s.eng.TakeFlushed()
 	taken := make([][]byte, engine.Shards)
 	var encErr, sendErr error
@@ -489,6 +501,7 @@ func (s *Store) capture(ctx context.Context) (keys int, size int64, err error) {
 			send(false)
 		}
 	}
+	releaseOnce() // every change is captured: the stream may go on
 	if pos != nil && ops > 0 {
 		stage = appendSet(stage, replKey, pos)
 	}

@@ -21,6 +21,7 @@ type Batch struct {
 	buf     []byte // entries, each prefixed by its database (see add)
 	entries int
 	log     []byte // a shard's effect log being read
+	exp     []byte // its expired keys
 	val     []byte // an encoded value
 }
 
@@ -30,6 +31,21 @@ func (n *Node) NewBatch() *Batch { return &Batch{n: n} }
 // Recording reports whether the node keeps a stream: a master that has (or
 // recently had) replicas. Commands skip building entries otherwise.
 func (n *Node) Recording() bool { return n.recording.Load() }
+
+// AsIs reports whether a command on the shards of m (locked) may be
+// replicated as it is rather than as the states it leaves: not while a
+// full sync has yet to capture one of them, since the replica would apply
+// the command again to a copy that has it already. Key states, applied
+// twice, are the same.
+func (n *Node) AsIs(m engine.Mask) bool {
+	for i := 0; m != 0; i++ {
+		if m&1 != 0 && n.pending[i].Load() != 0 {
+			return false
+		}
+		m >>= 1
+	}
+	return true
+}
 
 // An entry in buf is [db as 4 bytes][length as 4 bytes][RESP bytes]; db is
 // -1 for entries that need no database (PUBLISH).
@@ -51,15 +67,83 @@ func (b *Batch) Drain(sh *engine.Shard) {
 	if !sh.HasEffects() {
 		return
 	}
+	exp := sh.TakeExpired(b.exp)
 	log := sh.TakeEffects(b.log)
-	rest := log
-	for len(rest) > 0 {
+	for _, l := range [2][]byte{exp, log} {
+		for len(l) > 0 {
+			db, key, next, ok := engine.ReadChange(l)
+			if !ok {
+				break
+			}
+			l = next
+			b.keyState(sh, db, key)
+		}
+	}
+	b.log, b.exp = log[:0], exp[:0]
+}
+
+// Expired adds the deletions of the keys of the shard that expired during
+// the command (as a replica expires nothing by itself, they must precede a
+// command replicated as it is), forgets the rest of its effect log, and
+// reports whether the command changed anything else there. The shard is
+// locked.
+func (b *Batch) Expired(sh *engine.Shard) (changed bool) {
+	if !sh.HasEffects() {
+		return false
+	}
+	b.expirations(sh)
+	log := sh.TakeEffects(b.log)
+	b.log = log[:0]
+	return len(log) > 0
+}
+
+// expirations adds the deletions of the keys of the shard that expired
+// since its logs were taken. The shard is locked.
+func (b *Batch) expirations(sh *engine.Shard) {
+	exp := sh.TakeExpired(b.exp)
+	for rest := exp; len(rest) > 0; {
+		d, key, next, ok := engine.ReadChange(rest)
+		if !ok {
+			break
+		}
+		rest = next
+		b.deletion(d, key)
+	}
+	b.exp = exp[:0]
+}
+
+func (b *Batch) deletion(db int, key []byte) {
+	at := b.begin(db)
+	b.buf = append(b.buf, "*2\r\n$7\r\nLKV.DEL\r\n"...)
+	b.buf = appendBulk(b.buf, key)
+	b.end(at)
+}
+
+// Expiries adds, for every key the shard logged as changed by a command
+// that changes expiries only, its expiry as PEXPIREAT or PERSIST, or its
+// deletion. The shard is locked.
+func (b *Batch) Expiries(sh *engine.Shard) {
+	if !sh.HasEffects() {
+		return
+	}
+	b.expirations(sh) // keys that expired as the command looked at them
+	log := sh.TakeEffects(b.log)
+	var n [20]byte
+	for rest := log; len(rest) > 0; {
 		db, key, next, ok := engine.ReadChange(rest)
 		if !ok {
 			break
 		}
 		rest = next
-		b.keyState(sh, db, key)
+		e, live := sh.Peek(db, key)
+		switch {
+		case !live:
+			b.deletion(db, key)
+		case e.ExpireAt() == 0:
+			b.Command(db, []byte("PERSIST"), key)
+		default:
+			b.Command(db, []byte("PEXPIREAT"), key, strconv.AppendInt(n[:0], e.ExpireAt(), 10))
+		}
 	}
 	b.log = log[:0]
 }
@@ -69,6 +153,7 @@ func (b *Batch) Drain(sh *engine.Shard) {
 func (b *Batch) Skip(sh *engine.Shard) {
 	if sh.HasEffects() {
 		b.log = sh.TakeEffects(b.log)[:0]
+		b.exp = sh.TakeExpired(b.exp)[:0]
 	}
 }
 
@@ -102,6 +187,13 @@ func (b *Batch) Command(db int, args ...[]byte) {
 	at := b.begin(db)
 	b.buf = AppendCommand(b.buf, args...)
 	b.end(at)
+}
+
+// Join moves the entries of other to the end of b.
+func (b *Batch) Join(other *Batch) {
+	b.buf = append(b.buf, other.buf...)
+	b.entries += other.entries
+	other.Reset()
 }
 
 // Empty reports whether the batch holds no entry.

@@ -118,9 +118,18 @@ func (n *Node) Psync(conn ReplicaConn, hs Handshake, replid string, offset int64
 		n.stats.PartialErr.Add(1)
 	}
 	n.stats.FullSyncs.Add(1)
-	// The reader, from the offset the capture stands for, keeps the
-	// stream that follows it.
+	// Every shard is marked as yet to be captured before the offset the
+	// copy stands for is read: a command that ran before its shard was
+	// marked is in the copy and before that offset; one that runs after
+	// sends its keys' states, not itself, until the copy has its shard.
+	// The reader, from that offset, keeps the stream that follows.
 	held = false // fullSync lets the hold go
+	for i := 0; i < engine.Shards; i++ {
+		sh := n.eng.Shard(i)
+		sh.Lock()
+		n.pending[i].Add(1)
+		sh.Unlock()
+	}
 	n.streamMu.Lock()
 	pos := n.backlog.End()
 	r, _ := n.backlog.NewReader(pos)
@@ -186,12 +195,22 @@ func (s *Session) fullSync(r *Reader) {
 	var buf []byte
 	keys := 0
 	var longest time.Duration
+	// A replica's stream holds its master's entries as they came, some of
+	// them commands: it stops applying while it captures, so that the copy
+	// stands exactly at the offset it announced.
+	exact := n.replica.Load()
+	if exact {
+		n.applyMu.Lock()
+	}
+	captured := 0
 	for i := 0; i < engine.Shards && ok; i++ {
 		sh := n.eng.Shard(i)
 		sh.Lock()
 		t0 := time.Now()
 		var k int
 		buf, k = appendShard(buf[:0], sh, n.eng)
+		n.pending[i].Add(-1)
+		captured++
 		longest = max(longest, time.Since(t0))
 		sh.Unlock()
 		keys += k
@@ -202,6 +221,12 @@ func (s *Session) fullSync(r *Reader) {
 			buf = nil
 		}
 		ok = ok && s.waitOutput(syncWindow) && s.withinLimits(r)
+	}
+	for i := captured; i < engine.Shards; i++ {
+		n.pending[i].Add(-1) // a sync that failed halfway
+	}
+	if exact {
+		n.applyMu.Unlock()
 	}
 	n.swapGate.RUnlock()
 	if ok {

@@ -114,9 +114,15 @@ type Node struct {
 	scratch   []byte
 	recording atomic.Bool
 
-	// syncs counts full syncs capturing the keyspace; SWAPDB waits for
-	// them (see HoldSwaps).
+	// swapGate holds SWAPDB off while full syncs capture (HoldSwaps).
 	swapGate sync.RWMutex
+	// pending counts, per shard, the full syncs that have yet to capture
+	// it; changed under the shard's lock (see AsIs).
+	pending [engine.Shards]atomic.Int32
+	// applyMu is held by a replica's link while it applies an entry, and
+	// by whoever needs the keyspace to stand exactly at an offset: a full
+	// sync served by a replica, a replica's snapshot (Position).
+	applyMu sync.Mutex
 
 	// acks is closed and replaced whenever a replica acknowledges, for
 	// WAIT.
@@ -188,14 +194,22 @@ func (n *Node) offsetLocked() int64 {
 	return n.offset
 }
 
-// Position returns the replication id and offset the keyspace is at, for a
-// snapshot to record (a replica restarted from it asks to continue from
-// there).
-func (n *Node) Position() (string, int64) {
+// Position returns, on a replica, the replication id and offset the
+// keyspace stands at for a snapshot to record (restarted from it, the
+// replica asks to continue from there), and stops applying the stream
+// until release is called, so that the snapshot's capture has every entry
+// up to there and none after. ok is false on a master: what its snapshot
+// captures changes as it goes, and its replicas may be ahead of it after a
+// restart, so it would not be safe to continue from there.
+func (n *Node) Position() (id string, off int64, release func(), ok bool) {
+	if !n.replica.Load() {
+		return "", 0, nil, false
+	}
+	n.applyMu.Lock()
 	n.mu.Lock()
-	id := n.replid
+	id = n.replid
 	n.mu.Unlock()
-	return id, n.Offset()
+	return id, n.Offset(), n.applyMu.Unlock, true
 }
 
 // Restore sets the replication id and offset a snapshot recorded, before

@@ -493,10 +493,12 @@ func (l *link) apply(rd *entryReader) error {
 			groupBytes = append(groupBytes, raw...)
 			if isCmd(args[0], "EXEC") {
 				inGroup = false
+				n.applyMu.Lock()
 				if err := l.applyGroup(&db, group, lim); err != nil {
 					n.log.Warn("applying the master's transaction", "err", err)
 				}
 				l.forward(groupBytes)
+				n.applyMu.Unlock()
 				group, groupBytes = group[:0], groupBytes[:0]
 				continue
 			}
@@ -516,9 +518,13 @@ func (l *link) apply(rd *entryReader) error {
 				continue
 			}
 		default:
+			n.applyMu.Lock()
 			if err := l.applyOne(&db, args, lim, false); err != nil {
 				n.log.Warn("applying the master's stream", "command", string(args[0]), "err", err)
 			}
+			l.forward(raw)
+			n.applyMu.Unlock()
+			continue
 		}
 		l.forward(raw)
 	}
