@@ -53,6 +53,8 @@ type Server struct {
 	loading atomic.Bool
 	// masterClient runs the commands of a master's stream on a replica.
 	masterClient *Client
+	// noActiveExpire: DEBUG SET-ACTIVE-EXPIRE 0 stopped the sweeper.
+	noActiveExpire atomic.Bool
 }
 
 // Hooks connect commands to parts that live outside this package.

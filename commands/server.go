@@ -1,7 +1,11 @@
 package commands
 
 import (
+	"crypto/sha1"
+	"encoding/binary"
+	"encoding/hex"
 	"fmt"
+	"math"
 	"os"
 	"runtime"
 	"runtime/debug"
@@ -194,14 +198,78 @@ func cmdDebug(c *Ctx) {
 			return
 		}
 		c.W.Int(c.Srv.Eng.Now())
+	case is(sub, "DIGEST") && len(c.Args) == 2:
+		c.W.BulkString(c.Srv.digest(c))
+	case is(sub, "DIGEST-VALUE"):
+		c.W.Array(len(c.Args) - 2)
+		for _, key := range c.Args[2:] {
+			c.W.BulkString(c.Srv.digestKey(c, key))
+		}
+	case is(sub, "SET-ACTIVE-EXPIRE") && len(c.Args) == 3:
+		n, ok := c.Int(2)
+		if !ok {
+			return
+		}
+		c.Srv.noActiveExpire.Store(n == 0)
+		c.W.OK()
 	case is(sub, "HELP"):
 		help(c, "DEBUG", []string{
 			"SLEEP <seconds>", "    Stop the server for <seconds>.",
 			"CLOCK SET <ms>|ADVANCE <ms>|REAL", "    Freeze the server's clock at <ms>, move it, or go back to real time.",
+			"DIGEST", "    Output a hex signature representing the current DB content.",
+			"DIGEST-VALUE <key> [<key> ...]", "    Output a hex signature of the values of all the specified keys.",
+			"SET-ACTIVE-EXPIRE <0|1>", "    Setting it to 0 disables expiring keys in background when they are not accessed (otherwise the Redis behavior). Setting it to 1 reenables back the default.",
 		})
 	default:
 		c.W.Error("ERR unknown subcommand '" + string(sub) + "'. Try DEBUG HELP.")
 	}
+}
+
+// digest is DEBUG DIGEST: a signature of the whole keyspace, every key's
+// name, value and expiry, the same whatever order the keys are in, so that
+// a master and its replicas can be compared. Forty zeros when it is empty,
+// as in Redis (whose values differ: its signature covers its encodings).
+func (s *Server) digest(c *Ctx) string {
+	var sum [sha1.Size]byte
+	var buf []byte
+	eng := s.Eng
+	if !c.held {
+		eng.Lock(engine.AllShards)
+		defer eng.Unlock(engine.AllShards)
+	}
+	for db := 0; db < eng.Databases(); db++ {
+		for i := 0; i < engine.Shards; i++ {
+			sh := eng.Shard(i)
+			sh.Keys(db, 0, math.MaxInt, c.Now, func(e engine.Entry) {
+				buf = binary.AppendUvarint(buf[:0], uint64(db))
+				buf = binary.AppendUvarint(buf, uint64(len(e.Key())))
+				buf = append(buf, e.Key()...)
+				buf, _ = engine.AppendValue(buf, sh, e)
+				h := sha1.Sum(buf)
+				for j := range sum {
+					sum[j] ^= h[j]
+				}
+			})
+		}
+	}
+	return hex.EncodeToString(sum[:])
+}
+
+// digestKey is one key's DEBUG DIGEST-VALUE: a signature of its value and
+// expiry, forty zeros when it does not exist.
+func (s *Server) digestKey(c *Ctx, key []byte) string {
+	sh := c.Shard(key)
+	if !c.held {
+		sh.Lock()
+		defer sh.Unlock()
+	}
+	e, ok := sh.Find(c.DB, key, c.Now)
+	if !ok {
+		return strings.Repeat("0", 2*sha1.Size)
+	}
+	v, _ := engine.AppendValue(nil, sh, e)
+	h := sha1.Sum(v)
+	return hex.EncodeToString(h[:])
 }
 
 func cmdMemoryUsage(c *Ctx) {
@@ -657,6 +725,10 @@ func infoStats(s *Server, b *strings.Builder) {
 	kv(b, "total_net_input_bytes", in)
 	kv(b, "total_net_output_bytes", out)
 	kv(b, "rejected_connections", s.stats.Rejected.Load())
+	rs := s.Repl.Stats()
+	kv(b, "sync_full", rs.FullSyncs.Load())
+	kv(b, "sync_partial_ok", rs.PartialOK.Load())
+	kv(b, "sync_partial_err", rs.PartialErr.Load())
 	kv(b, "expired_keys", expired)
 	kv(b, "evicted_keys", 0)
 	kv(b, "keyspace_hits", hits)

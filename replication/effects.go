@@ -4,6 +4,7 @@ import (
 	"strconv"
 
 	"limitkv/engine"
+	"limitkv/resp"
 )
 
 // Batch gathers the entries of one unit of work on a master (a command, a
@@ -185,7 +186,7 @@ func (b *Batch) keyState(sh *engine.Shard, db int, key []byte) {
 // they run belong here (FLUSHDB, SWAPDB, PUBLISH).
 func (b *Batch) Command(db int, args ...[]byte) {
 	at := b.begin(db)
-	b.buf = AppendCommand(b.buf, args...)
+	b.buf = resp.AppendCommand(b.buf, args...)
 	b.end(at)
 }
 

@@ -132,6 +132,8 @@ type Node struct {
 	stats Stats
 	// replica mirrors master != nil for the checks every command makes.
 	replica atomic.Bool
+	// loading: a full sync is replacing the keyspace.
+	loading atomic.Bool
 	// sweepBatch holds the batches of the engine's own changes.
 	sweepBatch sync.Pool
 }
@@ -202,8 +204,8 @@ func (n *Node) offsetLocked() int64 {
 // captures changes as it goes, and its replicas may be ahead of it after a
 // restart, so it would not be safe to continue from there.
 func (n *Node) Position() (id string, off int64, release func(), ok bool) {
-	if !n.replica.Load() {
-		return "", 0, nil, false
+	if !n.replica.Load() || n.loading.Load() {
+		return "", 0, nil, false // a keyspace half loaded stands nowhere
 	}
 	n.applyMu.Lock()
 	n.mu.Lock()

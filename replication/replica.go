@@ -370,6 +370,8 @@ func (l *link) load(rd *entryReader) error {
 		s.conn.Kill()
 	}
 	n.log.Info("MASTER <-> REPLICA sync: Flushing old data")
+	n.loading.Store(true)
+	defer n.loading.Store(false)
 	if n.hooks.Loading != nil {
 		n.hooks.Loading(true)
 		defer n.hooks.Loading(false)

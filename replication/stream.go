@@ -50,15 +50,6 @@ func appendBulkString(dst []byte, s string) []byte {
 	return append(dst, '\r', '\n')
 }
 
-// AppendCommand appends args as a stream entry.
-func AppendCommand(dst []byte, args ...[]byte) []byte {
-	dst = appendArrayHeader(dst, len(args))
-	for _, a := range args {
-		dst = appendBulk(dst, a)
-	}
-	return dst
-}
-
 func appendSelect(dst []byte, db int) []byte {
 	var n [20]byte
 	dst = append(dst, "*2\r\n$6\r\nSELECT\r\n"...)
