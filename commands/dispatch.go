@@ -75,9 +75,6 @@ type Hooks struct {
 	// Persistence describes the snapshots for INFO; nil when persistence
 	// is off.
 	Persistence func() PersistenceInfo
-	// Replication describes the replication state for the metrics
-	// endpoint; nil is a master without replicas.
-	Replication func() ReplicationInfo
 	// ListenTLS serves TLS on port from now on, instead of the TLS port
 	// it served (0: none), for CONFIG SET tls-port.
 	ListenTLS func(port int) error

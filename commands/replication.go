@@ -39,6 +39,7 @@ func (s *Server) initReplication() {
 			return engine.Limits{Hash: engine.HashLimits{Entries: he, Value: hv}, ZSet: engine.ZSetLimits{Entries: ze, Value: zv}}
 		},
 		RoleChanged: func() { s.roleChanged() },
+		OutputLimit: func() int64 { return s.Net.Limits.Output(resp.ClassReplica).Hard },
 	}, s.Log)
 }
 

@@ -279,22 +279,39 @@ func appendShard(dst []byte, sh *engine.Shard, eng *engine.Engine) ([]byte, int)
 	return dst, keys
 }
 
-// waitOutput waits until the replica's unsent output is under max.
+// waitOutput waits until the replica's unsent output is under max. A
+// replica that reads nothing for repl-timeout is given up, as Redis gives
+// up a transfer that makes no progress: the capture must not wait for it
+// for ever (SWAPDB waits for the capture).
 func (s *Session) waitOutput(max int64) bool {
-	for s.conn.Pending() > max {
+	timeout := time.Duration(s.n.Set.Timeout.Load()) * time.Second
+	last, since := s.conn.Pending(), time.Now()
+	for {
+		p := s.conn.Pending()
+		if p <= max {
+			return true
+		}
+		if p < last {
+			last, since = p, time.Now()
+		} else if time.Since(since) > timeout {
+			s.n.log.Warn("Disconnecting timedout replica (full sync): " + s.Name())
+			return false
+		}
 		select {
 		case <-s.conn.Done():
 			return false
 		case <-time.After(time.Millisecond):
 		}
 	}
-	return true
 }
 
 // withinLimits drops a replica whose stream piled up past its output
 // limits while its copy was being sent, as Redis does.
 func (s *Session) withinLimits(r *Reader) bool {
-	hard := s.n.Set.ReplicaHardLimit.Load()
+	var hard int64
+	if f := s.n.hooks.OutputLimit; f != nil {
+		hard = f()
+	}
 	if hard > 0 && s.n.Offset()-r.Pos() > hard {
 		s.n.log.Warn("Client " + s.Name() + " scheduled to be closed ASAP for overcoming of output buffer limits.")
 		return false

@@ -37,9 +37,6 @@ type Settings struct {
 	ReadOnly         atomic.Bool  // replica-read-only
 	Priority         atomic.Int64 // replica-priority
 	Announced        atomic.Bool  // replica-announced
-	ReplicaHardLimit atomic.Int64 // client-output-buffer-limit replica hard, bytes
-	ReplicaSoftLimit atomic.Int64 // client-output-buffer-limit replica soft, bytes
-	ReplicaSoftSecs  atomic.Int64
 	AnnounceIP       atomic.Pointer[string] // replica-announce-ip
 	AnnouncePort     atomic.Int64           // replica-announce-port (0: the listening port)
 	MasterUser       atomic.Pointer[string] // masteruser
@@ -58,9 +55,6 @@ func NewSettings() *Settings {
 	s.ReadOnly.Store(true)
 	s.Priority.Store(100)
 	s.Announced.Store(true)
-	s.ReplicaHardLimit.Store(256 << 20)
-	s.ReplicaSoftLimit.Store(64 << 20)
-	s.ReplicaSoftSecs.Store(60)
 	empty := ""
 	s.AnnounceIP.Store(&empty)
 	s.MasterUser.Store(&empty)
@@ -86,6 +80,10 @@ type Hooks struct {
 	// RoleChanged is told when the node becomes a master or a replica
 	// (clients blocked in WAIT are released).
 	RoleChanged func()
+	// OutputLimit is client-output-buffer-limit's hard limit for
+	// replicas (0: none): a replica whose stream piles up past it while
+	// its copy is sent is dropped, as its connection would be.
+	OutputLimit func() int64
 }
 
 // Node is one server's place in replication: a master with its replicas,

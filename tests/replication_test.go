@@ -525,3 +525,64 @@ func TestPromotion(t *testing.T) {
 		t.Fatalf("CONFIG GET replicaof on the old master = %v", got)
 	}
 }
+
+// TestSlowReplicaDropped: a replica that stops reading is dropped once its
+// output passes client-output-buffer-limit replica, and the master goes on
+// serving everyone else at full speed meanwhile.
+func TestSlowReplicaDropped(t *testing.T) {
+	ctx := context.Background()
+	m := startMaster(t, "--persistence", "no", "--client-output-buffer-limit", "replica 2mb 1mb 1")
+	mc := goRedis(t, m.addr, 2)
+	good := startReplicaOf(t, m, "", "--persistence", "no")
+	gc := goRedis(t, good.addr, 2)
+	waitInSync(t, mc, gc)
+	// A replica that asks for the stream and never reads it.
+	stuck := dialRaw(t, m.addr)
+	stuck.send(appendCmd(nil, "REPLCONF", "listening-port", "1"))
+	stuck.send(appendCmd(nil, "PSYNC", "?", "-1"))
+	waitFor(t, 10*time.Second, "two replicas", func() bool { return replInfo(t, mc, "replication", "connected_slaves") == "2" })
+	big := strings.Repeat("v", 100_000)
+	for i := 0; i < 200; i++ { // 20 MB of stream
+		start := time.Now()
+		if err := mc.Set(ctx, "big:"+strconv.Itoa(i%10), big, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if d := time.Since(start); d > 2*time.Second {
+			t.Fatalf("a write took %v while a replica did not read", d)
+		}
+	}
+	waitFor(t, 10*time.Second, "the stuck replica to be dropped", func() bool {
+		return replInfo(t, mc, "replication", "connected_slaves") == "1"
+	})
+	if !strings.Contains(m.log.String(), "scheduled to be closed ASAP for overcoming of output buffer limits") {
+		t.Fatalf("no log line for the dropped replica:\n%s", m.log.String())
+	}
+	waitInSync(t, mc, gc)
+	sameKeyspace(t, mc, gc)
+}
+
+// TestStuckFullSyncGivenUp: a replica that stops reading in the middle of
+// its full sync is given up after repl-timeout, and SWAPDB, which waits for
+// full syncs to finish capturing, is not held up for ever.
+func TestStuckFullSyncGivenUp(t *testing.T) {
+	ctx := context.Background()
+	m := startMaster(t, "--persistence", "no", "--repl-timeout", "2")
+	mc := goRedis(t, m.addr, 2)
+	fill(t, m.addr, 200_000) // about 10 MB of copy: more than a sync lets wait unread
+	stuck := dialRaw(t, m.addr)
+	stuck.send(appendCmd(nil, "PSYNC", "?", "-1"))
+	waitFor(t, 10*time.Second, "the full sync to start", func() bool { return replInfo(t, mc, "stats", "sync_full") == "1" })
+	start := time.Now()
+	if err := mc.Do(ctx, "SWAPDB", 0, 1).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > 8*time.Second {
+		t.Fatalf("SWAPDB waited %v", d)
+	}
+	waitFor(t, 10*time.Second, "the stuck replica to be dropped", func() bool {
+		return replInfo(t, mc, "replication", "connected_slaves") == "0"
+	})
+	if n, _ := goRedis(t, m.addr, 2, func(o *redis.Options) { o.DB = 1 }).DBSize(ctx).Result(); n != 200_000 {
+		t.Fatalf("db 1 holds %d keys after SWAPDB", n)
+	}
+}
