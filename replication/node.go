@@ -198,12 +198,17 @@ func (n *Node) offsetLocked() int64 {
 // keyspace stands at for a snapshot to record (restarted from it, the
 // replica asks to continue from there), and stops applying the stream
 // until release is called, so that the snapshot's capture has every entry
-// up to there and none after. ok is false on a master: what its snapshot
-// captures changes as it goes, and its replicas may be ahead of it after a
-// restart, so it would not be safe to continue from there.
+// up to there and none after. While a full sync replaces the keyspace the
+// id is "": the keyspace stands nowhere, and a position recorded before
+// must be forgotten. ok is false on a master: what its snapshot captures
+// changes as it goes, and its replicas may be ahead of it after a restart,
+// so it would not be safe to continue from there.
 func (n *Node) Position() (id string, off int64, release func(), ok bool) {
-	if !n.replica.Load() || n.loading.Load() {
-		return "", 0, nil, false // a keyspace half loaded stands nowhere
+	if !n.replica.Load() {
+		return "", 0, nil, false
+	}
+	if n.loading.Load() {
+		return "", 0, func() {}, true
 	}
 	n.applyMu.Lock()
 	n.mu.Lock()
@@ -267,13 +272,13 @@ func (n *Node) stopRecording(keepBacklog bool) {
 // sinkShard sends the engine's own changes to a shard (the expiry
 // sweeper's deletions) to the stream; the shard is locked.
 func (n *Node) sinkShard(sh *engine.Shard) {
-	if !n.recording.Load() {
-		sh.TakeEffects(nil)
-		return
-	}
 	b := n.sweepBatch.Get().(*Batch)
-	b.Drain(sh)
-	b.Commit(false)
+	if n.recording.Load() {
+		b.Drain(sh)
+		b.Commit(false)
+	} else {
+		b.Skip(sh)
+	}
 	n.sweepBatch.Put(b)
 }
 
