@@ -215,7 +215,7 @@ func writeError(w *resp.Writer, msg string, verbatim, counted bool, onError func
 // be at, to fail where Redis fails ("reached lua stack limit").
 func writeLuaReply(w *resp.Writer, v lua.LValue, scriptProto, top int, onError func([]byte, bool)) {
 	if top+4 > luaStackLimit {
-		writeError(w, "ERR reached lua stack limit", false, false, onError)
+		writeError(w, "reached lua stack limit", false, false, onError)
 		return
 	}
 	switch v := v.(type) {
