@@ -406,19 +406,10 @@ func (s *Server) clockAt(t time.Time) int64 {
 	return s.Eng.Now()
 }
 
-// resolve finds the spec for a request and checks its arity, returning
-// Redis's error text when it cannot.
-func (s *Server) resolve(args [][]byte) (*Spec, string) {
-	spec, msg := s.lookup(args)
-	if msg != "" {
-		return nil, msg
-	}
-	return spec, ""
-}
-
-// lookup is resolve, but it returns the spec of a known command that has
-// the wrong arity along with the error, so that the refusal counts as
-// that command's rejected call, as in Redis.
+// lookup finds the spec for a request and checks its arity, returning
+// Redis's error text when it cannot. The spec of a known command that has
+// the wrong arity comes back along with the error, so that the refusal
+// counts as that command's rejected call, as in Redis.
 func (s *Server) lookup(args [][]byte) (*Spec, string) {
 	spec := s.findSpec(args)
 	switch {
