@@ -151,27 +151,18 @@ func channelsShrunk(old, new *userRules) bool {
 // channel or pattern its new rules deny, as Redis does when ACL SETUSER
 // takes channels away: the rules' channel patterns match a subscribed
 // channel as a glob, a subscribed pattern only literally. The caller's own
-// connection closes after this reply.
+// connection closes after this reply. It is called only when
+// channelsShrunk, so no selector of rules allows every channel and a
+// channel is allowed exactly when a pattern of some selector matches it,
+// as Redis's check against the union of the selectors' patterns says.
 func (s *Server) dropRevokedSubscribers(c *Ctx, u *aclUser, rules *userRules) {
-	var upcoming []string
-	for _, sel := range rules.selectors {
-		upcoming = append(upcoming, sel.channels...)
-	}
-	allowed := func(name []byte, isPattern bool) bool {
-		for _, p := range upcoming {
-			if isPattern && p == string(name) || !isPattern && engine.Match([]byte(p), name, false) {
-				return true
-			}
-		}
-		return false
-	}
 	r := &s.pubsub
 	locked := r.rlock(c)
 	doomed := map[*Client]bool{}
 	for k := range psKinds {
 		for _, set := range r.subs[k] {
 			for cl := range set.clients {
-				if !doomed[cl] && cl.user.Load() == u && !allowed(set.name, k == psPattern) {
+				if !doomed[cl] && cl.user.Load() == u && !rules.channelAllowed(set.name, k == psPattern) {
 					doomed[cl] = true
 				}
 			}
