@@ -306,8 +306,7 @@ func cmdRenameNX(c *Ctx) { rename(c, true) }
 func rename(c *Ctx, nx bool) {
 	src, dst := c.Args[1], c.Args[2]
 	from := c.Shard(src)
-	e, ok := from.Find(c.DB, src, c.Now)
-	if !ok {
+	if _, ok := from.Find(c.DB, src, c.Now); !ok {
 		c.W.Error(msgNoSuchKey)
 		return
 	}
@@ -325,7 +324,8 @@ func rename(c *Ctx, nx bool) {
 		return
 	}
 	// Looking up dst may have expired it and moved src's slot: find again.
-	if e, ok = from.Find(c.DB, src, c.Now); !ok {
+	e, ok := from.Find(c.DB, src, c.Now)
+	if !ok {
 		c.W.Error(msgNoSuchKey)
 		return
 	}
