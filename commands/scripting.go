@@ -240,11 +240,11 @@ func evalGeneric(c *Ctx, bySHA, readOnly bool) {
 		return
 	}
 	if numKeys > int64(len(c.Args)-3) {
-		c.W.Error("ERR Number of keys can't be greater than number of args")
+		c.W.Error("Number of keys can't be greater than number of args")
 		return
 	}
 	if numKeys < 0 {
-		c.W.Error("ERR Number of keys can't be negative")
+		c.W.Error("Number of keys can't be negative")
 		return
 	}
 	se := &c.Srv.scripts
@@ -262,7 +262,7 @@ func evalGeneric(c *Ctx, bySHA, readOnly bool) {
 		}
 	}
 	if sc.flags&scriptCompat == 0 && sc.flags&scriptNoWrites == 0 && readOnly {
-		c.W.Error("ERR Can not execute a script with write flag using *_ro command.")
+		c.W.Error("Can not execute a script with write flag using *_ro command.")
 		return
 	}
 	readOnly = readOnly || sc.flags&(scriptCompat|scriptNoWrites) == scriptNoWrites
@@ -365,7 +365,7 @@ func (se *scriptEngine) runCall(call *scriptCall, run *scriptRun) {
 			if srv := call.c.Srv; srv.Net.OnPanic != nil {
 				srv.Net.OnPanic(r)
 			}
-			call.c.W.Error("ERR internal error")
+			call.c.W.Error("internal error")
 		}
 	}()
 	se.run(call.c, call.sc, call.keys, call.argv, call.readOnly, run)
@@ -486,20 +486,20 @@ func parseShebang(body []byte) (scriptFlags, int, string) {
 	}
 	end := bytes.IndexByte(body, '\n')
 	if end < 0 {
-		return 0, 0, "ERR Invalid script shebang"
+		return 0, 0, "Invalid script shebang"
 	}
 	parts, ok := resp.SplitArgs(body[:end])
 	if !ok || len(parts) == 0 {
-		return 0, 0, "ERR Invalid engine in script shebang"
+		return 0, 0, "Invalid engine in script shebang"
 	}
 	if string(parts[0]) != "#!lua" {
-		return 0, 0, "ERR Unexpected engine in script shebang: " + string(parts[0])
+		return 0, 0, "Unexpected engine in script shebang: " + string(parts[0])
 	}
 	var flags scriptFlags
 	for _, p := range parts[1:] {
 		list, ok := bytes.CutPrefix(p, []byte("flags="))
 		if !ok {
-			return 0, 0, "ERR Unknown lua shebang option: " + string(p)
+			return 0, 0, "Unknown lua shebang option: " + string(p)
 		}
 		if len(list) == 0 {
 			continue
@@ -514,7 +514,7 @@ func parseShebang(body []byte) (scriptFlags, int, string) {
 				}
 			}
 			if !known {
-				return 0, 0, "ERR Unexpected flag in script shebang: " + string(name)
+				return 0, 0, "Unexpected flag in script shebang: " + string(name)
 			}
 		}
 	}
@@ -526,7 +526,7 @@ func parseShebang(body []byte) (scriptFlags, int, string) {
 func compileScript(body []byte) (*lua.FunctionProto, string) {
 	proto, err := lua51.Compile(body)
 	if err != nil {
-		return nil, "ERR Error compiling script (new function): " + err.Error()
+		return nil, "Error compiling script (new function): " + err.Error()
 	}
 	return proto, ""
 }
@@ -613,9 +613,9 @@ func cmdScriptDebug(c *Ctx) {
 	case is(mode, "NO"):
 		c.W.OK()
 	case is(mode, "YES"), is(mode, "SYNC"):
-		c.W.Error("ERR limitkv has no Lua debugger: SCRIPT DEBUG " + strings.ToUpper(string(mode)) + " is not supported")
+		c.W.Error("limitkv has no Lua debugger: SCRIPT DEBUG " + strings.ToUpper(string(mode)) + " is not supported")
 	default:
-		c.W.Error("ERR Use SCRIPT DEBUG YES/SYNC/NO")
+		c.W.Error("Use SCRIPT DEBUG YES/SYNC/NO")
 	}
 }
 

@@ -134,7 +134,7 @@ func (r *luaRunner) exec(c *Ctx, sc *luaScript, keys, argv [][]byte, readOnly bo
 		lua51.WriteError(c.W, err, sc.sha)
 		onError(c.W.Bytes()[n:], lua51.ErrorCounted(err, nil))
 	} else {
-		lua51.WriteReplyErrors(c.W, v, r.proto, onError)
+		lua51.WriteReply(c.W, v, r.proto, onError)
 	}
 	c.errorsCounted, c.failedReply = true, failed
 	return false

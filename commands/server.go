@@ -97,11 +97,11 @@ func cmdConfigResetStat(c *Ctx) {
 
 func cmdConfigRewrite(c *Ctx) {
 	if c.Srv.Cfg.file == "" {
-		c.W.Error("ERR The server is running without a config file")
+		c.W.Error("The server is running without a config file")
 		return
 	}
 	if err := c.Srv.Cfg.Rewrite(); err != nil {
-		c.W.Error("ERR Rewriting config file: " + err.Error())
+		c.W.Error("Rewriting config file: " + err.Error())
 		return
 	}
 	c.W.OK()
@@ -144,15 +144,15 @@ func cmdShutdown(c *Ctx) {
 			c.W.Error(msgSyntax)
 			return
 		}
-		c.W.Error("ERR No shutdown in progress.")
+		c.W.Error("No shutdown in progress.")
 		return
 	}
 	if c.Srv.Hooks.Shutdown == nil {
-		c.W.Error("ERR shutdown is not available")
+		c.W.Error("shutdown is not available")
 		return
 	}
 	if err := c.Srv.Hooks.Shutdown(save, force); err != nil {
-		c.W.Error("ERR Errors trying to SHUTDOWN. Check logs.")
+		c.W.Error("Errors trying to SHUTDOWN. Check logs.")
 		return
 	}
 	c.Client.conn.CloseAfterReply()
@@ -221,7 +221,7 @@ func cmdDebug(c *Ctx) {
 			"SET-ACTIVE-EXPIRE <0|1>", "    Setting it to 0 disables expiring keys in background when they are not accessed (otherwise the Redis behavior). Setting it to 1 reenables back the default.",
 		})
 	default:
-		c.W.Error("ERR unknown subcommand '" + string(sub) + "'. Try DEBUG HELP.")
+		c.W.Error("unknown subcommand '" + string(sub) + "'. Try DEBUG HELP.")
 	}
 }
 
@@ -350,7 +350,7 @@ func cmdObjectFreq(c *Ctx) {
 		c.W.Null()
 		return
 	}
-	c.W.Error("ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.")
+	c.W.Error("An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.")
 }
 
 func cmdObjectIdleTime(c *Ctx) {
@@ -358,7 +358,7 @@ func cmdObjectIdleTime(c *Ctx) {
 		c.W.Null()
 		return
 	}
-	c.W.Error("ERR limitkv does not track key access times (it never evicts), so idle time is not known")
+	c.W.Error("limitkv does not track key access times (it never evicts), so idle time is not known")
 }
 
 func cmdObjectRefCount(c *Ctx) {
@@ -389,7 +389,7 @@ func cmdFunctionList(c *Ctx) {
 		case is(c.Args[j], "LIBRARYNAME") && j+1 < len(c.Args):
 			j++
 		default:
-			c.W.Error("ERR Unknown argument " + string(c.Args[j]))
+			c.W.Error("Unknown argument " + string(c.Args[j]))
 			return
 		}
 	}
@@ -398,7 +398,7 @@ func cmdFunctionList(c *Ctx) {
 
 func cmdFunctionFlush(c *Ctx) {
 	if len(c.Args) > 3 {
-		c.W.Error("ERR unknown subcommand or wrong number of arguments for 'FLUSH'. Try FUNCTION HELP.")
+		c.W.Error("unknown subcommand or wrong number of arguments for 'FLUSH'. Try FUNCTION HELP.")
 		return
 	}
 	if len(c.Args) == 3 && !is(c.Args[2], "ASYNC") && !is(c.Args[2], "SYNC") {
