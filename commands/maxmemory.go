@@ -54,7 +54,7 @@ func (s *Server) outOfMemory(max int64) bool {
 		return false
 	}
 	start := time.Now()
-	_, res := s.Eng.Evict(used-max, s.Eng.Now(), s.evictionBudget())
+	_, res := s.Eng.Evict(func() int64 { return s.usedMemory() - max }, s.Eng.Now(), s.evictionBudget())
 	if d := time.Since(start); d > 0 && res != engine.EvictFailed {
 		s.LatencyEvent("eviction-cycle", d)
 	}

@@ -150,12 +150,14 @@ const (
 	EvictFailed                     // nothing left to evict
 )
 
-// Evict deletes keys by the policy until toFree bytes have been freed
-// (by the engine's count), nothing is left to evict, or budget has passed
-// (checked every 16 keys, as Redis does). It returns the bytes freed and
-// how it ended. Under noeviction it frees nothing and fails. Evictions
-// are serialised, and each takes one shard lock at a time.
-func (e *Engine) Evict(toFree int64, now int64, budget time.Duration) (int64, EvictResult) {
+// Evict deletes keys by the policy while excess() (the bytes memory is
+// over its limit) is positive, until nothing is left to evict or budget
+// has passed (checked every 16 keys, as Redis does). It returns the bytes
+// freed and how it ended. Under noeviction it frees nothing and fails.
+// Evictions are serialised, and each takes one shard lock at a time;
+// excess is asked again once the lock is held, so that callers that
+// queued behind one eviction do not each evict what it already freed.
+func (e *Engine) Evict(excess func() int64, now int64, budget time.Duration) (int64, EvictResult) {
 	pol := e.Policy()
 	if pol == NoEviction {
 		return 0, EvictFailed
@@ -165,17 +167,14 @@ func (e *Engine) Evict(toFree int64, now int64, budget time.Duration) (int64, Ev
 	defer ev.mu.Unlock()
 	start := time.Now()
 	var freed int64
-	for n := 1; freed < toFree; n++ {
+	for n := 1; excess() > 0; n++ {
 		f, ok := e.evictOne(pol, now)
 		if !ok {
 			return freed, EvictFailed
 		}
 		freed += f
 		e.evicted.Add(1)
-		if n%16 == 0 && time.Since(start) > budget {
-			if freed >= toFree {
-				break
-			}
+		if n%16 == 0 && time.Since(start) > budget && excess() > 0 {
 			return freed, EvictRunning
 		}
 	}
