@@ -193,7 +193,7 @@ func (l *memoryLimits) setMemoryLimit(maxmemory int64) {
 		debug.SetMemoryLimit(l.goLimit)
 		return
 	}
-	limit := maxmemory + maxmemory/4 + 16<<20
+	limit := maxmemory + maxmemory/16 + 4<<20
 	if limit < 0 || limit > l.goLimit {
 		limit = l.goLimit
 	}

@@ -103,9 +103,9 @@ type scriptEngine struct {
 	// script and their end, per stripe of client IDs.
 	inFlight flightCounter
 
-	// vmBytes is the runner's stacks after its last run (INFO's
-	// used_memory_lua), kept here because the runner itself is read only by
-	// the holder of every lock.
+	// vmBytes is the runner's state's size after its last run (INFO's
+	// used_memory_lua, see lua51/memory.go), kept here because the runner
+	// itself is read only by the holder of every lock.
 	vmBytes atomic.Int64
 	// cacheBytes is the cached scripts' size (used_memory_scripts).
 	cacheBytes atomic.Int64
@@ -559,6 +559,20 @@ func cmdScriptFlush(c *Ctx) {
 	se.bySHA = nil
 	se.cacheBytes.Store(0)
 	se.mu.Unlock()
+	// As Redis does, start over with a fresh Lua state: the old one's
+	// functions for the flushed scripts, and the stacks and KEYS/ARGV
+	// tables big runs grew, go with it. The runner belongs to whoever
+	// holds every shard.
+	if !c.held {
+		c.Srv.Eng.Lock(engine.AllShards)
+		defer c.Srv.Eng.Unlock(engine.AllShards)
+	}
+	if old := se.runner; old != nil {
+		fresh := newLuaRunner(c.Srv)
+		fresh.state.ContinueRandom(old.state)
+		se.runner = fresh
+		se.vmBytes.Store(int64(fresh.state.Memory()))
+	}
 	c.W.OK()
 }
 
