@@ -42,6 +42,7 @@ type floodResult struct {
 	RSSLast     int64 `json:"rss_last"`
 	Evicted     int64 `json:"evicted_keys"`
 	KeysLeft    int64 `json:"keys_left"`
+	CPU         cpuUse  `json:"cpu"`
 	Samples     []floodSample
 	UsedOverPct float64 `json:"used_memory_max_over_maxmemory_pct"`
 	RSSRatio    float64 `json:"rss_max_over_maxmemory"`
@@ -120,6 +121,7 @@ func (b *bench) flood(ctx context.Context) error {
 	p := lr.plans[0]
 	res.Achieved = float64(p.ops) / lr.window.Seconds()
 	res.Errors, res.FirstError = p.errors, p.firstErr
+	res.CPU = lr.cpu
 	q := func(x float64) float64 { return us(p.hist.quantile(x)) }
 	res.P50, res.P99, res.P999, res.Max = q(0.5), q(0.99), q(0.999), q(1)
 	if res.UsedLast, err = c.infoInt("memory", "used_memory"); err != nil {
@@ -157,6 +159,7 @@ func floodMarkdown(r *floodResult) string {
 	p("| | |")
 	p("|---|---|")
 	p("| achieved rate | %s/s |", commas(r.Achieved))
+	p("| CPU, in cores: server / client / rest of the machine | %.2f / %.2f / %.2f |", r.CPU.Server, r.CPU.Client, r.CPU.Other)
 	p("| latency p50 / p99 / p99.9 / max | %.0f / %.0f / %.0f / %.0f µs |", r.P50, r.P99, r.P999, r.Max)
 	p("| used_memory, highest sample | %s (%+.1f%% of maxmemory) |", mib(r.UsedMax), r.UsedOverPct)
 	p("| RSS, highest sample | %s (%.2fx maxmemory) |", mib(r.RSSMax), r.RSSRatio)
