@@ -154,16 +154,23 @@ const (
 // over its limit) is positive, until nothing is left to evict or budget
 // has passed (checked every 16 keys, as Redis does). It returns the bytes
 // freed and how it ended. Under noeviction it frees nothing and fails.
-// Evictions are serialised, and each takes one shard lock at a time;
-// excess is asked again once the lock is held, so that callers that
-// queued behind one eviction do not each evict what it already freed.
+// One eviction runs at a time, taking one shard lock at a time. A caller
+// that finds one running does not wait for it: it gets EvictRunning at
+// once, as Redis lets a command run while its eviction continues in the
+// background. (Waiting made every writer of a full server queue on one
+// mutex, and under a flood on a busy machine the queue's hand-offs, each
+// to a goroutine that must first get a core, stretched into seconds.) The
+// eviction running asks excess again as it goes, so it frees what the
+// others added meanwhile.
 func (e *Engine) Evict(excess func() int64, now int64, budget time.Duration) (int64, EvictResult) {
 	pol := e.Policy()
 	if pol == NoEviction {
 		return 0, EvictFailed
 	}
 	ev := &e.evictor
-	ev.mu.Lock()
+	if !ev.mu.TryLock() {
+		return 0, EvictRunning
+	}
 	defer ev.mu.Unlock()
 	start := time.Now()
 	var freed int64

@@ -183,3 +183,43 @@ func TestAccessStamps(t *testing.T) {
 		t.Errorf("counter %d three minutes later, want %d", g, f-3)
 	}
 }
+
+// TestEvictConcurrent: writers on every shard evict as they go, as
+// connections do; memory ends at the limit and the counts agree (run with
+// -race for the locking).
+func TestEvictConcurrent(t *testing.T) {
+	clock := NewManualClock(1_700_000_000_000)
+	e := New(Config{Databases: 1, Clock: clock})
+	e.SetEviction(Eviction{Policy: AllKeysLRU, Samples: 5, LFULogFactor: 10, LFUDecayTime: 1})
+	const limit = 1 << 20
+	excess := func() int64 { return e.MemoryUsed() - limit }
+	done := make(chan struct{})
+	for w := 0; w < 4; w++ {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for i := 0; i < 20000; i++ {
+				if excess() > 0 {
+					if _, res := e.Evict(excess, clock.Now(), time.Second); res == EvictFailed {
+						t.Error("eviction failed with keys to evict")
+						return
+					}
+				}
+				k := []byte("w" + strconv.Itoa(w) + ":" + strconv.Itoa(i))
+				s := e.ShardFor(k)
+				s.Lock()
+				s.SetString(0, k, []byte("a value of some thirty bytes.."), 0)
+				s.Unlock()
+			}
+		}()
+	}
+	for w := 0; w < 4; w++ {
+		<-done
+	}
+	if used := e.MemoryUsed(); used > limit+limit/20 {
+		t.Errorf("%d bytes used, limit %d", used, limit)
+	}
+	if n := int64(e.DBSize(0, false)) + e.EvictedKeys(); n != 80000 {
+		t.Errorf("%d keys kept and evicted of 80000", n)
+	}
+	checkCount(t, e)
+}

@@ -85,7 +85,7 @@ func (b *bench) flood(ctx context.Context) error {
 		commas(float64(cfg.floodKeys)), commas(rate), cfg.conns, secs, cfg.floodMaxMemory, cfg.floodPolicy)
 	// Users drawn from 2^40: a repeat is rare, so nearly every request
 	// creates a key.
-	plans := []plan{{name: "RL.FIXED", op: op{cmd("RL.FIXED", keyArg("flood:"), lit("100"), lit("60s"))}, users: 1 << 40, decision: true}}
+	plans := []plan{{name: "RL.FIXED", op: op{cmd("RL.FIXED", keyArg("flood:"), lit("100"), lit("1h"))}, users: 1 << 40, decision: true}}
 	start := time.Now()
 	lr, err := runLoad(ctx, loadSpec{addr: s.addr, pid: s.pid(), conns: cfg.conns, depth: 1, plans: plans, warmup: 0, seed: 11, rate: rate,
 		measure: func(ctx context.Context) error {
@@ -138,8 +138,10 @@ func (b *bench) flood(ctx context.Context) error {
 		return err
 	}
 	res.KeysLeft = v.Int
-	res.UsedOverPct = 100 * (float64(res.UsedMax) - float64(maxmem)) / float64(maxmem)
-	res.RSSRatio = float64(res.RSSMax) / float64(maxmem)
+	if maxmem > 0 {
+		res.UsedOverPct = 100 * (float64(res.UsedMax) - float64(maxmem)) / float64(maxmem)
+		res.RSSRatio = float64(res.RSSMax) / float64(maxmem)
+	}
 	md := floodMarkdown(res)
 	b.logf("%s", md)
 	if err := os.WriteFile(filepath.Join(cfg.out, "flood.md"), []byte(md), 0o644); err != nil {
@@ -153,7 +155,7 @@ func floodMarkdown(r *floodResult) string {
 	p := func(f string, a ...any) { fmt.Fprintf(&b, f+"\n", a...) }
 	p("## maxmemory flood")
 	p("")
-	p("`RL.FIXED flood:<random of 2^40> 100 60s` at %s requests/s over %d connections (open loop, depth 1), %s requests, on a limitkv with `--maxmemory %s --maxmemory-policy %s --persistence no`. used_memory from INFO and RSS from /proc every second.",
+	p("`RL.FIXED flood:<random of 2^40> 100 1h` at %s requests/s over %d connections (open loop, depth 1), %s requests, on a limitkv with `--maxmemory %s --maxmemory-policy %s --persistence no`. used_memory from INFO and RSS from /proc every second.",
 		commas(r.Rate), r.Conns, commas(float64(r.Keys)), mib(r.MaxMemory), r.Policy)
 	p("")
 	p("| | |")
