@@ -25,27 +25,29 @@ import (
 // It writes flood.md and flood.json beside the other results.
 
 type floodResult struct {
-	Keys        int     `json:"keys"`
-	Rate        float64 `json:"rate"`
-	Conns       int     `json:"conns"`
-	MaxMemory   int64   `json:"maxmemory"`
-	Policy      string  `json:"policy"`
-	Seconds     float64 `json:"seconds"`
-	Achieved    float64 `json:"achieved_rate"`
-	Errors      int64   `json:"error_replies"`
-	FirstError  string  `json:"first_error,omitempty"`
-	P50, P99    float64 // µs
-	P999, Max   float64
-	UsedMax     int64 `json:"used_memory_max"`
-	UsedLast    int64 `json:"used_memory_last"`
-	RSSMax      int64 `json:"rss_max"`
-	RSSLast     int64 `json:"rss_last"`
-	Evicted     int64 `json:"evicted_keys"`
-	KeysLeft    int64 `json:"keys_left"`
-	CPU         cpuUse  `json:"cpu"`
-	Samples     []floodSample
-	UsedOverPct float64 `json:"used_memory_max_over_maxmemory_pct"`
-	RSSRatio    float64 `json:"rss_max_over_maxmemory"`
+	Keys        int           `json:"keys"`
+	Rate        float64       `json:"rate"`
+	Conns       int           `json:"conns"`
+	MaxMemory   int64         `json:"maxmemory"`
+	Policy      string        `json:"policy"`
+	Seconds     float64       `json:"seconds"`
+	Achieved    float64       `json:"achieved_rate"`
+	Errors      int64         `json:"error_replies"`
+	FirstError  string        `json:"first_error,omitempty"`
+	P50         float64       `json:"p50_us"`
+	P99         float64       `json:"p99_us"`
+	P999        float64       `json:"p999_us"`
+	Max         float64       `json:"max_us"`
+	UsedMax     int64         `json:"used_memory_max"`
+	UsedLast    int64         `json:"used_memory_last"`
+	RSSMax      int64         `json:"rss_max"`
+	RSSLast     int64         `json:"rss_last"`
+	Evicted     int64         `json:"evicted_keys"`
+	KeysLeft    int64         `json:"keys_left"`
+	CPU         cpuUse        `json:"cpu"`
+	Samples     []floodSample `json:"samples"`
+	UsedOverPct float64       `json:"used_memory_max_over_maxmemory_pct"`
+	RSSRatio    float64       `json:"rss_max_over_maxmemory"`
 }
 
 type floodSample struct {
