@@ -223,3 +223,32 @@ func TestEvictConcurrent(t *testing.T) {
 	}
 	checkCount(t, e)
 }
+
+// BenchmarkEvict: a full engine takes a new key and evicts one, per op, as
+// a server under a flood does (volatile-ttl, 200,000 keys).
+func BenchmarkEvict(b *testing.B) {
+	for _, pol := range []Policy{AllKeysLRU, AllKeysLFU, VolatileTTL, AllKeysRandom} {
+		b.Run(pol.String(), func(b *testing.B) {
+			clock := NewManualClock(1_700_000_000_000)
+			e := New(Config{Databases: 16, Clock: clock})
+			e.SetEviction(Eviction{Policy: pol, Samples: 5, LFULogFactor: 10, LFUDecayTime: 1})
+			now := clock.Now()
+			key := func(i int) []byte { return []byte("rl:user:" + strconv.Itoa(i)) }
+			for i := 0; i < 200_000; i++ {
+				k := key(i)
+				e.ShardFor(k).SetString(0, k, []byte("state"), now+int64(i))
+			}
+			limit := e.MemoryUsed()
+			excess := func() int64 { return e.MemoryUsed() - limit }
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				k := key(200_000 + i)
+				s := e.ShardFor(k)
+				s.Lock()
+				s.SetString(0, k, []byte("state"), now+int64(200_000+i))
+				s.Unlock()
+				e.Evict(excess, now, time.Second)
+			}
+		})
+	}
+}
