@@ -462,16 +462,6 @@ func (s *Shard) MemoryUsage(e Entry) int64 {
 	return n
 }
 
-// Footprint returns the bytes this shard holds: arena chunks, tables and an
-// estimate of the objects.
-func (s *Shard) Footprint() int64 {
-	n := s.arena.footprint() + int64(cap(s.objs))*16
-	for i := range s.dbs {
-		n += int64(len(s.dbs[i].slots)) * 8
-	}
-	return n
-}
-
 // Encoding names a value's representation in Redis's terms, for OBJECT
 // ENCODING.
 func (s *Shard) Encoding(e Entry) string {
