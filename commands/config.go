@@ -192,7 +192,7 @@ func configParams() []*param {
 			}},
 		{name: "maxmemory-policy", kind: pEnum, def: "noeviction",
 			enum: []string{"volatile-lru", "volatile-lfu", "volatile-random", "volatile-ttl", "allkeys-lru", "allkeys-lfu", "allkeys-random", "noeviction"},
-			help: "what goes past maxmemory: noeviction refuses writes; the others evict keys (volatile-ttl suits rate limiting)",
+			help: "what goes past maxmemory: noeviction refuses writes; the others evict keys (allkeys-lfu suits rate limiting)",
 			apply: func(c *Config, v string, _ int64) {
 				p, _ := engine.ParsePolicy(v)
 				c.evictPolicy.Store(int64(p))

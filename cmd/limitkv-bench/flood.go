@@ -20,7 +20,7 @@ import (
 // evicts) and RSS near it (the Go collector is kept in line), and the
 // latency of the decisions meanwhile. Run it alone:
 //
-//	go run ./cmd/limitkv-bench -flood -flood-keys 5000000 -flood-maxmemory 64mb -flood-policy volatile-ttl
+//	go run ./cmd/limitkv-bench -flood -flood-keys 5000000 -flood-maxmemory 64mb -flood-policy allkeys-lfu
 //
 // It writes flood.md and flood.json beside the other results.
 

@@ -156,7 +156,7 @@ func parseFlags(args []string) (config, error) {
 	fs.BoolVar(&cfg.flood, "flood", false, "run only the maxmemory flood (flood.go): -flood-keys distinct RL.FIXED keys at -paced-rate; writes flood.md")
 	fs.IntVar(&cfg.floodKeys, "flood-keys", 5_000_000, "requests of the maxmemory flood, each on a new key")
 	fs.StringVar(&cfg.floodMaxMemory, "flood-maxmemory", "64mb", "maxmemory of the flood's server")
-	fs.StringVar(&cfg.floodPolicy, "flood-policy", "volatile-ttl", "maxmemory-policy of the flood's server")
+	fs.StringVar(&cfg.floodPolicy, "flood-policy", "allkeys-lfu", "maxmemory-policy of the flood's server")
 	fs.BoolVar(&cfg.quick, "quick", false, "short runs, small key counts, no big keyspaces: a smoke test")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
