@@ -301,7 +301,7 @@ func (s *Server) execute(cl *Client, w *resp.Writer, args [][]byte, now int64) {
 		}
 	}
 	// maxmemory: evict, then refuse what may grow memory (maxmemory.go).
-	if s.rejectOOM(cl, spec, args) {
+	if s.rejectOOM(cl, spec, args, now) {
 		s.reject(cl, w, spec, msgOOM)
 		return
 	}
