@@ -35,6 +35,11 @@ func cmdSetBit(c *Ctx) {
 		c.W.Error(msgBitValue)
 		return
 	}
+	grow, ok := c.reserveGrowth(c.Args[1], int64(offset>>3)+1)
+	if !ok {
+		return
+	}
+	defer c.Srv.releaseGrowth(grow)
 	old, err := c.Shard(c.Args[1]).SetBit(c.DB, c.Args[1], c.Now, offset, int(bit))
 	if err != nil {
 		c.Err(err)

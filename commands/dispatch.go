@@ -36,6 +36,7 @@ type Server struct {
 	ops       opsMeter
 	startTime time.Time
 	mem       memoryMarks
+	limits    memoryLimits
 	release   memRelease
 	scripts   scriptEngine
 	// shutdownSpec is SHUTDOWN, which may stop a busy script.
@@ -310,6 +311,11 @@ func (s *Server) execute(cl *Client, w *resp.Writer, args [][]byte, now int64) {
 			return
 		}
 	}
+	// maxmemory: evict, then refuse what may grow memory (maxmemory.go).
+	if s.rejectOOM(cl, spec, args, now) {
+		s.reject(cl, w, spec, msgOOM)
+		return
+	}
 	if msg := s.replicationRefusal(cl, spec); msg != "" {
 		s.reject(cl, w, spec, msg)
 		return
@@ -353,6 +359,9 @@ func (s *Server) execute(cl *Client, w *resp.Writer, args [][]byte, now int64) {
 		s.scripts.inFlight.exit(cl.ID) // a script started meanwhile: wait for it
 	}
 	if cl.multi && !isTxControl(spec) {
+		if !cl.txDenyOOM && s.denyOOM(spec, args) {
+			cl.txDenyOOM = true // EXEC is deny-oom now, as Redis's mstate.cmd_flags
+		}
 		cl.queue(spec, args)
 		w.Simple("QUEUED")
 		return

@@ -103,10 +103,12 @@ type scriptEngine struct {
 	// script and their end, per stripe of client IDs.
 	inFlight flightCounter
 
-	// vmBytes is the runner's stacks after its last run (INFO's
-	// used_memory_lua), kept here because the runner itself is read only by
-	// the holder of every lock.
+	// vmBytes is the runner's state's size after its last run (INFO's
+	// used_memory_lua, see lua51/memory.go), kept here because the runner
+	// itself is read only by the holder of every lock.
 	vmBytes atomic.Int64
+	// cacheBytes is the cached scripts' size (used_memory_scripts).
+	cacheBytes atomic.Int64
 }
 
 // cacheStats returns the number of cached scripts and their bytes.
@@ -266,6 +268,14 @@ func evalGeneric(c *Ctx, bySHA, readOnly bool) {
 		return
 	}
 	readOnly = readOnly || sc.flags&(scriptCompat|scriptNoWrites) == scriptNoWrites
+	// Redis's scriptPrepareForRun: a script that declared flags but not
+	// no-writes nor allow-oom may not start over maxmemory (EXEC and
+	// dispatch refuse most such calls before they get here).
+	if sc.flags&scriptCompat == 0 && sc.flags&(scriptNoWrites|scriptAllowOOM) == 0 &&
+		c.Client.oomAtStart && c.Srv.Cfg.maxMemory.Load() != 0 {
+		c.W.Error("OOM allow-oom flag is not set on the script, can not run it when used memory > 'maxmemory'")
+		return
+	}
 	keys := c.Args[3 : 3+numKeys]
 	argv := c.Args[3+numKeys:]
 	if c.held {
@@ -472,6 +482,7 @@ func (se *scriptEngine) load(body []byte) (*luaScript, string) {
 			se.bySHA = make(map[string]*luaScript)
 		}
 		se.bySHA[sc.sha] = sc
+		se.cacheBytes.Add(sc.size)
 	}
 	se.mu.Unlock()
 	return sc, ""
@@ -560,7 +571,22 @@ func cmdScriptFlush(c *Ctx) {
 	se := &c.Srv.scripts
 	se.mu.Lock()
 	se.bySHA = nil
+	se.cacheBytes.Store(0)
 	se.mu.Unlock()
+	// As Redis does, start over with a fresh Lua state: the old one's
+	// functions for the flushed scripts, and the stacks and KEYS/ARGV
+	// tables big runs grew, go with it. The runner belongs to whoever
+	// holds every shard.
+	if !c.held {
+		c.Srv.Eng.Lock(engine.AllShards)
+		defer c.Srv.Eng.Unlock(engine.AllShards)
+	}
+	if old := se.runner; old != nil {
+		fresh := newLuaRunner(c.Srv)
+		fresh.state.ContinueRandom(old.state)
+		se.runner = fresh
+		se.vmBytes.Store(int64(fresh.state.Memory()))
+	}
 	c.W.OK()
 }
 

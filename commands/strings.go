@@ -315,6 +315,11 @@ func cmdAppend(c *Ctx) {
 		c.W.Error(msgStringLimit)
 		return
 	}
+	grow, ok := c.reserveGrowth(c.Args[1], int64(cur+len(add)))
+	if !ok {
+		return
+	}
+	defer c.Srv.releaseGrowth(grow)
 	e, b, err := s.MutableString(c.DB, c.Args[1], c.Now, cur+len(add))
 	if err != nil {
 		c.Err(err)
@@ -409,6 +414,11 @@ func cmdSetRange(c *Ctx) {
 		c.W.Error(msgStringLimit)
 		return
 	}
+	grow, ok := c.reserveGrowth(c.Args[1], off+int64(len(val)))
+	if !ok {
+		return
+	}
+	defer c.Srv.releaseGrowth(grow)
 	e, b, err := s.MutableString(c.DB, c.Args[1], c.Now, int(off)+len(val))
 	if err != nil {
 		c.Err(err)
