@@ -544,7 +544,9 @@ func replicationParams() []*param {
 		{name: "repl-diskless-sync-max-replicas", kind: pInt, def: "0", min: 0, max: maxInt, help: "accepted for compatibility"},
 		{name: "repl-diskless-load", kind: pEnum, def: "disabled", enum: []string{"disabled", "on-empty-db", "swapdb"}, help: "accepted for compatibility"},
 		{name: "replica-lazy-flush", alias: "slave-lazy-flush", kind: pBool, def: "no", help: "accepted for compatibility"},
-		{name: "replica-ignore-maxmemory", alias: "slave-ignore-maxmemory", kind: pBool, def: "yes", help: "accepted for compatibility"},
+		{name: "replica-ignore-maxmemory", alias: "slave-ignore-maxmemory", kind: pBool, def: "yes",
+			help:  "a replica evicts nothing by itself: its master's evictions reach it as deletions",
+			apply: set(func(s *replication.Settings, n int64) { s.IgnoreMaxmemory.Store(n != 0) })},
 	}
 }
 

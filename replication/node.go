@@ -27,20 +27,21 @@ import (
 // Settings are the replication parameters, changed at run time by CONFIG
 // SET; every field is read where it is used.
 type Settings struct {
-	BacklogSize    atomic.Int64           // repl-backlog-size
-	BacklogTTL     atomic.Int64           // repl-backlog-ttl, seconds
-	Timeout        atomic.Int64           // repl-timeout, seconds
-	PingPeriod     atomic.Int64           // repl-ping-replica-period, seconds
-	MinReplicas    atomic.Int64           // min-replicas-to-write
-	MinReplicasLag atomic.Int64           // min-replicas-max-lag, seconds
-	ServeStale     atomic.Bool            // replica-serve-stale-data
-	ReadOnly       atomic.Bool            // replica-read-only
-	Priority       atomic.Int64           // replica-priority
-	Announced      atomic.Bool            // replica-announced
-	AnnounceIP     atomic.Pointer[string] // replica-announce-ip
-	AnnouncePort   atomic.Int64           // replica-announce-port (0: the listening port)
-	MasterUser     atomic.Pointer[string] // masteruser
-	MasterAuth     atomic.Pointer[string] // masterauth
+	BacklogSize     atomic.Int64           // repl-backlog-size
+	BacklogTTL      atomic.Int64           // repl-backlog-ttl, seconds
+	Timeout         atomic.Int64           // repl-timeout, seconds
+	PingPeriod      atomic.Int64           // repl-ping-replica-period, seconds
+	MinReplicas     atomic.Int64           // min-replicas-to-write
+	MinReplicasLag  atomic.Int64           // min-replicas-max-lag, seconds
+	ServeStale      atomic.Bool            // replica-serve-stale-data
+	ReadOnly        atomic.Bool            // replica-read-only
+	Priority        atomic.Int64           // replica-priority
+	Announced       atomic.Bool            // replica-announced
+	IgnoreMaxmemory atomic.Bool            // replica-ignore-maxmemory
+	AnnounceIP      atomic.Pointer[string] // replica-announce-ip
+	AnnouncePort    atomic.Int64           // replica-announce-port (0: the listening port)
+	MasterUser      atomic.Pointer[string] // masteruser
+	MasterAuth      atomic.Pointer[string] // masterauth
 }
 
 // NewSettings returns Redis 7.0's defaults.
@@ -55,6 +56,7 @@ func NewSettings() *Settings {
 	s.ReadOnly.Store(true)
 	s.Priority.Store(100)
 	s.Announced.Store(true)
+	s.IgnoreMaxmemory.Store(true)
 	empty := ""
 	s.AnnounceIP.Store(&empty)
 	s.MasterUser.Store(&empty)
