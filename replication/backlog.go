@@ -130,9 +130,10 @@ func (bl *Backlog) SetSize(n int64) {
 
 // Reader is a replica's sender's place in the stream.
 type Reader struct {
-	bl   *Backlog
-	pos  int64
-	wake chan struct{}
+	bl    *Backlog
+	pos   int64
+	wake  chan struct{}
+	views [][]byte // Next's, reused
 }
 
 // NewReader returns a reader that starts at offset pos, or false when the
@@ -164,7 +165,7 @@ func (r *Reader) Pos() int64 {
 func (r *Reader) Next(max int, fn func(b []byte)) (n int, lag int64) {
 	bl := r.bl
 	bl.mu.Lock()
-	var views [][]byte
+	views := r.views[:0]
 	pos := r.pos
 	for _, b := range bl.blocks {
 		if n >= max {
@@ -187,6 +188,8 @@ func (r *Reader) Next(max int, fn func(b []byte)) (n int, lag int64) {
 	for _, v := range views {
 		fn(v)
 	}
+	clear(views)
+	r.views = views[:0]
 	bl.mu.Lock()
 	r.pos = pos
 	lag = bl.end - pos

@@ -322,6 +322,15 @@ func (s *Session) withinLimits(r *Reader) bool {
 // streamChunk bounds what a sender pushes at once.
 const streamChunk = 256 << 10
 
+// gather is how long a sender lets the stream gather after it is woken,
+// before it hands the bytes to the connection: one write then carries the
+// entries of every command of that moment, where a write per command costs
+// the master a goroutine wake-up and a system call per replica, and the
+// replica as many reads. Redis gets the same from its event loop, which
+// writes to replicas once per round. A replication delay of this much is
+// the price.
+const gather = 200 * time.Microsecond
+
 // stream sends the stream from the reader's position until the
 // connection closes. The connection's output limits close a replica that
 // does not keep up.
@@ -348,6 +357,7 @@ func (s *Session) stream(r *Reader) {
 			return
 		case <-r.Wake():
 		}
+		time.Sleep(gather)
 	}
 }
 
