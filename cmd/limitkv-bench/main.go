@@ -13,6 +13,7 @@
 //
 //	go run ./cmd/limitkv-bench            # the full run (about 12 minutes)
 //	go run ./cmd/limitkv-bench -quick     # a smoke test (under a minute)
+//	go run ./cmd/limitkv-bench -replication   # replication only (about 5 minutes)
 package main
 
 import (
@@ -55,6 +56,15 @@ type config struct {
 	quietWait        time.Duration
 	quietCores       float64
 	pacedRate        float64 // requests/s of the open-loop latency runs; 0 skips them
+	// The replication scenario (-replication), run alone.
+	replication  bool
+	lagRate      float64
+	lagDepth     int
+	syncKeys     int
+	syncRounds   int
+	syncLoadRate float64
+	failovers    int
+	sentinelBin  string
 }
 
 type bench struct {
@@ -150,6 +160,14 @@ func parseFlags(args []string) (config, error) {
 	fs.Float64Var(&cfg.quietCores, "quiet", 0.3, "cores other processes may use during a run for it to count as quiet (runs above are marked busy)")
 	fs.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write the load generator's own CPU profile to this file (is the client lean?)")
 	fs.BoolVar(&cfg.quick, "quick", false, "short runs, small key counts, no big keyspaces: a smoke test")
+	fs.BoolVar(&cfg.replication, "replication", false, "run only the replication scenario (about 5 minutes; -quick: about 1): lag, throughput with replicas, full sync, failover under redis-sentinel; writes replication.md and replication.json")
+	fs.Float64Var(&cfg.lagRate, "repl-lag-rate", 50_000, "-replication: writes/s on the master while the replicas' lag is measured; 0 skips it")
+	fs.IntVar(&cfg.lagDepth, "repl-lag-depth", 1, "-replication: pipeline depth of the writes of the lag measurement (the rate is over all connections; a batch is sent as one)")
+	fs.IntVar(&cfg.syncKeys, "repl-sync-keys", 1_000_000, "-replication: keys on the master of the full-sync rounds; 0 skips them")
+	fs.IntVar(&cfg.syncRounds, "repl-sync-rounds", 2, "-replication: full syncs measured")
+	fs.Float64Var(&cfg.syncLoadRate, "repl-sync-load", 20_000, "-replication: requests/s on the master during the full syncs (and a baseline without); 0: none")
+	fs.IntVar(&cfg.failovers, "repl-failovers", 3, "-replication: failover rounds without, and as many with, WAIT 1 100; 0 skips them")
+	fs.StringVar(&cfg.sentinelBin, "sentinel-bin", "", "-replication: redis-sentinel to use (default: from PATH)")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
 	}
@@ -170,6 +188,9 @@ func parseFlags(args []string) (config, error) {
 		quick("mem-keys", func() { cfg.memKeys = 10_000 })
 		quick("snapshot-keys", func() { cfg.snapshotKeys = 100_000 })
 		quick("big-keys", func() { cfg.bigKeys = false })
+		quick("repl-sync-keys", func() { cfg.syncKeys = 100_000 })
+		quick("repl-sync-rounds", func() { cfg.syncRounds = 1 })
+		quick("repl-failovers", func() { cfg.failovers = 1 })
 	}
 	for _, d := range strings.Split(*depths, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(d))
@@ -197,6 +218,10 @@ func parseFlags(args []string) (config, error) {
 		return cfg, errors.New("-mem-keys must be at least 10 and -snapshot-keys at least 1")
 	case cfg.pacedRate < 0:
 		return cfg, errors.New("-paced-rate must not be negative")
+	case cfg.lagRate < 0 || cfg.syncLoadRate < 0 || cfg.syncKeys < 0 || cfg.syncRounds < 1 || cfg.failovers < 0 || cfg.lagDepth < 1:
+		return cfg, errors.New("-repl-lag-rate, -repl-sync-load, -repl-sync-keys and -repl-failovers must not be negative, -repl-sync-rounds at least 1")
+	case cfg.syncKeys == 1:
+		return cfg, errors.New("-repl-sync-keys must be 0 or at least 2 (half strings, half rate limits)")
 	}
 	return cfg, nil
 }
@@ -252,6 +277,9 @@ func (b *bench) run(ctx context.Context) (int, error) {
 		if b.limitkvBin, err = buildLimitkv(b.tmp); err != nil {
 			return 1, err
 		}
+	}
+	if b.cfg.replication {
+		return b.runReplication(ctx, started, redisVersion)
 	}
 	b.res = &results{Meta: b.meta(started, redisVersion)}
 	b.logf("machine: %s, %d cores; load average %.2f %.2f %.2f", b.res.Meta.CPU, b.res.Meta.Cores,
