@@ -164,7 +164,7 @@ func replMarkdown(r *replResults) string {
 		p("A master holding %s keys (%s `SET str:<n> <32 bytes>` and %s `RL.FIXED rl:<n> 100 1h` states, loaded by 4 connections pipelining 256 deep in %.1f s; master RSS %s). An empty limitkv is started and sent `REPLICAOF` the master; its `INFO replication` is read every 2 ms from then on.",
 			commas(float64(s.Keys)), commas(float64(s.Strings)), commas(float64(s.RateLimits)), s.FillSec, mib(s.MasterRSS))
 		if s.LoadRate > 0 {
-			p("Meanwhile the master serves %s requests/s, open loop, from %d connections (`%s`), whose latency is compared with a baseline run without a sync: a full sync captures the keyspace shard by shard, each under its lock, so the longest time it held one shard shows as the worst latency of the requests waiting on that shard (with everything the two cores are doing besides).",
+			p("Meanwhile the master serves %s requests/s, open loop, from %d connections (`%s`), whose latency is compared with a baseline run without a sync: a full sync captures the keyspace shard by shard, each under its lock, so the longest time it held one shard shows as the worst latency of the requests waiting on that shard, together with the wait for a core: the sync's two ends keep more than a core busy (the CPU columns), so on 2 shared cores the load queues too.",
 				commas(s.LoadRate), s.LoadConns, strings.Join(s.LoadOps, "`, `"))
 		}
 		p("")
