@@ -151,27 +151,18 @@ func channelsShrunk(old, new *userRules) bool {
 // channel or pattern its new rules deny, as Redis does when ACL SETUSER
 // takes channels away: the rules' channel patterns match a subscribed
 // channel as a glob, a subscribed pattern only literally. The caller's own
-// connection closes after this reply.
+// connection closes after this reply. It is called only when
+// channelsShrunk, so no selector of rules allows every channel and a
+// channel is allowed exactly when a pattern of some selector matches it,
+// as Redis's check against the union of the selectors' patterns says.
 func (s *Server) dropRevokedSubscribers(c *Ctx, u *aclUser, rules *userRules) {
-	var upcoming []string
-	for _, sel := range rules.selectors {
-		upcoming = append(upcoming, sel.channels...)
-	}
-	allowed := func(name []byte, isPattern bool) bool {
-		for _, p := range upcoming {
-			if isPattern && p == string(name) || !isPattern && engine.Match([]byte(p), name, false) {
-				return true
-			}
-		}
-		return false
-	}
 	r := &s.pubsub
 	locked := r.rlock(c)
 	doomed := map[*Client]bool{}
 	for k := range psKinds {
 		for _, set := range r.subs[k] {
 			for cl := range set.clients {
-				if !doomed[cl] && cl.user.Load() == u && !allowed(set.name, k == psPattern) {
+				if !doomed[cl] && cl.user.Load() == u && !rules.channelAllowed(set.name, k == psPattern) {
 					doomed[cl] = true
 				}
 			}
@@ -381,13 +372,13 @@ func (s *Server) checkScriptCall(caller *Client, spec *Spec, args [][]byte) stri
 // msgACLSubSyntax is Redis's reply when a subcommand's own checks refuse
 // its arguments (ACL CAT a b): the subcommand as typed.
 func msgACLSubSyntax(c *Ctx) string {
-	return "ERR unknown subcommand or wrong number of arguments for '" + trunc(string(c.Args[1]), 128) + "'. Try ACL HELP."
+	return "unknown subcommand or wrong number of arguments for '" + trunc(string(c.Args[1]), 128) + "'. Try ACL HELP."
 }
 
 func cmdACLSetUser(c *Ctx) {
 	name := string(c.Args[2])
 	if hasSpaces(name) {
-		c.W.Error("ERR Usernames can't contain spaces or null characters")
+		c.W.Error("Usernames can't contain spaces or null characters")
 		return
 	}
 	ops := make([]string, 0, len(c.Args)-3)
@@ -404,7 +395,7 @@ func cmdACLSetUser(c *Ctx) {
 func cmdACLDelUser(c *Ctx) {
 	for _, a := range c.Args[2:] {
 		if string(a) == "default" {
-			c.W.Error("ERR The 'default' user cannot be removed")
+			c.W.Error("The 'default' user cannot be removed")
 			return
 		}
 	}
@@ -491,7 +482,7 @@ func cmdACLWhoami(c *Ctx) {
 	}
 }
 
-const msgNoACLFile = "ERR This Redis instance is not configured to use an ACL file. You may want to specify users via the ACL SETUSER command and then issue a CONFIG REWRITE (assuming you have a Redis configuration file set) in order to store users in the Redis configuration."
+const msgNoACLFile = "This Redis instance is not configured to use an ACL file. You may want to specify users via the ACL SETUSER command and then issue a CONFIG REWRITE (assuming you have a Redis configuration file set) in order to store users in the Redis configuration."
 
 func cmdACLLoad(c *Ctx) {
 	path := c.Srv.Cfg.Get("aclfile")
@@ -514,7 +505,7 @@ func cmdACLSave(c *Ctx) {
 	}
 	if err := c.Srv.saveACLFile(path); err != nil {
 		c.Srv.Log.Warn("ACL SAVE failed", "file", path, "err", err)
-		c.W.Error("ERR There was an error trying to save the ACLs. Please check the server logs for more information")
+		c.W.Error("There was an error trying to save the ACLs. Please check the server logs for more information")
 		return
 	}
 	c.W.OK()
@@ -534,7 +525,7 @@ func cmdACLCat(c *Ctx) {
 	}
 	cat := CategoryByName(strings.ToLower(string(c.Args[2])))
 	if cat == 0 {
-		c.W.Error("ERR Unknown category '" + trunc(string(c.Args[2]), 128) + "'")
+		c.W.Error("Unknown category '" + trunc(string(c.Args[2]), 128) + "'")
 		return
 	}
 	var names []string
@@ -628,7 +619,7 @@ func cmdACLLog(c *Ctx) {
 func cmdACLDryRun(c *Ctx) {
 	u := c.Srv.acl.user(string(c.Args[2]))
 	if u == nil {
-		c.W.Error("ERR User '" + string(c.Args[2]) + "' not found")
+		c.W.Error("User '" + string(c.Args[2]) + "' not found")
 		return
 	}
 	args := c.Args[3:]
@@ -637,11 +628,11 @@ func cmdACLDryRun(c *Ctx) {
 		cmd = cmd.lookupSub(args[1])
 	}
 	if cmd == nil {
-		c.W.Error("ERR Command '" + string(args[0]) + "' not found")
+		c.W.Error("Command '" + string(args[0]) + "' not found")
 		return
 	}
 	if !cmd.arityOK(len(args)) {
-		c.W.Error("ERR wrong number of arguments for '" + cmd.FullName() + "' command")
+		c.W.Error("wrong number of arguments for '" + cmd.FullName() + "' command")
 		return
 	}
 	switch res, pos := u.rules.Load().checkCommand(cmd, args); res {

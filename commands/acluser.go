@@ -993,8 +993,8 @@ func (r *userRules) checkCommand(cmd *Spec, args [][]byte) (int, int) {
 	return relevant, last
 }
 
-// channelAllowed is ACLUserCheckChannelPerm, for Pub/Sub to ask about one
-// channel (or pattern) of a client's user.
+// channelAllowed is ACLUserCheckChannelPerm: whether some selector allows
+// one channel (or, isPattern, one PSUBSCRIBE pattern).
 func (r *userRules) channelAllowed(ch []byte, isPattern bool) bool {
 	for _, s := range r.selectors {
 		if s.allChannels || s.channelAllowed(ch, isPattern) {

@@ -42,7 +42,8 @@ func (s *Server) Run(ctx context.Context) {
 				return
 			case now := <-tick.C:
 				s.ops.sample(now, s.commandsProcessed())
-				s.mem.note(heapInUse())
+				s.memoryTick()
+				s.mem.note(s.usedMemory())
 				s.release.tick(now, s.Net.ReleasedBytes()+s.Eng.FreedBytes())
 			}
 		}

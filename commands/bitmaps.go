@@ -8,9 +8,9 @@ import (
 // the engine reads and grows them through its string API.
 
 const (
-	msgBitOffset = "ERR bit offset is not an integer or out of range"
-	msgBitValue  = "ERR bit is not an integer or out of range"
-	msgBitArg    = "ERR The bit argument must be 1 or 0."
+	msgBitOffset = "bit offset is not an integer or out of range"
+	msgBitValue  = "bit is not an integer or out of range"
+	msgBitArg    = "The bit argument must be 1 or 0."
 	msgBitOpNot  = "ERR BITOP NOT must be called with a single source key."
 )
 
@@ -35,6 +35,11 @@ func cmdSetBit(c *Ctx) {
 		c.W.Error(msgBitValue)
 		return
 	}
+	grow, ok := c.reserveGrowth(c.Args[1], int64(offset>>3)+1)
+	if !ok {
+		return
+	}
+	defer c.Srv.releaseGrowth(grow)
 	old, err := c.Shard(c.Args[1]).SetBit(c.DB, c.Args[1], c.Now, offset, int(bit))
 	if err != nil {
 		c.Err(err)

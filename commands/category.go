@@ -42,9 +42,6 @@ var categoryNames = [numCategories]string{
 	"scripting",
 }
 
-// CategoryNames returns every category's name, without "@", in order.
-func CategoryNames() []string { return categoryNames[:] }
-
 // CategoryByName returns the category called name (lower case, without
 // "@"), or 0 if there is none.
 func CategoryByName(name string) Category {

@@ -48,9 +48,14 @@ type Client struct {
 	// Transaction state.
 	multi    bool
 	txFailed bool // a command failed to queue: EXEC answers EXECABORT
-	queued   []queuedCmd
-	watch    engine.Watch
-	watching []watchedKey
+	// txDenyOOM: a queued command may grow memory, so EXEC may not run
+	// over maxmemory. oomAtStart: memory was over maxmemory when the
+	// current request began (Redis's pre_command_oom_state, for scripts).
+	txDenyOOM  bool
+	oomAtStart bool
+	queued     []queuedCmd
+	watch      engine.Watch
+	watching   []watchedKey
 
 	// Replication (replication.go): the client's batch of effects, the
 	// stream's offset after its last write (WAIT), what it said in
@@ -153,6 +158,7 @@ func (cl *Client) queue(spec *Spec, args [][]byte) {
 func (cl *Client) discardTx() {
 	cl.multi = false
 	cl.txFailed = false
+	cl.txDenyOOM = false
 	clear(cl.queued)
 	cl.queued = cl.queued[:0]
 	cl.multiLen.Store(-1)

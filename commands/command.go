@@ -353,13 +353,13 @@ func getKeys(c *Ctx, withFlags bool) {
 	spec := c.Srv.findSpec(args)
 	switch {
 	case spec == nil:
-		c.W.Error("ERR Invalid command specified")
+		c.W.Error("Invalid command specified")
 		return
 	case !spec.hasKeys():
-		c.W.Error("ERR The command has no key arguments")
+		c.W.Error("The command has no key arguments")
 		return
 	case !spec.arityOK(len(args)):
-		c.W.Error("ERR Invalid number of arguments specified for command")
+		c.W.Error("Invalid number of arguments specified for command")
 		return
 	}
 	pos := spec.keyPositions(args, nil)
@@ -367,7 +367,7 @@ func getKeys(c *Ctx, withFlags bool) {
 		if spec.Flags&NoMandatoryKeys != 0 {
 			c.W.Array(0) // EVAL with numkeys 0
 		} else {
-			c.W.Error("ERR Invalid arguments specified for command")
+			c.W.Error("Invalid arguments specified for command")
 		}
 		return
 	}

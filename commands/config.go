@@ -42,6 +42,12 @@ type Config struct {
 	logLevel      atomic.Pointer[string]
 	onLevel       func(string)
 	maxMemory     atomic.Int64
+	// Eviction settings (maxmemory.go): what the engine is told.
+	evictPolicy   atomic.Int64 // an engine.Policy
+	evictSamples  atomic.Int64
+	lfuLogFactor  atomic.Int64
+	lfuDecayTime  atomic.Int64
+	evictTenacity atomic.Int64
 	listpack      [4]atomic.Int64 // hash entries, hash value, zset entries, zset value
 	aclLogMax     atomic.Int64
 	// users are the config file's "user" lines (Server.LoadUsers).
@@ -181,11 +187,30 @@ func configParams() []*param {
 			help: "allow the DEBUG command (tests only)", apply: func(c *Config, v string, _ int64) { c.debug.Store(v != "no") }},
 		{name: "busy-reply-threshold", alias: "lua-time-limit", kind: pInt, def: "5000", min: 0, max: 1<<63 - 1,
 			help: "ms a script may run before other clients get BUSY", apply: func(c *Config, _ string, n int64) { c.busyMs.Store(n) }},
-		{name: "maxmemory", kind: pMemory, def: "0", min: 0, max: 1<<63 - 1, help: "memory limit (0: none)",
-			apply: func(c *Config, _ string, n int64) { c.maxMemory.Store(n) }},
+		{name: "maxmemory", kind: pMemory, def: "0", min: 0, max: 1<<63 - 1, help: "memory limit (0: none); see maxmemory-policy",
+			apply: func(c *Config, _ string, n int64) {
+				c.maxMemory.Store(n)
+				if c.srv != nil {
+					c.srv.limits.setMemoryLimit(n)
+				}
+			}},
 		{name: "maxmemory-policy", kind: pEnum, def: "noeviction",
 			enum: []string{"volatile-lru", "volatile-lfu", "volatile-random", "volatile-ttl", "allkeys-lru", "allkeys-lfu", "allkeys-random", "noeviction"},
-			help: "accepted for compatibility; limitkv never evicts and refuses writes past maxmemory"},
+			help: "what goes past maxmemory: noeviction refuses writes; the others evict keys (allkeys-lfu suits rate limiting)",
+			apply: func(c *Config, v string, _ int64) {
+				p, _ := engine.ParsePolicy(v)
+				c.evictPolicy.Store(int64(p))
+				c.applyEviction()
+			}},
+		{name: "maxmemory-samples", kind: pInt, def: "5", min: 1, max: 2147483647, help: "keys sampled per eviction",
+			apply: func(c *Config, _ string, n int64) { c.evictSamples.Store(n); c.applyEviction() }},
+		{name: "maxmemory-eviction-tenacity", kind: pInt, def: "10", min: 0, max: 100,
+			help:  "how long eviction may run per command (10: 500 us; 100: no limit)",
+			apply: func(c *Config, _ string, n int64) { c.evictTenacity.Store(n) }},
+		{name: "lfu-log-factor", kind: pInt, def: "10", min: 0, max: 2147483647, help: "how slowly LFU counters grow",
+			apply: func(c *Config, _ string, n int64) { c.lfuLogFactor.Store(n); c.applyEviction() }},
+		{name: "lfu-decay-time", kind: pInt, def: "1", min: 0, max: 2147483647, help: "minutes for an LFU counter to lose one",
+			apply: func(c *Config, _ string, n int64) { c.lfuDecayTime.Store(n); c.applyEviction() }},
 		{name: "hash-max-listpack-entries", alias: "hash-max-ziplist-entries", kind: pInt, def: "512", min: 0, max: 1<<63 - 1,
 			help: "hashes up to this many fields use the compact encoding"},
 		{name: "hash-max-listpack-value", alias: "hash-max-ziplist-value", kind: pInt, def: "64", min: 0, max: 1<<63 - 1,
@@ -299,6 +324,19 @@ func (c *Config) bind(s *Server) {
 			p.apply(c, v, n)
 		}
 	}
+}
+
+// applyEviction hands the eviction settings to the engine.
+func (c *Config) applyEviction() {
+	if c.srv == nil {
+		return
+	}
+	c.srv.Eng.SetEviction(engine.Eviction{
+		Policy:       engine.Policy(c.evictPolicy.Load()),
+		Samples:      int(c.evictSamples.Load()),
+		LFULogFactor: int(c.lfuLogFactor.Load()),
+		LFUDecayTime: int(c.lfuDecayTime.Load()),
+	})
 }
 
 // userLines returns the config file's user lines.

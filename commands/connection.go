@@ -27,7 +27,7 @@ func cmdPing(c *Ctx) {
 	case 2:
 		c.W.Bulk(c.Args[1])
 	default:
-		c.W.Error("ERR wrong number of arguments for 'ping' command")
+		c.W.Error("wrong number of arguments for 'ping' command")
 	}
 }
 
@@ -102,7 +102,7 @@ func cmdHello(c *Ctx) {
 	if len(args) >= 2 {
 		v, ok := engine.ParseInt(args[1])
 		if !ok {
-			c.W.Error("ERR Protocol version is not an integer or out of range")
+			c.W.Error("Protocol version is not an integer or out of range")
 			return
 		}
 		if v != 2 && v != 3 {
@@ -125,7 +125,7 @@ func cmdHello(c *Ctx) {
 			name, setName = args[j+1], true
 			j++
 		default:
-			c.W.Error("ERR Syntax error in HELLO option '" + string(args[j]) + "'")
+			c.W.Error("Syntax error in HELLO option '" + string(args[j]) + "'")
 			return
 		}
 	}
@@ -158,7 +158,7 @@ func cmdHello(c *Ctx) {
 	c.W.Array(0)
 }
 
-const msgClientName = "ERR Client names cannot contain spaces, newlines or special characters."
+const msgClientName = "Client names cannot contain spaces, newlines or special characters."
 
 // validClientName allows printable ASCII without spaces, as Redis does.
 func validClientName(b []byte) bool {
@@ -212,7 +212,7 @@ func cmdClientSetInfo(c *Ctx) {
 	case is(c.Args[2], "LIB-VER"):
 		c.Client.libVer.Store(&v)
 	default:
-		c.W.Error("ERR Unrecognized option '" + string(c.Args[2]) + "'")
+		c.W.Error("Unrecognized option '" + string(c.Args[2]) + "'")
 		return
 	}
 	c.W.OK()
@@ -244,7 +244,7 @@ func cmdClientList(c *Ctx) {
 			case "master":
 				clients = nil // the link to a master is not a client here
 			default:
-				c.W.Error("ERR Unknown client type '" + string(args[1]) + "'")
+				c.W.Error("Unknown client type '" + string(args[1]) + "'")
 				return
 			}
 		case is(args[0], "ID") && len(args) >= 2:
@@ -252,7 +252,7 @@ func cmdClientList(c *Ctx) {
 			for _, a := range args[1:] {
 				id, ok := engine.ParseInt(a)
 				if !ok {
-					c.W.Error("ERR Invalid client ID")
+					c.W.Error("Invalid client ID")
 					return
 				}
 				want[id] = true
@@ -290,7 +290,7 @@ func cmdClientKill(c *Ctx) {
 				return
 			}
 		}
-		c.W.Error("ERR No such client")
+		c.W.Error("No such client")
 		return
 	}
 	if len(args)%2 != 0 {
@@ -306,7 +306,7 @@ func cmdClientKill(c *Ctx) {
 		case is(args[j], "ID"):
 			n, ok := engine.ParseInt(v)
 			if !ok || n <= 0 {
-				c.W.Error("ERR client-id should be greater than 0")
+				c.W.Error("client-id should be greater than 0")
 				return
 			}
 			id = n
@@ -319,7 +319,7 @@ func cmdClientKill(c *Ctx) {
 		case is(args[j], "TYPE"):
 			typ = strings.ToLower(string(v))
 			if typ != "normal" && typ != "master" && typ != "replica" && typ != "slave" && typ != "pubsub" {
-				c.W.Error("ERR Unknown client type '" + string(v) + "'")
+				c.W.Error("Unknown client type '" + string(v) + "'")
 				return
 			}
 			if typ == "replica" {
@@ -343,7 +343,7 @@ func cmdClientKill(c *Ctx) {
 	var byUser *aclUser
 	if user != "" {
 		if byUser = c.Srv.acl.user(user); byUser == nil {
-			c.W.Error("ERR No such user '" + user + "'")
+			c.W.Error("No such user '" + user + "'")
 			return
 		}
 	}

@@ -36,6 +36,7 @@ type Server struct {
 	ops       opsMeter
 	startTime time.Time
 	mem       memoryMarks
+	limits    memoryLimits
 	release   memRelease
 	scripts   scriptEngine
 	// shutdownSpec is SHUTDOWN, which may stop a busy script.
@@ -179,7 +180,7 @@ func (c *Ctx) Held() bool { return c.held }
 func (s *Server) Open(conn *resp.Conn) string {
 	if s.clients.count() >= int(s.Cfg.maxClients.Load()) {
 		s.stats.Rejected.Add(1)
-		return "ERR max number of clients reached" // over TLS: dropped unsent, as in Redis
+		return "max number of clients reached" // over TLS: dropped unsent, as in Redis
 	}
 	// As Redis does: a TLS client counts against maxclients from here, its
 	// handshake done; protected mode is checked after it, so that the
@@ -298,7 +299,7 @@ func (s *Server) execute(cl *Client, w *resp.Writer, args [][]byte, now int64) {
 	}
 	if cl.multi && spec.Flags&NoMulti != 0 {
 		spec.reject.Add(1)
-		w.Error("ERR Command not allowed inside a transaction")
+		w.Error("Command not allowed inside a transaction")
 		cl.flagTx()
 		return
 	}
@@ -309,6 +310,11 @@ func (s *Server) execute(cl *Client, w *resp.Writer, args [][]byte, now int64) {
 			s.reject(cl, w, spec, s.aclDenied(cl, spec, args, res, pos))
 			return
 		}
+	}
+	// maxmemory: evict, then refuse what may grow memory (maxmemory.go).
+	if s.rejectOOM(cl, spec, args, now) {
+		s.reject(cl, w, spec, msgOOM)
+		return
 	}
 	if msg := s.replicationRefusal(cl, spec); msg != "" {
 		s.reject(cl, w, spec, msg)
@@ -353,6 +359,9 @@ func (s *Server) execute(cl *Client, w *resp.Writer, args [][]byte, now int64) {
 		s.scripts.inFlight.exit(cl.ID) // a script started meanwhile: wait for it
 	}
 	if cl.multi && !isTxControl(spec) {
+		if !cl.txDenyOOM && s.denyOOM(spec, args) {
+			cl.txDenyOOM = true // EXEC is deny-oom now, as Redis's mstate.cmd_flags
+		}
 		cl.queue(spec, args)
 		w.Simple("QUEUED")
 		return
@@ -433,28 +442,19 @@ func (s *Server) clockAt(t time.Time) int64 {
 	return s.Eng.Now()
 }
 
-// resolve finds the spec for a request and checks its arity, returning
-// Redis's error text when it cannot.
-func (s *Server) resolve(args [][]byte) (*Spec, string) {
-	spec, msg := s.lookup(args)
-	if msg != "" {
-		return nil, msg
-	}
-	return spec, ""
-}
-
-// lookup is resolve, but it returns the spec of a known command that has
-// the wrong arity along with the error, so that the refusal counts as
-// that command's rejected call, as in Redis.
+// lookup finds the spec for a request and checks its arity, returning
+// Redis's error text when it cannot. The spec of a known command that has
+// the wrong arity comes back along with the error, so that the refusal
+// counts as that command's rejected call, as in Redis.
 func (s *Server) lookup(args [][]byte) (*Spec, string) {
 	spec := s.findSpec(args)
 	switch {
 	case spec == nil && s.Table.Lookup(args[0]) == nil:
 		return nil, unknownCommand(args)
 	case spec == nil:
-		return nil, "ERR unknown subcommand '" + trunc(string(args[1]), 128) + "'. Try " + strings.ToUpper(string(args[0])) + " HELP."
+		return nil, "unknown subcommand '" + trunc(string(args[1]), 128) + "'. Try " + strings.ToUpper(string(args[0])) + " HELP."
 	case !spec.arityOK(len(args)):
-		return spec, "ERR wrong number of arguments for '" + spec.FullName() + "' command"
+		return spec, "wrong number of arguments for '" + spec.FullName() + "' command"
 	}
 	return spec, ""
 }
@@ -483,7 +483,7 @@ func unknownCommand(args [][]byte) string {
 		quoted = append(quoted, a...)
 		quoted = append(quoted, '\'', ' ')
 	}
-	return "ERR unknown command '" + trunc(string(args[0]), 128) + "', with args beginning with: " + string(quoted)
+	return "unknown command '" + trunc(string(args[0]), 128) + "', with args beginning with: " + string(quoted)
 }
 
 func trunc(s string, n int) string {

@@ -41,3 +41,32 @@ func BenchmarkDispatch(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkDispatchMaxmemory is BenchmarkDispatch's GET and SET with
+// maxmemory set, under the limit: the cost of the check before every
+// command (maxmemory.go), which BenchmarkDispatch does without.
+func BenchmarkDispatchMaxmemory(b *testing.B) {
+	eng := engine.New(engine.Config{Databases: 1})
+	cfg := NewConfig()
+	if err := cfg.Set([][2]string{{"maxmemory", "1gb"}, {"maxmemory-policy", "allkeys-lru"}}, true); err != nil {
+		b.Fatal(err)
+	}
+	srv := New(eng, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	b.Cleanup(func() { srv.Cfg.Set([][2]string{{"maxmemory", "0"}}, false) })
+	cl := newTestClient(srv)
+	w := resp.NewWriter(2)
+	for _, args := range [][]string{{"SET", "key", "value"}, {"GET", "key"}} {
+		b.Run(args[0], func(b *testing.B) {
+			argv := make([][]byte, len(args))
+			for i := range args {
+				argv[i] = []byte(args[i])
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				srv.request(cl, w, argv)
+				w.Reset()
+			}
+		})
+	}
+}

@@ -6,18 +6,22 @@ import (
 	"limitkv/engine"
 )
 
-// Redis's reply texts for common failures.
+// Redis's reply texts for common failures. They go to resp.Writer.Error,
+// which adds the code "ERR " unless a text starts with an upper-case word
+// of its own (WRONGTYPE); a text whose first word is upper case but is not
+// a code (DB index...) spells ERR itself so that the word is not taken for
+// one.
 const (
-	msgSyntax      = "ERR syntax error"
+	msgSyntax      = "syntax error"
 	msgWrongType   = "WRONGTYPE Operation against a key holding the wrong kind of value"
-	msgNotInteger  = "ERR value is not an integer or out of range"
-	msgNotFloat    = "ERR value is not a valid float"
-	msgOverflow    = "ERR increment or decrement would overflow"
-	msgNoSuchKey   = "ERR no such key"
-	msgOutOfRange  = "ERR index out of range"
+	msgNotInteger  = "value is not an integer or out of range"
+	msgNotFloat    = "value is not a valid float"
+	msgOverflow    = "increment or decrement would overflow"
+	msgNoSuchKey   = "no such key"
+	msgOutOfRange  = "index out of range"
 	msgDBIndex     = "ERR DB index is out of range"
-	msgStringLimit = "ERR string exceeds maximum allowed size (proto-max-bulk-len)"
-	msgNaNOrInf    = "ERR increment would produce NaN or Infinity"
+	msgStringLimit = "string exceeds maximum allowed size (proto-max-bulk-len)"
+	msgNaNOrInf    = "increment would produce NaN or Infinity"
 )
 
 // engineErrors maps the engine's sentinel errors to Redis's replies. Every
@@ -31,7 +35,7 @@ var engineErrors = map[error]string{
 	engine.ErrNoSuchKey:    msgNoSuchKey,
 	engine.ErrOutOfRange:   msgOutOfRange,
 	engine.ErrStringTooBig: msgStringLimit,
-	engine.ErrLoginEntry:   "ERR the list at this key holds an entry that is not a login time in ms",
+	engine.ErrLoginEntry:   "the list at this key holds an entry that is not a login time in ms",
 }
 
 // Err replies with the Redis text for err.

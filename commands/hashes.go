@@ -10,9 +10,9 @@ import (
 // HGETALL HKEYS HVALS HINCRBY HINCRBYFLOAT HSCAN.
 
 const (
-	msgHashNotInteger = "ERR hash value is not an integer"
-	msgHashNotFloat   = "ERR hash value is not a float"
-	msgNaNOrInfArg    = "ERR value is NaN or Infinity"
+	msgHashNotInteger = "hash value is not an integer"
+	msgHashNotFloat   = "hash value is not a float"
+	msgNaNOrInfArg    = "value is NaN or Infinity"
 )
 
 // hashLimits returns the compact encoding's bounds as configured now.
@@ -73,7 +73,7 @@ func cmdHMSet(c *Ctx) {
 // returns how many fields were new.
 func hashSetPairs(c *Ctx) (int64, bool) {
 	if len(c.Args)%2 != 0 {
-		c.W.Error("ERR wrong number of arguments for '" + c.Spec.FullName() + "' command")
+		c.W.Error("wrong number of arguments for '" + c.Spec.FullName() + "' command")
 		return 0, false
 	}
 	key := c.Args[1]

@@ -51,7 +51,7 @@ func expireGeneric(c *Ctx, unit, base int64) {
 		case is(a, "LT"):
 			lt = true
 		default:
-			c.W.Error("ERR Unsupported option " + string(a))
+			c.W.Error("Unsupported option " + string(a))
 			return
 		}
 	}
@@ -67,7 +67,7 @@ func expireGeneric(c *Ctx, unit, base int64) {
 	if !ok {
 		return
 	}
-	invalid := "ERR invalid expire time in '" + c.Spec.FullName() + "' command"
+	invalid := "invalid expire time in '" + c.Spec.FullName() + "' command"
 	if unit == 1000 {
 		if when > math.MaxInt64/1000 || when < math.MinInt64/1000 {
 			c.W.Error(invalid)
@@ -218,7 +218,7 @@ type scanOptions struct {
 func (c *Ctx) cursorAt(i int) (uint64, bool) {
 	cursor, ok := parseCursor(c.Args[i])
 	if !ok {
-		c.W.Error("ERR invalid cursor")
+		c.W.Error("invalid cursor")
 	}
 	return cursor, ok
 }
@@ -306,8 +306,7 @@ func cmdRenameNX(c *Ctx) { rename(c, true) }
 func rename(c *Ctx, nx bool) {
 	src, dst := c.Args[1], c.Args[2]
 	from := c.Shard(src)
-	e, ok := from.Find(c.DB, src, c.Now)
-	if !ok {
+	if _, ok := from.Find(c.DB, src, c.Now); !ok {
 		c.W.Error(msgNoSuchKey)
 		return
 	}
@@ -325,7 +324,8 @@ func rename(c *Ctx, nx bool) {
 		return
 	}
 	// Looking up dst may have expired it and moved src's slot: find again.
-	if e, ok = from.Find(c.DB, src, c.Now); !ok {
+	e, ok := from.Find(c.DB, src, c.Now)
+	if !ok {
 		c.W.Error(msgNoSuchKey)
 		return
 	}
@@ -375,7 +375,7 @@ func (c *Ctx) dbIndex(i int, notInt string) (int, bool) {
 	if n < math.MinInt32 || n > math.MaxInt32 {
 		// Redis reads the index as a C int.
 		if notInt == msgNotInteger {
-			notInt = "ERR value is out of range, value must between -2147483648 and 2147483647"
+			notInt = "value is out of range, value must between -2147483648 and 2147483647"
 		}
 		c.W.Error(notInt)
 		return 0, false
@@ -398,11 +398,11 @@ func cmdSelect(c *Ctx) {
 }
 
 func cmdSwapDB(c *Ctx) {
-	a, ok := c.dbIndex(1, "ERR invalid first DB index")
+	a, ok := c.dbIndex(1, "invalid first DB index")
 	if !ok {
 		return
 	}
-	b, ok := c.dbIndex(2, "ERR invalid second DB index")
+	b, ok := c.dbIndex(2, "invalid second DB index")
 	if !ok {
 		return
 	}

@@ -165,7 +165,7 @@ func cmdLatencyReset(c *Ctx) {
 func cmdLatencyGraph(c *Ctx) {
 	v, ok := c.Srv.latency.view(string(c.Args[2]))
 	if !ok {
-		c.W.Error("ERR No samples available for event '" + string(c.Args[2]) + "'")
+		c.W.Error("No samples available for event '" + string(c.Args[2]) + "'")
 		return
 	}
 	c.W.Verbatim("txt", latencyGraph(v, time.Now().Unix()))

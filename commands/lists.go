@@ -13,7 +13,7 @@ import (
 // type check). Reads look keys up with Lookup, which counts keyspace hits
 // and misses; writes with Find, which does not, as in Redis.
 
-const msgMustBePositive = "ERR value is out of range, must be positive"
+const msgMustBePositive = "value is out of range, must be positive"
 
 // listAt returns the list stored under key, nil when there is none. It
 // replies WRONGTYPE and returns false for a key of another type.
@@ -91,7 +91,7 @@ func pop(c *Ctx, head bool) {
 	// The table's arity (-2) admits any number of arguments; like Redis,
 	// the handler refuses more than a count with the arity error.
 	if len(c.Args) > 3 {
-		c.W.Error("ERR wrong number of arguments for '" + c.Spec.FullName() + "' command")
+		c.W.Error("wrong number of arguments for '" + c.Spec.FullName() + "' command")
 		return
 	}
 	hasCount := len(c.Args) == 3

@@ -155,6 +155,7 @@ func (s *Server) Stats() ServerStats {
 		SlowlogLen: s.slowlog.len(),
 	}
 	st.NetInputBytes, st.NetOutBytes = s.Net.NetBytes()
+	st.EvictedKeys = s.Eng.EvictedKeys()
 	for i := 0; i < engine.Shards; i++ {
 		sh := s.Eng.Shard(i)
 		sh.Lock()

@@ -3,7 +3,7 @@ package commands
 // Persistence commands: SAVE BGSAVE LASTSAVE. They drive the snapshot
 // store wired in through Server.Hooks; with persistence off they say so.
 
-const msgNoPersistence = "ERR persistence is off (limitkv was started with --persistence no)"
+const msgNoPersistence = "persistence is off (limitkv was started with --persistence no)"
 
 func cmdSave(c *Ctx) {
 	if c.Srv.Hooks.Save == nil {
@@ -11,7 +11,7 @@ func cmdSave(c *Ctx) {
 		return
 	}
 	if err := c.Srv.Hooks.Save(); err != nil {
-		c.W.Error("ERR snapshot failed: " + err.Error())
+		c.W.Error("snapshot failed: " + err.Error())
 		return
 	}
 	c.W.OK()

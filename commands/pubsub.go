@@ -491,7 +491,7 @@ func pubsubNumSub(c *Ctx, k psKind) {
 
 // subcommandSyntaxError is Redis's addReplySubcommandSyntaxError.
 func subcommandSyntaxError(c *Ctx) {
-	c.W.Error("ERR unknown subcommand or wrong number of arguments for '" + trunc(string(c.Args[1]), 128) +
+	c.W.Error("unknown subcommand or wrong number of arguments for '" + trunc(string(c.Args[1]), 128) +
 		"'. Try " + strings.ToUpper(string(c.Args[0])) + " HELP.")
 }
 

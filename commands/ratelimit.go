@@ -127,21 +127,21 @@ func (c *Ctx) parseRules(fixed bool) (rlArgs, bool) {
 		}
 		limit, ok := limitValue(args[j])
 		if !ok {
-			c.W.Error("ERR invalid limit '" + string(args[j]) + "': expected " + limitRange)
+			c.W.Error("invalid limit '" + string(args[j]) + "': expected " + limitRange)
 			return a, false
 		}
 		if j+1 >= len(args) {
-			c.W.Error("ERR limit " + string(args[j]) + " has no window")
+			c.W.Error("limit " + string(args[j]) + " has no window")
 			return a, false
 		}
 		window, ok := ParseDuration(args[j+1])
 		if !ok {
-			c.W.Error("ERR invalid window '" + string(args[j+1]) + "' for limit " + string(args[j]) +
+			c.W.Error("invalid window '" + string(args[j+1]) + "' for limit " + string(args[j]) +
 				": expected a whole number with unit ms, s, m, h or d (a bare number is seconds), from 1ms to 3650d")
 			return a, false
 		}
 		if len(a.rules) == maxRules {
-			c.W.Error("ERR too many rules: at most 16 limit/window pairs")
+			c.W.Error("too many rules: at most 16 limit/window pairs")
 			return a, false
 		}
 		scratch.rules[len(a.rules)] = engine.Rule{Limit: limit, Window: window}
@@ -156,7 +156,7 @@ func (c *Ctx) parseRules(fixed bool) (rlArgs, bool) {
 		case is(opt, "COST") && hasValue && !seenCost:
 			n, ok := limitValue(args[j+1])
 			if !ok {
-				c.W.Error("ERR invalid COST '" + string(args[j+1]) + "': expected " + limitRange)
+				c.W.Error("invalid COST '" + string(args[j+1]) + "': expected " + limitRange)
 				return a, false
 			}
 			a.cost, seenCost = n, true
@@ -171,7 +171,7 @@ func (c *Ctx) parseRules(fixed bool) (rlArgs, bool) {
 			case is(v, "FIRST"):
 				a.first = true
 			default:
-				c.W.Error("ERR invalid ALIGN '" + string(v) + "': expected EPOCH or FIRST")
+				c.W.Error("invalid ALIGN '" + string(v) + "': expected EPOCH or FIRST")
 				return a, false
 			}
 			seenAlign = true
@@ -179,7 +179,7 @@ func (c *Ctx) parseRules(fixed bool) (rlArgs, bool) {
 		case is(opt, "TZ") && fixed && hasValue && !seenTZ:
 			z, err := engine.ParseZone(args[j+1])
 			if err != nil {
-				c.W.Error("ERR invalid TZ '" + string(args[j+1]) + "': expected an IANA time zone such as Asia/Shanghai or an offset such as +08:00")
+				c.W.Error("invalid TZ '" + string(args[j+1]) + "': expected an IANA time zone such as Asia/Shanghai or an offset such as +08:00")
 				return a, false
 			}
 			a.zone, seenTZ = z, true
@@ -191,7 +191,7 @@ func (c *Ctx) parseRules(fixed bool) (rlArgs, bool) {
 			if isRLOption(opt) {
 				c.W.Error("ERR " + strings.ToUpper(string(opt)) + " given twice or not valid for " + strings.ToUpper(c.Spec.Name))
 			} else {
-				c.W.Error("ERR syntax error: unexpected argument '" + string(opt) + "'")
+				c.W.Error("syntax error: unexpected argument '" + string(opt) + "'")
 			}
 			return a, false
 		}
@@ -207,7 +207,7 @@ func (c *Ctx) parseRules(fixed bool) (rlArgs, bool) {
 			return a, false
 		}
 		if a.zone != nil && a.zone.CheckWindow(r.Window) != nil {
-			c.W.Error("ERR window '" + string(args[3+2*i]) + "' cannot be aligned to local time in " + a.zone.Name +
+			c.W.Error("window '" + string(args[3+2*i]) + "' cannot be aligned to local time in " + a.zone.Name +
 				": with TZ use a window that divides a day or a whole number of days")
 			return a, false
 		}
@@ -318,12 +318,12 @@ func infoRateLimit(s *Server, b *strings.Builder) {
 func cmdRLLogin(c *Ctx) {
 	limit, ok := limitValue(c.Args[2])
 	if !ok {
-		c.W.Error("ERR invalid limit '" + string(c.Args[2]) + "': expected " + limitRange)
+		c.W.Error("invalid limit '" + string(c.Args[2]) + "': expected " + limitRange)
 		return
 	}
 	window, ok := ParseDuration(c.Args[3])
 	if !ok {
-		c.W.Error("ERR invalid window '" + string(c.Args[3]) + "' for limit " + string(c.Args[2]) +
+		c.W.Error("invalid window '" + string(c.Args[3]) + "' for limit " + string(c.Args[2]) +
 			": expected a whole number with unit ms, s, m, h or d (a bare number is seconds), from 1ms to 3650d")
 		return
 	}
@@ -333,7 +333,7 @@ func cmdRLLogin(c *Ctx) {
 	case len(c.Args) == 6 && is(c.Args[4], "KEEP"):
 		n, ok := engine.ParseInt(c.Args[5])
 		if !ok || n < 1 || n > maxLoginKeep {
-			c.W.Error("ERR invalid KEEP '" + string(c.Args[5]) + "': expected an integer from 1 to 1048576")
+			c.W.Error("invalid KEEP '" + string(c.Args[5]) + "': expected an integer from 1 to 1048576")
 			return
 		}
 		keep = n
@@ -341,7 +341,7 @@ func cmdRLLogin(c *Ctx) {
 		c.W.Error("ERR KEEP needs a value")
 		return
 	default:
-		c.W.Error("ERR syntax error: unexpected argument '" + string(c.Args[4]) + "'")
+		c.W.Error("syntax error: unexpected argument '" + string(c.Args[4]) + "'")
 		return
 	}
 	d, err := c.Shard(c.Args[1]).Login(c.DB, c.Args[1], c.Now, limit, window, keep)

@@ -216,7 +216,7 @@ func (c *Ctx) wholeKeyspace(fn func(), db int, entry ...[]byte) {
 // execFromMaster runs a command of the master's stream that is not a
 // key's state (FLUSHALL, FLUSHDB, SWAPDB, PUBLISH), as the master ran it.
 func (s *Server) execFromMaster(db int, args [][]byte, held bool) error {
-	spec, msg := s.resolve(args)
+	spec, msg := s.lookup(args)
 	if msg != "" {
 		return errors.New(msg)
 	}
@@ -326,7 +326,7 @@ func cmdReplConf(c *Ctx) {
 		case is(args[j], "RDB-ONLY"):
 			n, ok := engine.ParseInt(v)
 			if !ok || n < 0 || n > 1 {
-				c.W.Error("ERR value is out of range, must be positive")
+				c.W.Error("value is out of range, must be positive")
 				return
 			}
 		case is(args[j], "RDB-FILTER-ONLY"):
@@ -354,7 +354,7 @@ func cmdSync(c *Ctx) {
 	if c.Spec.Name == "sync" {
 		// SYNC asks for an RDB file, which limitkv does not produce: its
 		// replicas use PSYNC and receive limitkv's own copy.
-		c.W.Error("ERR SYNC is not supported: limitkv replicas synchronize with PSYNC")
+		c.W.Error("SYNC is not supported: limitkv replicas synchronize with PSYNC")
 		return
 	}
 	off, ok := engine.ParseInt(c.Args[2])
@@ -429,11 +429,11 @@ func cmdWait(c *Ctx) {
 func (c *Ctx) timeoutArg(a []byte) (time.Duration, bool) {
 	ms, ok := engine.ParseInt(a)
 	if !ok {
-		c.W.Error("ERR timeout is not an integer or out of range")
+		c.W.Error("timeout is not an integer or out of range")
 		return 0, false
 	}
 	if ms < 0 {
-		c.W.Error("ERR timeout is negative")
+		c.W.Error("timeout is negative")
 		return 0, false
 	}
 	return time.Duration(ms) * time.Millisecond, true
@@ -544,7 +544,9 @@ func replicationParams() []*param {
 		{name: "repl-diskless-sync-max-replicas", kind: pInt, def: "0", min: 0, max: maxInt, help: "accepted for compatibility"},
 		{name: "repl-diskless-load", kind: pEnum, def: "disabled", enum: []string{"disabled", "on-empty-db", "swapdb"}, help: "accepted for compatibility"},
 		{name: "replica-lazy-flush", alias: "slave-lazy-flush", kind: pBool, def: "no", help: "accepted for compatibility"},
-		{name: "replica-ignore-maxmemory", alias: "slave-ignore-maxmemory", kind: pBool, def: "yes", help: "accepted for compatibility"},
+		{name: "replica-ignore-maxmemory", alias: "slave-ignore-maxmemory", kind: pBool, def: "yes",
+			help:  "a replica evicts nothing by itself: its master's evictions reach it as deletions",
+			apply: set(func(s *replication.Settings, n int64) { s.IgnoreMaxmemory.Store(n != 0) })},
 	}
 }
 

@@ -103,10 +103,12 @@ type scriptEngine struct {
 	// script and their end, per stripe of client IDs.
 	inFlight flightCounter
 
-	// vmBytes is the runner's stacks after its last run (INFO's
-	// used_memory_lua), kept here because the runner itself is read only by
-	// the holder of every lock.
+	// vmBytes is the runner's state's size after its last run (INFO's
+	// used_memory_lua, see lua51/memory.go), kept here because the runner
+	// itself is read only by the holder of every lock.
 	vmBytes atomic.Int64
+	// cacheBytes is the cached scripts' size (used_memory_scripts).
+	cacheBytes atomic.Int64
 }
 
 // cacheStats returns the number of cached scripts and their bytes.
@@ -240,11 +242,11 @@ func evalGeneric(c *Ctx, bySHA, readOnly bool) {
 		return
 	}
 	if numKeys > int64(len(c.Args)-3) {
-		c.W.Error("ERR Number of keys can't be greater than number of args")
+		c.W.Error("Number of keys can't be greater than number of args")
 		return
 	}
 	if numKeys < 0 {
-		c.W.Error("ERR Number of keys can't be negative")
+		c.W.Error("Number of keys can't be negative")
 		return
 	}
 	se := &c.Srv.scripts
@@ -262,10 +264,18 @@ func evalGeneric(c *Ctx, bySHA, readOnly bool) {
 		}
 	}
 	if sc.flags&scriptCompat == 0 && sc.flags&scriptNoWrites == 0 && readOnly {
-		c.W.Error("ERR Can not execute a script with write flag using *_ro command.")
+		c.W.Error("Can not execute a script with write flag using *_ro command.")
 		return
 	}
 	readOnly = readOnly || sc.flags&(scriptCompat|scriptNoWrites) == scriptNoWrites
+	// Redis's scriptPrepareForRun: a script that declared flags but not
+	// no-writes nor allow-oom may not start over maxmemory (EXEC and
+	// dispatch refuse most such calls before they get here).
+	if sc.flags&scriptCompat == 0 && sc.flags&(scriptNoWrites|scriptAllowOOM) == 0 &&
+		c.Client.oomAtStart && c.Srv.Cfg.maxMemory.Load() != 0 {
+		c.W.Error("OOM allow-oom flag is not set on the script, can not run it when used memory > 'maxmemory'")
+		return
+	}
 	keys := c.Args[3 : 3+numKeys]
 	argv := c.Args[3+numKeys:]
 	if c.held {
@@ -365,7 +375,7 @@ func (se *scriptEngine) runCall(call *scriptCall, run *scriptRun) {
 			if srv := call.c.Srv; srv.Net.OnPanic != nil {
 				srv.Net.OnPanic(r)
 			}
-			call.c.W.Error("ERR internal error")
+			call.c.W.Error("internal error")
 		}
 	}()
 	se.run(call.c, call.sc, call.keys, call.argv, call.readOnly, run)
@@ -472,6 +482,7 @@ func (se *scriptEngine) load(body []byte) (*luaScript, string) {
 			se.bySHA = make(map[string]*luaScript)
 		}
 		se.bySHA[sc.sha] = sc
+		se.cacheBytes.Add(sc.size)
 	}
 	se.mu.Unlock()
 	return sc, ""
@@ -486,20 +497,20 @@ func parseShebang(body []byte) (scriptFlags, int, string) {
 	}
 	end := bytes.IndexByte(body, '\n')
 	if end < 0 {
-		return 0, 0, "ERR Invalid script shebang"
+		return 0, 0, "Invalid script shebang"
 	}
 	parts, ok := resp.SplitArgs(body[:end])
 	if !ok || len(parts) == 0 {
-		return 0, 0, "ERR Invalid engine in script shebang"
+		return 0, 0, "Invalid engine in script shebang"
 	}
 	if string(parts[0]) != "#!lua" {
-		return 0, 0, "ERR Unexpected engine in script shebang: " + string(parts[0])
+		return 0, 0, "Unexpected engine in script shebang: " + string(parts[0])
 	}
 	var flags scriptFlags
 	for _, p := range parts[1:] {
 		list, ok := bytes.CutPrefix(p, []byte("flags="))
 		if !ok {
-			return 0, 0, "ERR Unknown lua shebang option: " + string(p)
+			return 0, 0, "Unknown lua shebang option: " + string(p)
 		}
 		if len(list) == 0 {
 			continue
@@ -514,7 +525,7 @@ func parseShebang(body []byte) (scriptFlags, int, string) {
 				}
 			}
 			if !known {
-				return 0, 0, "ERR Unexpected flag in script shebang: " + string(name)
+				return 0, 0, "Unexpected flag in script shebang: " + string(name)
 			}
 		}
 	}
@@ -526,7 +537,7 @@ func parseShebang(body []byte) (scriptFlags, int, string) {
 func compileScript(body []byte) (*lua.FunctionProto, string) {
 	proto, err := lua51.Compile(body)
 	if err != nil {
-		return nil, "ERR Error compiling script (new function): " + err.Error()
+		return nil, "Error compiling script (new function): " + err.Error()
 	}
 	return proto, ""
 }
@@ -560,7 +571,22 @@ func cmdScriptFlush(c *Ctx) {
 	se := &c.Srv.scripts
 	se.mu.Lock()
 	se.bySHA = nil
+	se.cacheBytes.Store(0)
 	se.mu.Unlock()
+	// As Redis does, start over with a fresh Lua state: the old one's
+	// functions for the flushed scripts, and the stacks and KEYS/ARGV
+	// tables big runs grew, go with it. The runner belongs to whoever
+	// holds every shard.
+	if !c.held {
+		c.Srv.Eng.Lock(engine.AllShards)
+		defer c.Srv.Eng.Unlock(engine.AllShards)
+	}
+	if old := se.runner; old != nil {
+		fresh := newLuaRunner(c.Srv)
+		fresh.state.ContinueRandom(old.state)
+		se.runner = fresh
+		se.vmBytes.Store(int64(fresh.state.Memory()))
+	}
 	c.W.OK()
 }
 
@@ -613,9 +639,9 @@ func cmdScriptDebug(c *Ctx) {
 	case is(mode, "NO"):
 		c.W.OK()
 	case is(mode, "YES"), is(mode, "SYNC"):
-		c.W.Error("ERR limitkv has no Lua debugger: SCRIPT DEBUG " + strings.ToUpper(string(mode)) + " is not supported")
+		c.W.Error("limitkv has no Lua debugger: SCRIPT DEBUG " + strings.ToUpper(string(mode)) + " is not supported")
 	default:
-		c.W.Error("ERR Use SCRIPT DEBUG YES/SYNC/NO")
+		c.W.Error("Use SCRIPT DEBUG YES/SYNC/NO")
 	}
 }
 

@@ -33,7 +33,8 @@ type luaRunner struct {
 	// The run in progress.
 	caller   *Ctx
 	readOnly bool
-	proto    int // RESP version of the replies scripts get (redis.setresp)
+	allowOOM bool // the script declared allow-oom
+	proto    int  // RESP version of the replies scripts get (redis.setresp)
 	db       int
 }
 
@@ -99,6 +100,7 @@ func redisVersionNum() int {
 // the state unusable.
 func (r *luaRunner) exec(c *Ctx, sc *luaScript, keys, argv [][]byte, readOnly bool) (broken bool) {
 	r.caller, r.readOnly, r.proto, r.db = c, readOnly, 2, c.DB
+	r.allowOOM = sc.flags&(scriptCompat|scriptAllowOOM) == scriptAllowOOM
 	r.replies.SetProto(2)
 	r.client.db.Store(int32(c.DB))
 	r.client.user.Store(c.Client.user.Load()) // the script runs as its caller's user
@@ -134,7 +136,7 @@ func (r *luaRunner) exec(c *Ctx, sc *luaScript, keys, argv [][]byte, readOnly bo
 		lua51.WriteError(c.W, err, sc.sha)
 		onError(c.W.Bytes()[n:], lua51.ErrorCounted(err, nil))
 	} else {
-		lua51.WriteReplyErrors(c.W, v, r.proto, onError)
+		lua51.WriteReply(c.W, v, r.proto, onError)
 	}
 	c.errorsCounted, c.failedReply = true, failed
 	return false
@@ -150,14 +152,19 @@ func (r *luaRunner) call(L *lua.LState, raise bool) int {
 	}
 	spec, msg := r.resolveCall(argv)
 	if msg != "" {
-		r.srv.countError(codeERR) // as Redis's scriptCall counts a refusal
+		// As Redis's scriptCall counts a refusal: by its code.
+		if msg[0] == '-' {
+			r.srv.countError([]byte(msg))
+		} else {
+			r.srv.countError(codeERR)
+		}
 		t := lua51.ErrorTable(L, msg)
 		// Redis marks the errors of calls it refused as already counted.
 		t.RawSetString("ignore_error_stats_update", lua.LTrue)
 		return callFailed(L, raise, t)
 	}
 	if spec.Flags&Write != 0 && !r.progress.state.CompareAndSwap(runClean, runWrote) && r.progress.state.Load() == runKilled {
-		L.Error(lua51.ErrorTable(L, errScriptKilled.Error()), 0)
+		L.Error(lua51.ErrorTable(L, "-"+errScriptKilled.Error()), 0)
 	}
 	r.replies.Reset()
 	r.sub = Ctx{Srv: r.srv, Client: r.client, W: r.replies, Args: argv, Now: r.caller.Now, DB: r.db, Spec: spec, held: true}
@@ -166,7 +173,7 @@ func (r *luaRunner) call(L *lua.LState, raise bool) int {
 	r.sub = Ctx{}
 	v, isErr, ok := lua51.ReplyToLua(L, r.replies.Bytes())
 	if !ok {
-		v, isErr = lua51.ErrorTable(L, "ERR internal error: malformed reply"), true
+		v, isErr = lua51.ErrorTable(L, "internal error: malformed reply"), true
 	}
 	if isErr && raise {
 		L.Error(v, 0)
@@ -208,6 +215,14 @@ func (r *luaRunner) resolveCall(argv [][]byte) (*Spec, string) {
 	if r.readOnly && spec.Flags&Write != 0 {
 		spec.reject.Add(1)
 		return nil, "Write commands are not allowed from read-only scripts."
+	}
+	// Redis's scriptVerifyOOM: memory was over maxmemory when the script
+	// began, and this would be its first write: refuse it. After a write
+	// the script must be let finish.
+	if spec.Flags&DenyOOM != 0 && !r.allowOOM && r.caller.Client.oomAtStart &&
+		r.srv.Cfg.maxMemory.Load() != 0 && r.progress.state.Load() == runClean {
+		spec.reject.Add(1)
+		return nil, "-" + msgOOM
 	}
 	return spec, ""
 }

@@ -36,8 +36,8 @@ func newScriptServer(t testing.TB) *scriptServer {
 
 // run executes args and leaves the reply in s.w.
 func (s *scriptServer) run(args ...[]byte) {
-	spec, msg := s.srv.resolve(args)
-	if spec == nil {
+	spec, msg := s.srv.lookup(args)
+	if msg != "" {
 		s.t.Fatalf("%s: %s", args[0], msg)
 	}
 	s.c = Ctx{Srv: s.srv, Client: s.client, W: s.w, Args: args, Now: transcriptEpoch, Spec: spec}

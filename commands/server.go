@@ -72,6 +72,7 @@ func cmdConfigResetStat(c *Ctx) {
 	s.stats.Commands.Store(0)
 	s.stats.ProtocolErrors.Store(0)
 	s.auth.denied.Store(0)
+	s.Eng.ResetEvicted()
 	s.rl.reset()
 	s.errors.reset()
 	s.unknownCalls.Store(0)
@@ -97,11 +98,11 @@ func cmdConfigResetStat(c *Ctx) {
 
 func cmdConfigRewrite(c *Ctx) {
 	if c.Srv.Cfg.file == "" {
-		c.W.Error("ERR The server is running without a config file")
+		c.W.Error("The server is running without a config file")
 		return
 	}
 	if err := c.Srv.Cfg.Rewrite(); err != nil {
-		c.W.Error("ERR Rewriting config file: " + err.Error())
+		c.W.Error("Rewriting config file: " + err.Error())
 		return
 	}
 	c.W.OK()
@@ -144,15 +145,15 @@ func cmdShutdown(c *Ctx) {
 			c.W.Error(msgSyntax)
 			return
 		}
-		c.W.Error("ERR No shutdown in progress.")
+		c.W.Error("No shutdown in progress.")
 		return
 	}
 	if c.Srv.Hooks.Shutdown == nil {
-		c.W.Error("ERR shutdown is not available")
+		c.W.Error("shutdown is not available")
 		return
 	}
 	if err := c.Srv.Hooks.Shutdown(save, force); err != nil {
-		c.W.Error("ERR Errors trying to SHUTDOWN. Check logs.")
+		c.W.Error("Errors trying to SHUTDOWN. Check logs.")
 		return
 	}
 	c.Client.conn.CloseAfterReply()
@@ -221,7 +222,7 @@ func cmdDebug(c *Ctx) {
 			"SET-ACTIVE-EXPIRE <0|1>", "    Setting it to 0 disables expiring keys in background when they are not accessed (otherwise the Redis behavior). Setting it to 1 reenables back the default.",
 		})
 	default:
-		c.W.Error("ERR unknown subcommand '" + string(sub) + "'. Try DEBUG HELP.")
+		c.W.Error("unknown subcommand '" + string(sub) + "'. Try DEBUG HELP.")
 	}
 }
 
@@ -335,9 +336,11 @@ func cmdMemoryMallocStats(c *Ctx) {
 	c.W.Verbatim("txt", "Stats not supported for the current allocator")
 }
 
+// OBJECT's subcommands look keys up without counting an access, as
+// Redis's objectCommandLookup does.
 func cmdObjectEncoding(c *Ctx) {
 	s := c.Shard(c.Args[2])
-	e, ok := s.Find(c.DB, c.Args[2], c.Now)
+	e, ok := s.Peek(c.DB, c.Args[2], c.Now)
 	if !ok {
 		c.W.Null()
 		return
@@ -346,23 +349,35 @@ func cmdObjectEncoding(c *Ctx) {
 }
 
 func cmdObjectFreq(c *Ctx) {
-	if _, ok := c.Shard(c.Args[2]).Find(c.DB, c.Args[2], c.Now); !ok {
+	s := c.Shard(c.Args[2])
+	e, ok := s.Peek(c.DB, c.Args[2], c.Now)
+	if !ok {
 		c.W.Null()
 		return
 	}
-	c.W.Error("ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.")
+	if !c.Srv.Eng.Policy().LFU() {
+		c.W.Error("An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.")
+		return
+	}
+	c.W.Int(int64(s.Frequency(e, c.Now)))
 }
 
 func cmdObjectIdleTime(c *Ctx) {
-	if _, ok := c.Shard(c.Args[2]).Find(c.DB, c.Args[2], c.Now); !ok {
+	s := c.Shard(c.Args[2])
+	e, ok := s.Peek(c.DB, c.Args[2], c.Now)
+	if !ok {
 		c.W.Null()
 		return
 	}
-	c.W.Error("ERR limitkv does not track key access times (it never evicts), so idle time is not known")
+	if c.Srv.Eng.Policy().LFU() {
+		c.W.Error("An LFU maxmemory policy is selected, idle time not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.")
+		return
+	}
+	c.W.Int(s.IdleTime(e, c.Now) / 1000)
 }
 
 func cmdObjectRefCount(c *Ctx) {
-	if _, ok := c.Shard(c.Args[2]).Find(c.DB, c.Args[2], c.Now); !ok {
+	if _, ok := c.Shard(c.Args[2]).Peek(c.DB, c.Args[2], c.Now); !ok {
 		c.W.Null()
 		return
 	}
@@ -389,7 +404,7 @@ func cmdFunctionList(c *Ctx) {
 		case is(c.Args[j], "LIBRARYNAME") && j+1 < len(c.Args):
 			j++
 		default:
-			c.W.Error("ERR Unknown argument " + string(c.Args[j]))
+			c.W.Error("Unknown argument " + string(c.Args[j]))
 			return
 		}
 	}
@@ -398,7 +413,7 @@ func cmdFunctionList(c *Ctx) {
 
 func cmdFunctionFlush(c *Ctx) {
 	if len(c.Args) > 3 {
-		c.W.Error("ERR unknown subcommand or wrong number of arguments for 'FLUSH'. Try FUNCTION HELP.")
+		c.W.Error("unknown subcommand or wrong number of arguments for 'FLUSH'. Try FUNCTION HELP.")
 		return
 	}
 	if len(c.Args) == 3 && !is(c.Args[2], "ASYNC") && !is(c.Args[2], "SYNC") {
@@ -443,7 +458,7 @@ func (s *Server) totalKeys() int {
 
 // memInfo gathers memory figures for INFO and MEMORY STATS.
 type memInfo struct {
-	used, rss, peak, startup, dataset, heapGoal, sys int64
+	used, rss, peak, startup, dataset, heapGoal, sys, heap int64
 }
 
 // memoryMarks keeps used_memory_startup and used_memory_peak. The peak is
@@ -453,8 +468,10 @@ type memoryMarks struct {
 	startup, peak atomic.Int64
 }
 
-// heapInUse is INFO's used_memory: bytes in live (and not yet swept) heap
-// objects, the figure Go's collector works from.
+// heapInUse is the bytes in live (and not yet swept) heap objects, the
+// figure Go's collector works from: used_memory_startup, and INFO's
+// go_heap_in_use beside used_memory (see maxmemory.go for why that is not
+// the heap).
 func heapInUse() int64 {
 	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
 	metrics.Read(s)
@@ -478,16 +495,12 @@ func readMemory(s *Server) memInfo {
 	}
 	metrics.Read(samples)
 	var m memInfo
-	m.used = int64(samples[0].Value.Uint64())
+	m.used = s.usedMemory()
+	m.heap = int64(samples[0].Value.Uint64())
 	m.sys = int64(samples[1].Value.Uint64())
 	m.heapGoal = int64(samples[2].Value.Uint64())
 	m.rss = readRSS()
-	for i := 0; i < engine.Shards; i++ {
-		sh := s.Eng.Shard(i)
-		sh.Lock()
-		m.dataset += sh.Footprint()
-		sh.Unlock()
-	}
+	m.dataset = s.Eng.MemoryUsed()
 	s.mem.note(m.used)
 	m.peak, m.startup = s.mem.peak.Load(), s.mem.startup.Load()
 	return m
@@ -649,6 +662,7 @@ func infoMemory(s *Server, b *strings.Builder) {
 	kv(b, "used_memory_scripts", scriptBytes)
 	kv(b, "used_memory_scripts_human", human(scriptBytes))
 	kv(b, "total_system_memory", totalSystemMemory())
+	kv(b, "go_heap_in_use", m.heap)
 	kv(b, "go_heap_goal", m.heapGoal)
 	kv(b, "go_memory_sys", m.sys)
 	kv(b, "maxmemory", s.Cfg.maxMemory.Load())
@@ -657,7 +671,7 @@ func infoMemory(s *Server, b *strings.Builder) {
 	if m.used > 0 {
 		kv(b, "mem_fragmentation_ratio", fmt.Sprintf("%.2f", float64(m.rss)/float64(m.used)))
 	}
-	// Client buffers live on the Go heap, so used_memory counts them too.
+	// used_memory counts the client buffers too, as of the last tick.
 	replicas, normal := s.Net.ClientMemory()
 	kv(b, "mem_clients_slaves", replicas)
 	kv(b, "mem_clients_normal", normal)
@@ -730,7 +744,7 @@ func infoStats(s *Server, b *strings.Builder) {
 	kv(b, "sync_partial_ok", rs.PartialOK.Load())
 	kv(b, "sync_partial_err", rs.PartialErr.Load())
 	kv(b, "expired_keys", expired)
-	kv(b, "evicted_keys", 0)
+	kv(b, "evicted_keys", s.Eng.EvictedKeys())
 	kv(b, "keyspace_hits", hits)
 	kv(b, "keyspace_misses", misses)
 	kv(b, "pubsub_channels", s.pubsub.counts[psChannel].Load())

@@ -235,12 +235,12 @@ func cmdSlowlogGet(c *Ctx) {
 	case 3:
 		n, ok := engine.ParseInt(c.Args[2])
 		if !ok || n < -1 {
-			c.W.Error("ERR count should be greater than or equal to -1")
+			c.W.Error("count should be greater than or equal to -1")
 			return
 		}
 		count = n
 	default:
-		c.W.Error("ERR unknown subcommand or wrong number of arguments for '" + trunc(string(c.Args[1]), 128) + "'. Try SLOWLOG HELP.")
+		c.W.Error("unknown subcommand or wrong number of arguments for '" + trunc(string(c.Args[1]), 128) + "'. Try SLOWLOG HELP.")
 		return
 	}
 	l := &c.Srv.slowlog

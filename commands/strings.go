@@ -84,7 +84,7 @@ func (c *Ctx) expireAtArg(kind expiryOpt, i int) (int64, bool) {
 		return 0, false
 	}
 	if n <= 0 || ((kind == expEX || kind == expEXAT) && n > math.MaxInt64/1000) {
-		c.W.Error("ERR invalid expire time in '" + c.Spec.FullName() + "' command")
+		c.W.Error("invalid expire time in '" + c.Spec.FullName() + "' command")
 		return 0, false
 	}
 	if kind == expEX || kind == expEXAT {
@@ -92,7 +92,7 @@ func (c *Ctx) expireAtArg(kind expiryOpt, i int) (int64, bool) {
 	}
 	if kind == expEX || kind == expPX {
 		if n > math.MaxInt64-c.Now {
-			c.W.Error("ERR invalid expire time in '" + c.Spec.FullName() + "' command")
+			c.W.Error("invalid expire time in '" + c.Spec.FullName() + "' command")
 			return 0, false
 		}
 		n += c.Now
@@ -230,7 +230,7 @@ func cmdMGet(c *Ctx) {
 
 func cmdMSet(c *Ctx) {
 	if len(c.Args)%2 != 1 {
-		c.W.Error("ERR wrong number of arguments for '" + c.Spec.FullName() + "' command")
+		c.W.Error("wrong number of arguments for '" + c.Spec.FullName() + "' command")
 		return
 	}
 	for i := 1; i < len(c.Args); i += 2 {
@@ -241,7 +241,7 @@ func cmdMSet(c *Ctx) {
 
 func cmdMSetNX(c *Ctx) {
 	if len(c.Args)%2 != 1 {
-		c.W.Error("ERR wrong number of arguments for '" + c.Spec.FullName() + "' command")
+		c.W.Error("wrong number of arguments for '" + c.Spec.FullName() + "' command")
 		return
 	}
 	for i := 1; i < len(c.Args); i += 2 {
@@ -271,7 +271,7 @@ func cmdDecrBy(c *Ctx) {
 		return
 	}
 	if n == math.MinInt64 {
-		c.W.Error("ERR decrement would overflow")
+		c.W.Error("decrement would overflow")
 		return
 	}
 	incrBy(c, -n)
@@ -315,6 +315,11 @@ func cmdAppend(c *Ctx) {
 		c.W.Error(msgStringLimit)
 		return
 	}
+	grow, ok := c.reserveGrowth(c.Args[1], int64(cur+len(add)))
+	if !ok {
+		return
+	}
+	defer c.Srv.releaseGrowth(grow)
 	e, b, err := s.MutableString(c.DB, c.Args[1], c.Now, cur+len(add))
 	if err != nil {
 		c.Err(err)
@@ -386,7 +391,7 @@ func cmdSetRange(c *Ctx) {
 		return
 	}
 	if off < 0 {
-		c.W.Error("ERR offset is out of range")
+		c.W.Error("offset is out of range")
 		return
 	}
 	val := c.Args[3]
@@ -409,6 +414,11 @@ func cmdSetRange(c *Ctx) {
 		c.W.Error(msgStringLimit)
 		return
 	}
+	grow, ok := c.reserveGrowth(c.Args[1], off+int64(len(val)))
+	if !ok {
+		return
+	}
+	defer c.Srv.releaseGrowth(grow)
 	e, b, err := s.MutableString(c.DB, c.Args[1], c.Now, int(off)+len(val))
 	if err != nil {
 		c.Err(err)

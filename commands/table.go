@@ -20,6 +20,8 @@ package commands
 // Then record the new replies with
 //
 //	go test ./commands -run 'TestCommandGolden|TestReadmeCommandList' -update
+//
+// README.md's "Adding a command" has every step, tests included.
 func commandTable() []*Spec {
 	return []*Spec{
 		// Rate limiting (ratelimit.go, docs/ratelimit.json), limitkv's own;

@@ -86,7 +86,7 @@ func (s *Server) runGuarded(c *Ctx) {
 			if s.Net.OnPanic != nil {
 				s.Net.OnPanic(r)
 			}
-			c.W.Error("ERR internal error")
+			c.W.Error("internal error")
 		}
 	}()
 	s.run(c)

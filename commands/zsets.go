@@ -12,12 +12,12 @@ import (
 // ZPOPMIN ZPOPMAX ZSCAN.
 
 const (
-	msgZNaN         = "ERR resulting score is not a number (NaN)"
-	msgZScoreRange  = "ERR min or max is not a float"
-	msgZLexRange    = "ERR min or max not valid string range item"
-	msgZPositive    = "ERR value is out of range, must be positive"
-	msgZLimitByRank = "ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX"
-	msgZLexScores   = "ERR syntax error, WITHSCORES not supported in combination with BYLEX"
+	msgZNaN         = "resulting score is not a number (NaN)"
+	msgZScoreRange  = "min or max is not a float"
+	msgZLexRange    = "min or max not valid string range item"
+	msgZPositive    = "value is out of range, must be positive"
+	msgZLimitByRank = "syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX"
+	msgZLexScores   = "syntax error, WITHSCORES not supported in combination with BYLEX"
 )
 
 // zsetLimits returns the compact encoding's limits, as configured now.

@@ -1,6 +1,9 @@
 package engine
 
-import "unsafe"
+import (
+	"sync/atomic"
+	"unsafe"
+)
 
 // The arena holds the records of one shard in large pointer-free chunks, so
 // that millions of small keys cost neither a Go allocation each nor any work
@@ -67,6 +70,11 @@ type arena struct {
 	partial []uint32 // per class: first page with room for a block, noPage = none
 	empty   []uint32 // pages holding no block, ready for any class
 	used    int64    // bytes in live blocks
+
+	// shardMem and engineMem count used and the pages' bookkeeping for
+	// the shard's memory accounting (see memory.go).
+	shardMem  *int64
+	engineMem *atomic.Int64
 }
 
 // A page holds blocks of one class while any of them is live. Blocks are
@@ -85,7 +93,8 @@ type page struct {
 	listed     bool // in partial[class]
 }
 
-func (a *arena) init() {
+func (a *arena) init(shardMem *int64, engineMem *atomic.Int64) {
+	a.shardMem, a.engineMem = shardMem, engineMem
 	a.partial = make([]uint32, len(classSizes))
 	for i := range a.partial {
 		a.partial[i] = noPage
@@ -121,6 +130,7 @@ func (a *arena) alloc(c uint8) uint32 {
 		a.unlist(p)
 	}
 	a.used += int64(size)
+	a.acct(int64(size))
 	return ref
 }
 
@@ -144,7 +154,9 @@ func (a *arena) takePage(c uint8) uint32 {
 func (a *arena) grow() {
 	a.chunks = append(a.chunks, make([]byte, chunkBytes))
 	first := uint32(len(a.pages))
+	c := cap(a.pages)
 	a.pages = append(a.pages, make([]page, pagesPerChunk)...)
+	a.acct(int64(cap(a.pages)-c) * pageBytes)
 	for i := uint32(pagesPerChunk); i > 0; i-- {
 		a.empty = append(a.empty, first+i-1)
 	}
@@ -153,6 +165,7 @@ func (a *arena) grow() {
 // release returns the block at ref, of class c.
 func (a *arena) release(ref uint32, c uint8) {
 	a.used -= int64(classSizes[c])
+	a.acct(-int64(classSizes[c]))
 	p := ref >> pageShift
 	pg := &a.pages[p]
 	pg.live--
@@ -197,10 +210,20 @@ func (a *arena) unlist(p uint32) {
 
 // reset drops every chunk.
 func (a *arena) reset() {
+	a.acct(-a.used - int64(cap(a.pages))*pageBytes)
 	a.chunks, a.pages, a.empty = nil, nil, nil
 	a.used = 0
 	for i := range a.partial {
 		a.partial[i] = noPage
+	}
+}
+
+const pageBytes = int64(unsafe.Sizeof(page{}))
+
+func (a *arena) acct(d int64) {
+	if a.shardMem != nil {
+		*a.shardMem += d
+		a.engineMem.Add(d)
 	}
 }
 

@@ -9,7 +9,7 @@ import (
 // order of allocations and releases.
 func TestArenaBlocksStayIntact(t *testing.T) {
 	var a arena
-	a.init()
+	a.init(nil, nil)
 	type blk struct {
 		ref uint32
 		c   uint8
@@ -68,7 +68,7 @@ func TestArenaBlocksStayIntact(t *testing.T) {
 // held by each class forever.
 func TestArenaReusesPagesAcrossClasses(t *testing.T) {
 	var a arena
-	a.init()
+	a.init(nil, nil)
 	const n = 20_000
 	refs := make([]uint32, n)
 	cls := make([]uint8, n)

@@ -16,6 +16,7 @@ func (e *Engine) TrackChanges(on bool) {
 		s.mu.Lock()
 		s.track = on
 		if !on {
+			s.acct(-int64(cap(s.dirtyLog)))
 			s.dirtyLog = nil
 			s.flushed = nil
 		}
@@ -61,8 +62,16 @@ func (e *Engine) TakeFlushed() []int {
 func (s *Shard) TakeChanges(spare []byte) []byte {
 	log := s.dirtyLog
 	s.dirtyLog = spare[:0]
+	s.acct(int64(cap(spare) - cap(log)))
 	s.pending = 0
 	return log
+}
+
+// appendChange appends one entry to a change log.
+func appendChange(log []byte, db int, key []byte) []byte {
+	log = binary.AppendUvarint(log, uint64(db))
+	log = binary.AppendUvarint(log, uint64(len(key)))
+	return append(log, key...)
 }
 
 // PendingChanges counts the keys changed since the last snapshot took them.
@@ -97,7 +106,7 @@ func ReadChange(log []byte) (db int, key, rest []byte, ok bool) {
 // expired, or expired but not yet removed: then it is removed now). A key
 // found clean was captured earlier in the same snapshot: skip says so.
 func (s *Shard) Capture(db int, key []byte, now int64) (e Entry, live, skip bool) {
-	e, live = s.Find(db, key, now)
+	e, live = s.Peek(db, key, now)
 	if !live {
 		return e, false, false
 	}
@@ -114,14 +123,12 @@ func (s *Shard) MarkChanged(db int, key []byte) {
 	if !s.track {
 		return
 	}
-	if e, ok := s.Find(db, key, 0); ok {
+	if e, ok := s.Peek(db, key, 0); ok {
 		e.rec[1] &^= flagDirty
 		s.changed(db, e.rec)
 		return
 	}
-	s.dirtyLog = binary.AppendUvarint(s.dirtyLog, uint64(db))
-	s.dirtyLog = binary.AppendUvarint(s.dirtyLog, uint64(len(key)))
-	s.dirtyLog = append(s.dirtyLog, key...)
+	s.appendLog(db, key)
 	s.pending++
 }
 

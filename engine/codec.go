@@ -270,9 +270,9 @@ func (s *Shard) Remove(db int, key []byte) bool {
 	return true
 }
 
-// Peek returns key's entry whether or not it has expired, with no side
+// Raw returns key's entry whether or not it has expired, with no side
 // effect: for reading back what a command just wrote.
-func (s *Shard) Peek(db int, key []byte) (Entry, bool) {
+func (s *Shard) Raw(db int, key []byte) (Entry, bool) {
 	t := &s.dbs[db]
 	i, r, ok := s.find(t, key, uint32(s.eng.hash(key)))
 	if !ok {

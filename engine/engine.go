@@ -57,6 +57,16 @@ type Engine struct {
 	numDB  int
 	clock  atomic.Pointer[clockBox]
 	freed  atomic.Int64 // bytes of big records dropped, see FreedBytes
+	mem    atomic.Int64 // bytes the shards hold, see memory.go
+
+	// Eviction settings (see evict.go) and its state.
+	policy   atomic.Uint32 // a Policy
+	samples  atomic.Int32
+	lfuLog   atomic.Int32
+	lfuDecay atomic.Int32
+	evicted  atomic.Int64
+	evictor  evictor
+
 	// replica: hold keys as a replica does (SetReplica).
 	replica atomic.Bool
 	// fxSink: log effects for replication, and where the engine's own
@@ -75,6 +85,7 @@ func New(cfg Config) *Engine {
 		cfg.Clock = SystemClock{}
 	}
 	e := &Engine{seed: maphash.MakeSeed(), numDB: cfg.Databases}
+	e.SetEviction(DefaultEviction)
 	e.clock.Store(&clockBox{cfg.Clock})
 	for i := range e.shards {
 		e.shards[i].init(e)

@@ -226,5 +226,6 @@ func Move(from *Shard, src Entry, to *Shard, db int, dst []byte) {
 	// may have moved if the table grew.
 	t := &from.dbs[src.db]
 	i, _, _ := from.find(t, srcKey, uint32(from.eng.hash(srcKey)))
-	from.deleteAtKeep(src.db, t, i, encHasHandle(enc))
+	// The object now has a handle in to; its handle in from is let go.
+	from.deleteAt(src.db, t, i)
 }

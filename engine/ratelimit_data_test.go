@@ -222,14 +222,14 @@ func (d *limitData) parseState(t *testing.T, in string) []byte {
 		}
 		return st
 	case LimitSlide:
-		var es []SlideEntry
+		var es []slideEntry
 		for _, line := range lines {
 			// 2026-01-01T00:00:00Z cost=1
 			f := strings.Fields(line)
 			if len(f) != 2 {
 				t.Fatalf("slide entry %q: want T cost=N", line)
 			}
-			es = append(es, SlideEntry{T: parseTime(t, f[0]), Cost: parseInt(t, field(t, f[1], "cost"))})
+			es = append(es, slideEntry{T: parseTime(t, f[0]), Cost: parseInt(t, field(t, f[1], "cost"))})
 		}
 		return encodeSlideEntries(es)
 	case LimitGCRA:
@@ -270,9 +270,29 @@ func (d *limitData) formatState(st []byte) string {
 	return b.String()
 }
 
+// slideEntry is one millisecond of a sliding-window log.
+type slideEntry struct {
+	T    int64 // ms
+	Cost int64
+}
+
+// slideEntries decodes a whole state, oldest entry first.
+func slideEntries(st []byte) []slideEntry {
+	l := parseSlideLog(st)
+	var out []slideEntry
+	it := l.iter()
+	for {
+		t, c, ok := it.next()
+		if !ok {
+			return out
+		}
+		out = append(out, slideEntry{t, c})
+	}
+}
+
 // encodeSlideEntries encodes a log, oldest entry first, in the layout
 // DecideSlide writes.
-func encodeSlideEntries(es []SlideEntry) []byte {
+func encodeSlideEntries(es []slideEntry) []byte {
 	if len(es) == 0 {
 		return nil
 	}

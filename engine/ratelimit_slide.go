@@ -37,12 +37,6 @@ type SlideOptions struct {
 	Penalize bool // record denied requests too
 }
 
-// SlideEntry is one millisecond of the log.
-type SlideEntry struct {
-	T    int64 // ms
-	Cost int64
-}
-
 // slideLog is a decoded header with the undecoded older entries.
 type slideLog struct {
 	n, total  int64
@@ -299,19 +293,4 @@ func (l *slideLog) encode(out []byte, rules []Rule, now int64) []byte {
 		state = append(state, rest...)
 	}
 	return state
-}
-
-// slideEntries decodes a whole state, oldest entry first, for tests and
-// for tools that show a log.
-func slideEntries(st []byte) []SlideEntry {
-	l := parseSlideLog(st)
-	var out []SlideEntry
-	it := l.iter()
-	for {
-		t, c, ok := it.next()
-		if !ok {
-			return out
-		}
-		out = append(out, SlideEntry{t, c})
-	}
 }

@@ -434,7 +434,7 @@ func TestGCRAReferenceVectors(t *testing.T) {
 			st = append([]byte(nil), next...)
 		}
 	}
-	// The two vectors of the README and the issue, in whole seconds.
+	// The two CL.THROTTLE examples of docs/commands.md, in whole seconds.
 	res, _, _, _, _ := DecideGCRA(nil, GCRA{MaxBurst: 15, Count: 30, Period: 60, Quantity: 1}, start, nil)
 	if got := fmt.Sprint(b2i(res.Limited), res.Limit, res.Remaining, res.RetryAfter, res.ResetAfter); got != "0 16 15 -1 2" {
 		t.Errorf("CL.THROTTLE user123 15 30 60 = %s", got)

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"encoding/binary"
 	"sync"
 )
 
@@ -16,8 +15,11 @@ type Shard struct {
 	dbs   []table
 	arena arena
 
-	objs     []any // object table; index 0 is never used
+	objs     []any    // object table; index 0 is never used
+	objSize  []uint32 // bytes counted for each object, see memory.go
 	freeObjs []uint32
+
+	mem int64 // bytes held, see memory.go
 
 	scratch []byte // reused to build payloads without allocating
 
@@ -46,9 +48,10 @@ type Shard struct {
 func (s *Shard) init(e *Engine) {
 	s.eng = e
 	s.dbs = make([]table, e.numDB)
-	s.arena.init()
+	s.arena.init(&s.mem, &e.mem)
 	s.objs = []any{nil}
 	s.fxLast = -1
+	s.objSize = []uint32{0}
 }
 
 // Lock and Unlock guard every other method.
@@ -122,8 +125,13 @@ func (s *Shard) Lookup(db int, key []byte, now int64) (Entry, bool) {
 	return e, ok
 }
 
-// Find is Lookup without the hit and miss counters, for writes.
+// Find is Lookup without the hit and miss counters, for writes. Both
+// count as an access to the key (its LRU clock or LFU counter).
 func (s *Shard) Find(db int, key []byte, now int64) (Entry, bool) {
+	return s.findLive(db, key, now, true)
+}
+
+func (s *Shard) findLive(db int, key []byte, now int64, touch bool) (Entry, bool) {
 	t := &s.dbs[db]
 	h := uint32(s.eng.hash(key))
 	i, r, ok := s.find(t, key, h)
@@ -136,12 +144,16 @@ func (s *Shard) Find(db int, key []byte, now int64) (Entry, bool) {
 		}
 		return Entry{}, false
 	}
+	if touch {
+		s.touch(r, now)
+	}
 	return Entry{rec: r, db: db, slot: i}, true
 }
 
-// Exists reports whether key is live, without side effects on counters.
+// Exists reports whether key is live, without side effects on counters or
+// its access stamp.
 func (s *Shard) Exists(db int, key []byte, now int64) bool {
-	_, ok := s.Find(db, key, now)
+	_, ok := s.Peek(db, key, now)
 	return ok
 }
 
@@ -155,21 +167,15 @@ func (s *Shard) expire(db int, t *table, i uint32) {
 
 // deleteAt removes the key at slot i and frees its record.
 func (s *Shard) deleteAt(db int, t *table, i uint32) {
-	s.deleteAtKeep(db, t, i, false)
-}
-
-// deleteAtKeep is deleteAt; with keepObj set it leaves the value's object
-// alone because another record took it over.
-func (s *Shard) deleteAtKeep(db int, t *table, i uint32, keepObj bool) {
 	ref := slotRef(t.slots[i])
 	r := s.record(ref)
 	t.delExp(recExpire(r))
 	s.changed(db, r)
-	s.freeRecord(ref, r, keepObj)
+	s.freeRecord(ref, r, false)
 	t.removeAt(i)
 	t.count--
 	if t.count == 0 || t.count*8 < len(t.slots) {
-		t.shrinkIfSparse()
+		s.shrinkTable(t)
 	}
 }
 
@@ -201,14 +207,20 @@ func (s *Shard) freeRecord(ref uint32, r []byte, keepObj bool) {
 }
 
 func (s *Shard) newObj(o any) uint32 {
+	var h uint32
 	if n := len(s.freeObjs); n > 0 {
-		h := s.freeObjs[n-1]
+		h = s.freeObjs[n-1]
 		s.freeObjs = s.freeObjs[:n-1]
 		s.objs[h] = o
-		return h
+	} else {
+		c := cap(s.objs)
+		s.objs = append(s.objs, o)
+		s.objSize = append(s.objSize, 0)
+		s.acct(int64(cap(s.objs)-c) * objEntryBytes)
+		h = uint32(len(s.objs) - 1)
 	}
-	s.objs = append(s.objs, o)
-	return uint32(len(s.objs) - 1)
+	s.setObjSize(h, objMemory(o))
+	return h
 }
 
 func (s *Shard) freeObj(h uint32) {
@@ -216,7 +228,18 @@ func (s *Shard) freeObj(h uint32) {
 		s.eng.freed.Add(int64(cap(r)))
 	}
 	s.objs[h] = nil
+	s.setObjSize(h, 0)
 	s.freeObjs = append(s.freeObjs, h)
+}
+
+// replaceHeap puts r, a new heap copy of the record behind handle h, in
+// place of the old one.
+func (s *Shard) replaceHeap(h uint32, r []byte) {
+	if old, ok := s.objs[h].([]byte); ok && cap(old) != cap(r) {
+		s.eng.freed.Add(int64(cap(old)))
+	}
+	s.objs[h] = r
+	s.setObjSize(h, int64(cap(r)))
 }
 
 // Object returns the object behind a list, hash, set or zset entry.
@@ -234,14 +257,14 @@ func (s *Shard) put(db int, key []byte, enc byte, expireAt int64, head, body []b
 	i, old, found := s.find(t, key, h)
 	if !found {
 		if t.needGrow() {
-			t.grow()
+			s.growTable(t)
 		}
 		i = h & t.mask
 		for slotRef(t.slots[i]) != 0 {
 			i = t.next(i)
 		}
 		t.count++
-		ref, r := s.newRecord(key, enc, expireAt, head, body)
+		ref, r := s.newRecord(key, enc, s.eng.freshStamp(s.eng.Now()), expireAt, head, body)
 		t.slots[i] = mkSlot(h, ref)
 		t.addExp(expireAt)
 		s.changed(db, r)
@@ -254,6 +277,7 @@ func (s *Shard) put(db int, key []byte, enc byte, expireAt int64, head, body []b
 		s.freeObj(recHandle(old))
 	}
 	dirty := old[1] & flagDirty
+	stamp := recStamp(old)
 	size := recSize(len(key), expireAt != 0, len(head)+len(body))
 	blk := s.arena.bytes(ref, 6)
 	var r []byte
@@ -261,15 +285,15 @@ func (s *Shard) put(db int, key []byte, enc byte, expireAt int64, head, body []b
 	case !fresh && blk[0] != encStub && size <= maxBlock && classFor(size) == blk[1]&classMask:
 		// Same block size: rewrite in place.
 		r = old
-		writeRecord(r, enc, blk[1]&classMask, key, expireAt, head, body)
+		writeRecord(r, enc, blk[1]&classMask, stamp, key, expireAt, head, body)
 	case !fresh && blk[0] == encStub && size > maxBlock && size <= cap(old) && size > cap(old)/2:
 		// Still too big for the arena and the heap copy still fits.
 		r = old[:size]
-		writeRecord(r, enc, 0, key, expireAt, head, body)
-		s.objs[le32(blk[2:])] = r
+		writeRecord(r, enc, 0, stamp, key, expireAt, head, body)
+		s.objs[le32(blk[2:])] = r // same capacity: nothing to count
 	default:
 		var nref uint32
-		nref, r = s.newRecord(key, enc, expireAt, head, body)
+		nref, r = s.newRecord(key, enc, stamp, expireAt, head, body)
 		t.slots[i] = mkSlot(h, nref)
 		// The old record's objects were either freed above or moved into r.
 		if blk[0] == encStub {
@@ -284,17 +308,17 @@ func (s *Shard) put(db int, key []byte, enc byte, expireAt int64, head, body []b
 
 // newRecord allocates and fills a record, on the heap behind a stub when
 // it is too big for the arena.
-func (s *Shard) newRecord(key []byte, enc byte, expireAt int64, head, body []byte) (uint32, []byte) {
+func (s *Shard) newRecord(key []byte, enc byte, stamp uint32, expireAt int64, head, body []byte) (uint32, []byte) {
 	size := recSize(len(key), expireAt != 0, len(head)+len(body))
 	if size <= maxBlock {
 		c := classFor(size)
 		ref := s.arena.alloc(c)
 		r := s.arena.bytes(ref, classSizes[c])
-		writeRecord(r, enc, c, key, expireAt, head, body)
+		writeRecord(r, enc, c, stamp, key, expireAt, head, body)
 		return ref, r
 	}
 	r := make([]byte, size)
-	writeRecord(r, enc, 0, key, expireAt, head, body)
+	writeRecord(r, enc, 0, stamp, key, expireAt, head, body)
 	ref := s.arena.alloc(0)
 	stub := s.arena.bytes(ref, 6)
 	stub[0], stub[1] = encStub, 0
@@ -303,18 +327,24 @@ func (s *Shard) newRecord(key []byte, enc byte, expireAt int64, head, body []byt
 }
 
 // putHeap stores r, a complete record too big for the arena, for key in
-// database db, replacing any value the key had.
+// database db, replacing any value the key had (and taking its access
+// stamp).
 func (s *Shard) putHeap(db int, key, r []byte, expireAt int64) Entry {
 	t := &s.dbs[db]
 	h := uint32(s.eng.hash(key))
 	i, old, found := s.find(t, key, h)
+	if found {
+		setStamp(r, recStamp(old))
+	} else {
+		setStamp(r, s.eng.freshStamp(s.eng.Now()))
+	}
 	ref := s.arena.alloc(0)
 	stub := s.arena.bytes(ref, 6)
 	stub[0], stub[1] = encStub, 0
 	put32(stub[2:], s.newObj(r))
 	if !found {
 		if t.needGrow() {
-			t.grow()
+			s.growTable(t)
 		}
 		i = h & t.mask
 		for slotRef(t.slots[i]) != 0 {
@@ -353,6 +383,10 @@ func (s *Shard) SetExpire(e Entry, expireAt int64) Entry {
 // Touch records that an object stored under e (a list, hash, set or zset
 // changed in place) was modified: snapshots pick it up and WATCH sees it.
 func (s *Shard) Touch(e Entry) {
+	if encHasHandle(e.rec[0]) {
+		h := recHandle(e.rec)
+		s.setObjSize(h, objMemory(s.objs[h]))
+	}
 	s.changed(e.db, e.rec)
 }
 
@@ -367,10 +401,7 @@ func (s *Shard) changed(db int, r []byte) {
 	if s.track && r[1]&flagDirty == 0 {
 		r[1] |= flagDirty
 		s.pending++
-		key := recKey(r)
-		s.dirtyLog = binary.AppendUvarint(s.dirtyLog, uint64(db))
-		s.dirtyLog = binary.AppendUvarint(s.dirtyLog, uint64(len(key)))
-		s.dirtyLog = append(s.dirtyLog, key...)
+		s.appendLog(db, recKey(r))
 	}
 }
 
@@ -400,6 +431,7 @@ func (s *Shard) Flush(db int) {
 			t.slots[i] = 0
 		}
 	}
+	s.acct(-int64(len(t.slots)) * 8)
 	*t = table{}
 	s.compactIfEmpty()
 }
@@ -413,7 +445,9 @@ func (s *Shard) compactIfEmpty() {
 		}
 	}
 	s.arena.reset()
+	s.acct(-int64(cap(s.objs)-1) * objEntryBytes)
 	s.objs = []any{nil}
+	s.objSize = []uint32{0}
 	s.freeObjs = nil
 }
 
@@ -442,16 +476,6 @@ func (s *Shard) MemoryUsage(e Entry) int64 {
 		if m, ok := s.Object(e).(interface{ MemoryUsage() int64 }); ok {
 			n += m.MemoryUsage()
 		}
-	}
-	return n
-}
-
-// Footprint returns the bytes this shard holds: arena chunks, tables and an
-// estimate of the objects.
-func (s *Shard) Footprint() int64 {
-	n := s.arena.footprint() + int64(cap(s.objs))*16
-	for i := range s.dbs {
-		n += int64(len(s.dbs[i].slots)) * 8
 	}
 	return n
 }

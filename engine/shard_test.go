@@ -155,8 +155,12 @@ func TestShardAgainstModel(t *testing.T) {
 					}
 				}
 			}
+			checkCount(t, e)
 			for db := range model {
 				s.Flush(db)
+			}
+			if e.MemoryUsed() != 0 {
+				t.Fatalf("engine counts %d bytes after flushing everything", e.MemoryUsed())
 			}
 			if s.arena.used != 0 {
 				t.Fatalf("arena still holds %d bytes after flushing everything", s.arena.used)

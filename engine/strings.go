@@ -131,7 +131,7 @@ func (s *Shard) AdoptString(db int, key []byte, buf []byte, off int, expireAt in
 		return false
 	}
 	r := buf[off-head:]
-	writeRecord(r[:head], encRaw, 0, key, expireAt, hb[:hn], nil)
+	writeRecord(r[:head], encRaw, 0, 0, key, expireAt, hb[:hn], nil) // putHeap sets the stamp
 	s.putHeap(db, key, r, expireAt)
 	return true
 }
@@ -271,24 +271,22 @@ func (s *Shard) growString(db int, key []byte, e Entry, found bool, old []byte, 
 		if stub[0] == encStub {
 			// Build the new record with room to grow, then swap it in.
 			r := make([]byte, size, size+size/2)
-			writeRecord(r, encRaw, 0, key, exp, hb[:hn], old)
+			writeRecord(r, encRaw, 0, recStamp(e.rec), key, exp, hb[:hn], old)
 			r[1] |= e.rec[1] & flagDirty
-			s.eng.freed.Add(int64(cap(e.rec)))
-			s.objs[le32(stub[2:])] = r
+			s.replaceHeap(le32(stub[2:]), r)
 			e.rec = r
 			return e
 		}
 	}
-	var buf []byte
-	if n <= maxBlock {
-		buf = append(s.scratch[:0], old...)
-	} else {
-		buf = make([]byte, 0, n)
-		buf = append(buf, old...)
+	if size > maxBlock {
+		// Build the heap record at once: a big value is allocated (and
+		// its pages touched) once, not through a buffer and a copy.
+		r := make([]byte, size)
+		writeRecord(r, encRaw, 0, 0, key, exp, hb[:hn], old)
+		return s.putHeap(db, key, r, exp)
 	}
+	buf := append(s.scratch[:0], old...)
 	buf = append(buf, make([]byte, n-len(buf))...)
-	if n <= maxBlock {
-		s.scratch = buf
-	}
+	s.scratch = buf
 	return s.put(db, key, encRaw, exp, hb[:hn], buf, false, true)
 }

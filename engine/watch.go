@@ -23,7 +23,7 @@ func (s *Shard) watchKey(db int, key []byte) []byte {
 // deleted first, so that its later removal does not count as a change, as
 // in Redis.
 func (s *Shard) AddWatch(db int, key []byte, now int64, w *Watch) {
-	s.Find(db, key, now)
+	s.Peek(db, key, now)
 	if s.watched == nil {
 		s.watched = make(map[string][]*Watch)
 	}

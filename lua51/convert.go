@@ -183,16 +183,12 @@ func parseRESPDouble(l []byte) (float64, bool) {
 const luaStackLimit = 8000
 
 // WriteReply replies with a script's return value as Redis does;
-// scriptProto is the RESP version the script chose (redis.setresp).
-func WriteReply(w *resp.Writer, v lua.LValue, scriptProto int) {
-	writeLuaReply(w, v, scriptProto, 2, nil)
-}
-
-// WriteReplyErrors is WriteReply, calling onError with each error reply
-// it writes, at any depth, and whether that error is marked as counted
-// already (see ErrorCounted): Redis counts the errors of a script's reply
-// in its error statistics as it writes them.
-func WriteReplyErrors(w *resp.Writer, v lua.LValue, scriptProto int, onError func(reply []byte, counted bool)) {
+// scriptProto is the RESP version the script chose (redis.setresp). It
+// calls onError, if not nil, with each error reply it writes, at any
+// depth, and whether that error is marked as counted already (see
+// ErrorCounted): Redis counts the errors of a script's reply in its error
+// statistics as it writes them.
+func WriteReply(w *resp.Writer, v lua.LValue, scriptProto int, onError func(reply []byte, counted bool)) {
 	writeLuaReply(w, v, scriptProto, 2, onError)
 }
 
@@ -215,7 +211,7 @@ func writeError(w *resp.Writer, msg string, verbatim, counted bool, onError func
 // be at, to fail where Redis fails ("reached lua stack limit").
 func writeLuaReply(w *resp.Writer, v lua.LValue, scriptProto, top int, onError func([]byte, bool)) {
 	if top+4 > luaStackLimit {
-		writeError(w, "ERR reached lua stack limit", false, false, onError)
+		writeError(w, "reached lua stack limit", false, false, onError)
 		return
 	}
 	switch v := v.(type) {

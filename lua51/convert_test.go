@@ -75,7 +75,7 @@ func TestReplyRoundTrip(t *testing.T) {
 			continue
 		}
 		w := resp.NewWriter(tc.proto)
-		WriteReply(w, v, tc.proto)
+		WriteReply(w, v, tc.proto, nil)
 		want := tc.want
 		if want == "" {
 			want = readReply(t, []byte(tc.reply))

@@ -76,6 +76,11 @@ type State struct {
 	// chunkNames maps the names chunks loaded during the run show in
 	// messages to the names they were loaded with, which errors report.
 	chunkNames map[string]string
+	// base is the sandbox's objects, bound the functions made by Bind
+	// (see memory.go).
+	base, bound int64
+	// keysMem and argvMem follow what the KEYS and ARGV tables hold.
+	keysMem, argvMem argMemory
 }
 
 // NewState makes a state with the sandbox and libraries of Redis 7.0.
@@ -105,6 +110,11 @@ func NewState(opts Options) *State {
 	s.stack, s.stackOK = valueStack(s.vm)
 	s.callLen = callStackBytes(s.vm) // by reflection: too slow for every run
 	s.sandbox(opts.Redis)
+	seen := map[any]bool{}
+	s.base = objectBytes(s.vm.G.Registry, seen) + objectBytes(s.vm.G.Global, seen) + objectBytes(s.env, seen)
+	for range s.views {
+		s.base += 2 * 8 // the views' map entries
+	}
 	return s
 }
 
@@ -113,6 +123,7 @@ func NewState(opts Options) *State {
 func (s *State) Bind(proto *lua.FunctionProto) *lua.LFunction {
 	fn := s.vm.NewFunctionFromProto(proto)
 	fn.Env = s.env
+	s.bound++
 	return fn
 }
 
@@ -122,8 +133,8 @@ func (s *State) Bind(proto *lua.FunctionProto) *lua.LFunction {
 func (s *State) Run(fn *lua.LFunction, keys, argv [][]byte) (lua.LValue, error) {
 	L := s.vm
 	clear(s.chunkNames)
-	s.keys = s.argTable(s.keys, keys)
-	s.argv = s.argTable(s.argv, argv)
+	s.keys = s.argTable(s.keys, keys, &s.keysMem)
+	s.argv = s.argTable(s.argv, argv, &s.argvMem)
 	s.globals.RawSetString("KEYS", s.keys)
 	s.globals.RawSetString("ARGV", s.argv)
 	L.Push(s.runScript)
@@ -143,9 +154,6 @@ func StackOverflow(p any) bool {
 	ae, ok := p.(*lua.ApiError)
 	return ok && strings.Contains(ae.Error(), "registry overflow")
 }
-
-// Memory is the bytes of the state's stacks, for INFO's used_memory_lua.
-func (s *State) Memory() int { return s.stackBytes() + s.callLen }
 
 // Oversized reports that a deep recursion grew the value stack beyond
 // what a state may keep: gopher-lua never shrinks it, so the state should
@@ -591,7 +599,9 @@ const noTrace = "(not collected)"
 // changed its values, which are all rewritten), and so are its strings
 // that equal the new arguments; otherwise a new table is made. Nothing
 // else can hold the table after a run: globals are read-only.
-func (s *State) argTable(t *lua.LTable, args [][]byte) *lua.LTable {
+func (s *State) argTable(t *lua.LTable, args [][]byte, mem *argMemory) *lua.LTable {
+	t0 := t
+	defer func() { mem.note(t != t0, args) }()
 	if t != nil {
 		var after lua.LValue = lua.LNil
 		if n := t.Len(); n > 0 {

@@ -28,7 +28,7 @@ func runScript(t testing.TB, s *State, src string, keys, argv []string) string {
 		sum := sha1.Sum([]byte(src))
 		WriteError(w, err, hex.EncodeToString(sum[:]))
 	} else {
-		WriteReply(w, v, 2)
+		WriteReply(w, v, 2, nil)
 	}
 	return readReply(t, w.Bytes())
 }

@@ -533,10 +533,8 @@ func (p *luaParser) resolve(fs *luaFuncScope, name string) (id int, global bool)
 		}
 	}
 	if len(fs.upvalues)+1 > luaMaxUpvalues {
-		saved := p.fs
-		p.fs = fs
+		p.fs = fs // the function errorLimit names; it does not return
 		p.errorLimit(luaMaxUpvalues, "upvalues")
-		p.fs = saved
 	}
 	fs.upvalues = append(fs.upvalues, id)
 	return id, false

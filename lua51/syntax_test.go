@@ -1,6 +1,7 @@
 package lua51
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -9,6 +10,12 @@ import (
 // chunks, and valid chunks accepted with their numerals made readable to
 // gopher-lua.
 func TestLuaSyntaxCheck(t *testing.T) {
+	// 61 locals for a function to use as upvalues, one too many.
+	var upvalues []string
+	for i := range 61 {
+		upvalues = append(upvalues, "a"+strconv.Itoa(i))
+	}
+	names := strings.Join(upvalues, ", ")
 	for _, tc := range []struct{ src, msg, gopher string }{
 		{src: "return 1", gopher: "return 1"},
 		{src: "return 0x10 + 0x1p4 + 1e999", gopher: "return 16 + 16 + (1/0)"},
@@ -23,6 +30,7 @@ func TestLuaSyntaxCheck(t *testing.T) {
 		{src: "return 'a\\300'", msg: "user_script:1: escape sequence too large near ''a'"},
 		{src: "for i = 1, 2 do\n  local x = 1\n", msg: "user_script:3: 'end' expected (to close 'for' at line 1) near '<eof>'"},
 		{src: "local " + strings.Repeat("a,", 200) + "b = 1", msg: "user_script:1: main function has more than 200 local variables"},
+		{src: "local " + names + "\nlocal function f()\n return " + names + " end", msg: "user_script:3: function at line 2 has more than 60 upvalues"},
 		{src: "return " + strings.Repeat("(", 199) + "1" + strings.Repeat(")", 199), msg: "user_script:1: chunk has too many syntax levels"},
 	} {
 		gopher, msg := luaSyntaxCheck([]byte(tc.src), ChunkName)

@@ -77,7 +77,7 @@ func NewCollector(srv *commands.Server) *Collector {
 		netOut:        d("net_output_bytes_total", "Bytes written to clients."),
 		uptime:        d("uptime_seconds", "Time since the server started."),
 		info:          d("build_info", "The server's version and the Redis version it is compatible with; always 1.", "version", "redis_version"),
-		memUsed:       d("memory_used_bytes", "Bytes in live heap objects (INFO used_memory)."),
+		memUsed:       d("memory_used_bytes", "Bytes the server holds for its data, clients and scripts, by its own count (INFO used_memory), which maxmemory limits."),
 		memPeak:       d("memory_peak_bytes", "The highest used memory seen (used_memory_peak)."),
 		memRSS:        d("memory_rss_bytes", "Resident set size of the process."),
 		memDataset:    d("memory_dataset_bytes", "Bytes the keyspace's values and keys take (used_memory_dataset)."),

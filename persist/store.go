@@ -408,7 +408,7 @@ func (s *Store) capture(ctx context.Context) (keys int, size int64, err error) {
 		var off int64
 		var ok bool
 		if id, off, release, ok = s.opts.Position(); ok {
-			pos = replValue(id, off)
+			pos = replValue(id, off) // id "": forget the position
 		}
 	}
 	releaseOnce := func() {
@@ -502,7 +502,11 @@ func (s *Store) capture(ctx context.Context) (keys int, size int64, err error) {
 		}
 	}
 	releaseOnce() // every change is captured: the stream may go on
-	if pos != nil && ops > 0 {
+	switch {
+	case pos == nil || ops == 0:
+	case len(pos) < 40:
+		stage = appendDelete(stage, replKey)
+	default:
 		stage = appendSet(stage, replKey, pos)
 	}
 	if encErr == nil {

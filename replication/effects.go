@@ -136,7 +136,7 @@ func (b *Batch) Expiries(sh *engine.Shard) {
 			break
 		}
 		rest = next
-		e, live := sh.Peek(db, key)
+		e, live := sh.Raw(db, key)
 		switch {
 		case !live:
 			b.deletion(db, key)
@@ -160,7 +160,7 @@ func (b *Batch) Skip(sh *engine.Shard) {
 
 // keyState adds the entry that gives key its current state.
 func (b *Batch) keyState(sh *engine.Shard, db int, key []byte) {
-	e, ok := sh.Peek(db, key)
+	e, ok := sh.Raw(db, key)
 	if ok {
 		var err error
 		b.val, err = engine.AppendValue(b.val[:0], sh, e)

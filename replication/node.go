@@ -27,20 +27,21 @@ import (
 // Settings are the replication parameters, changed at run time by CONFIG
 // SET; every field is read where it is used.
 type Settings struct {
-	BacklogSize      atomic.Int64 // repl-backlog-size
-	BacklogTTL       atomic.Int64 // repl-backlog-ttl, seconds
-	Timeout          atomic.Int64 // repl-timeout, seconds
-	PingPeriod       atomic.Int64 // repl-ping-replica-period, seconds
-	MinReplicas      atomic.Int64 // min-replicas-to-write
-	MinReplicasLag   atomic.Int64 // min-replicas-max-lag, seconds
-	ServeStale       atomic.Bool  // replica-serve-stale-data
-	ReadOnly         atomic.Bool  // replica-read-only
-	Priority         atomic.Int64 // replica-priority
-	Announced        atomic.Bool  // replica-announced
-	AnnounceIP       atomic.Pointer[string] // replica-announce-ip
-	AnnouncePort     atomic.Int64           // replica-announce-port (0: the listening port)
-	MasterUser       atomic.Pointer[string] // masteruser
-	MasterAuth       atomic.Pointer[string] // masterauth
+	BacklogSize     atomic.Int64           // repl-backlog-size
+	BacklogTTL      atomic.Int64           // repl-backlog-ttl, seconds
+	Timeout         atomic.Int64           // repl-timeout, seconds
+	PingPeriod      atomic.Int64           // repl-ping-replica-period, seconds
+	MinReplicas     atomic.Int64           // min-replicas-to-write
+	MinReplicasLag  atomic.Int64           // min-replicas-max-lag, seconds
+	ServeStale      atomic.Bool            // replica-serve-stale-data
+	ReadOnly        atomic.Bool            // replica-read-only
+	Priority        atomic.Int64           // replica-priority
+	Announced       atomic.Bool            // replica-announced
+	IgnoreMaxmemory atomic.Bool            // replica-ignore-maxmemory
+	AnnounceIP      atomic.Pointer[string] // replica-announce-ip
+	AnnouncePort    atomic.Int64           // replica-announce-port (0: the listening port)
+	MasterUser      atomic.Pointer[string] // masteruser
+	MasterAuth      atomic.Pointer[string] // masterauth
 }
 
 // NewSettings returns Redis 7.0's defaults.
@@ -55,6 +56,7 @@ func NewSettings() *Settings {
 	s.ReadOnly.Store(true)
 	s.Priority.Store(100)
 	s.Announced.Store(true)
+	s.IgnoreMaxmemory.Store(true)
 	empty := ""
 	s.AnnounceIP.Store(&empty)
 	s.MasterUser.Store(&empty)
@@ -198,12 +200,17 @@ func (n *Node) offsetLocked() int64 {
 // keyspace stands at for a snapshot to record (restarted from it, the
 // replica asks to continue from there), and stops applying the stream
 // until release is called, so that the snapshot's capture has every entry
-// up to there and none after. ok is false on a master: what its snapshot
-// captures changes as it goes, and its replicas may be ahead of it after a
-// restart, so it would not be safe to continue from there.
+// up to there and none after. While a full sync replaces the keyspace the
+// id is "": the keyspace stands nowhere, and a position recorded before
+// must be forgotten. ok is false on a master: what its snapshot captures
+// changes as it goes, and its replicas may be ahead of it after a restart,
+// so it would not be safe to continue from there.
 func (n *Node) Position() (id string, off int64, release func(), ok bool) {
-	if !n.replica.Load() || n.loading.Load() {
-		return "", 0, nil, false // a keyspace half loaded stands nowhere
+	if !n.replica.Load() {
+		return "", 0, nil, false
+	}
+	if n.loading.Load() {
+		return "", 0, func() {}, true
 	}
 	n.applyMu.Lock()
 	n.mu.Lock()
@@ -267,13 +274,13 @@ func (n *Node) stopRecording(keepBacklog bool) {
 // sinkShard sends the engine's own changes to a shard (the expiry
 // sweeper's deletions) to the stream; the shard is locked.
 func (n *Node) sinkShard(sh *engine.Shard) {
-	if !n.recording.Load() {
-		sh.TakeEffects(nil)
-		return
-	}
 	b := n.sweepBatch.Get().(*Batch)
-	b.Drain(sh)
-	b.Commit(false)
+	if n.recording.Load() {
+		b.Drain(sh)
+		b.Commit(false)
+	} else {
+		b.Skip(sh)
+	}
 	n.sweepBatch.Put(b)
 }
 

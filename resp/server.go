@@ -226,7 +226,7 @@ func (s *Server) call(c *Conn, args [][]byte) {
 			if s.OnPanic != nil {
 				s.OnPanic(r)
 			}
-			c.W.Error("ERR internal error")
+			c.W.Error("internal error")
 			c.closing = true
 		}
 	}()

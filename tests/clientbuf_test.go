@@ -16,8 +16,8 @@ import (
 	"limitkv/resp"
 )
 
-// Client buffers (issue 12, item 4): what a client costs the server must be
-// bounded by its limits, counted, and given back.
+// Client buffers: what a client costs the server must be bounded by its
+// limits, counted, and given back.
 
 // procStatus reads a field of /proc/PID/status in bytes (VmRSS, VmHWM).
 func procStatus(t testing.TB, s *server, field string) int64 {
@@ -65,10 +65,10 @@ func clientField(t testing.TB, c *rawConn, id int64, field string) (int64, bool)
 	return 0, false
 }
 
-// TestPipelinedBigRepliesBounded is issue 12's scenario: eight clients
-// pipeline GET of a 1 MB value 100,000 times and never read. The server
-// must stop reading them rather than buffer their replies: its memory stays
-// bounded and a new client is answered at once.
+// TestPipelinedBigRepliesBounded: eight clients pipeline GET of a 1 MB value
+// 100,000 times and never read. The server must stop reading them rather
+// than buffer their replies: its memory stays bounded and a new client is
+// answered at once.
 func TestPipelinedBigRepliesBounded(t *testing.T) {
 	s := startLimitkv(t, "--persistence", "no")
 	c := dialRaw(t, s.addr)

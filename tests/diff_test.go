@@ -46,7 +46,6 @@ var knownDifferences = []struct {
 	reason  string
 }{
 	{regexp.MustCompile(`(?i)^CLIENT SETINFO`), "CLIENT SETINFO is Redis 7.2's; limitkv accepts it because go-redis v9 and other clients send it on connect"},
-	{regexp.MustCompile(`(?i)^OBJECT IDLETIME`), "limitkv keeps no per-key access time (it never evicts), and says so instead of inventing one"},
 	{regexp.MustCompile(`(?i)^MEMORY USAGE`), "sizes follow limitkv's own layout, which is what MEMORY USAGE is for"},
 	{regexp.MustCompile(`(?i)^OBJECT ENCODING`), "encodings are limitkv's own (reported in Redis's vocabulary where one fits)"},
 	{regexp.MustCompile(`(?i)^SCRIPT DEBUG (YES|SYNC)`), "limitkv has no Lua debugger: it refuses to turn one on rather than accept and ignore the request"},

@@ -207,6 +207,18 @@ func TestMetricsEndpoint(t *testing.T) {
 		t.Errorf("rl.fixed calls: %v", got)
 	}
 
+	// Evictions: past maxmemory, allkeys-random evicts every key.
+	keys := c.do("DBSIZE").Int
+	c.do("CONFIG", "SET", "maxmemory-policy", "allkeys-random")
+	c.do("CONFIG", "SET", "maxmemory", "1")
+	if v := c.do("SET", "x", "y"); !strings.HasPrefix(v.String(), "-OOM") {
+		t.Errorf("SET past maxmemory with nothing left to evict: %s", v)
+	}
+	c.do("CONFIG", "SET", "maxmemory", "0")
+	if got := sample(t, scrape(t, url), "limitkv_evicted_keys_total"); got != float64(keys) || keys == 0 {
+		t.Errorf("evicted keys: %v, want the %d keys there were", got, keys)
+	}
+
 	// Anything but GET /metrics (and the index) is refused.
 	client := &http.Client{Timeout: 5 * time.Second}
 	if res, err := client.Post(url, "text/plain", nil); err != nil || res.StatusCode != http.StatusMethodNotAllowed {

@@ -16,8 +16,8 @@ import (
 	"limitkv/resp"
 )
 
-// Pub/sub (issue 13): what the differential suite cannot show, checked
-// against the real binary and, where it says so, against redis-server too.
+// Pub/sub: what the differential suite cannot show, checked against the real
+// binary and, where it says so, against redis-server too.
 
 // pubsubWithRedis adds redis-server to the servers a test runs on when it is
 // installed (always under CI).
@@ -37,10 +37,10 @@ func pubsubWait(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// TestSlowSubscriberDisconnected is the issue's scenario: a subscriber that
-// never reads while a publisher publishes 1 KB messages is disconnected
-// past client-output-buffer-limit pubsub (Redis's default, 32mb 8mb 60),
-// the server logs it, its memory stays bounded, and the channel has no
+// TestSlowSubscriberDisconnected: a subscriber that never reads while a
+// publisher publishes 1 KB messages is disconnected past
+// client-output-buffer-limit pubsub (Redis's default, 32mb 8mb 60), the
+// server logs it, its memory stays bounded, and the channel has no
 // subscriber afterwards.
 func TestSlowSubscriberDisconnected(t *testing.T) {
 	s := startLimitkv(t, "--persistence", "no")

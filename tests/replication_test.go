@@ -586,3 +586,52 @@ func TestStuckFullSyncGivenUp(t *testing.T) {
 		t.Fatalf("db 1 holds %d keys after SWAPDB", n)
 	}
 }
+
+// TestReplicationAuth: a replica authenticates with masterauth (and
+// masteruser, an ACL user allowed only what replication needs), announces
+// the address and port it is told to, and a wrong password keeps it out.
+func TestReplicationAuth(t *testing.T) {
+	ctx := context.Background()
+	m := startMaster(t, "--persistence", "no", "--requirepass", "s3cret")
+	mc := goRedis(t, m.addr, 2, func(o *redis.Options) { o.Password = "s3cret" })
+	if err := mc.Do(ctx, "ACL", "SETUSER", "repl", "on", ">replpass", "+psync", "+replconf", "+ping").Err(); err != nil {
+		t.Fatal(err)
+	}
+	mc.Set(ctx, "k", "v", 0)
+	r1 := startReplicaOf(t, m, "", "--persistence", "no", "--masterauth", "s3cret",
+		"--replica-announce-ip", "127.0.0.7", "--replica-announce-port", "4567")
+	r2 := startReplicaOf(t, m, "", "--persistence", "no", "--masteruser", "repl", "--masterauth", "replpass")
+	r1c, r2c := goRedis(t, r1.addr, 2), goRedis(t, r2.addr, 2)
+	waitInSync(t, mc, r1c, r2c)
+	sameKeyspace(t, mc, r1c, r2c)
+	if info := replInfo(t, mc, "replication", "slave0") + replInfo(t, mc, "replication", "slave1"); !strings.Contains(info, "ip=127.0.0.7,port=4567,state=online") {
+		t.Fatalf("the announced address is not in INFO: %s", info)
+	}
+	bad := startReplicaOf(t, m, "", "--persistence", "no", "--masterauth", "wrong")
+	bc := goRedis(t, bad.addr, 2)
+	time.Sleep(1500 * time.Millisecond)
+	if got := replInfo(t, bc, "replication", "master_link_status"); got != "down" {
+		t.Fatalf("a replica with a wrong password has its link %s", got)
+	}
+	if !strings.Contains(bad.log.String(), "Unable to AUTH to MASTER") {
+		t.Fatalf("no log line for the refused AUTH:\n%s", bad.log.String())
+	}
+}
+
+// TestReplicationTLS: with tls-replication, a replica reaches its master's
+// TLS port, with the client certificate mutual TLS asks for.
+func TestReplicationTLS(t *testing.T) {
+	ctx := context.Background()
+	f := newTLSFiles(t)
+	mPort := freePort(t)
+	m := startMaster(t, append([]string{"--persistence", "no"}, f.flags(mPort)...)...)
+	mc := goRedis(t, m.addr, 2)
+	mc.Set(ctx, "k", "v", 0)
+	clientCert, clientKey := f.client.Write(t, f.dir, "replica")
+	r := startLimitkv(t, append([]string{"--persistence", "no", "--enable-debug-command", "yes",
+		"--replicaof", "127.0.0.1", strconv.Itoa(mPort), "--tls-replication", "yes",
+		"--tls-client-cert-file", clientCert, "--tls-client-key-file", clientKey}, f.flags(freePort(t))...)...)
+	rc := goRedis(t, r.addr, 2)
+	waitInSync(t, mc, rc)
+	sameKeyspace(t, mc, rc)
+}

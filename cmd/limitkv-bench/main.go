@@ -56,6 +56,10 @@ type config struct {
 	quietWait        time.Duration
 	quietCores       float64
 	pacedRate        float64 // requests/s of the open-loop latency runs; 0 skips them
+	flood            bool    // run the maxmemory flood alone (flood.go)
+	floodKeys        int
+	floodMaxMemory   string
+	floodPolicy      string
 	// The replication scenario (-replication), run alone.
 	replication  bool
 	lagRate      float64
@@ -159,6 +163,10 @@ func parseFlags(args []string) (config, error) {
 	fs.DurationVar(&cfg.quietWait, "quiet-wait", 0, "on a shared machine: wait up to this long for quiet before each run, and measure a run again when others took more than -quiet cores")
 	fs.Float64Var(&cfg.quietCores, "quiet", 0.3, "cores other processes may use during a run for it to count as quiet (runs above are marked busy)")
 	fs.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write the load generator's own CPU profile to this file (is the client lean?)")
+	fs.BoolVar(&cfg.flood, "flood", false, "run only the maxmemory flood (flood.go): -flood-keys distinct RL.FIXED keys at -paced-rate; writes flood.md")
+	fs.IntVar(&cfg.floodKeys, "flood-keys", 5_000_000, "requests of the maxmemory flood, each on a new key")
+	fs.StringVar(&cfg.floodMaxMemory, "flood-maxmemory", "64mb", "maxmemory of the flood's server")
+	fs.StringVar(&cfg.floodPolicy, "flood-policy", "allkeys-lfu", "maxmemory-policy of the flood's server")
 	fs.BoolVar(&cfg.quick, "quick", false, "short runs, small key counts, no big keyspaces: a smoke test")
 	fs.BoolVar(&cfg.replication, "replication", false, "run only the replication scenario (about 5 minutes; -quick: about 1): lag, throughput with replicas, full sync, failover under redis-sentinel; writes replication.md and replication.json")
 	fs.Float64Var(&cfg.lagRate, "repl-lag-rate", 50_000, "-replication: writes/s on the master while the replicas' lag is measured; 0 skips it")
@@ -282,6 +290,9 @@ func (b *bench) run(ctx context.Context) (int, error) {
 		if b.limitkvBin, err = buildLimitkv(b.tmp); err != nil {
 			return 1, err
 		}
+	}
+	if b.cfg.flood {
+		return 0, b.flood(ctx)
 	}
 	if b.cfg.replication {
 		return b.runReplication(ctx, started, redisVersion)

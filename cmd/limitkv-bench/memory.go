@@ -11,8 +11,10 @@ import (
 
 // Memory per key is the growth of a fresh server's memory while N keys of
 // one shape are loaded, divided by N, read two ways: INFO used_memory (what
-// the allocator holds for live data: jemalloc's count on Redis, the live
-// Go heap on limitkv) and the process's RSS from /proc/<pid>/statm. Before
+// the allocator holds for live data: jemalloc's count on Redis; on
+// limitkv its own count of what it holds, which maxmemory limits and which
+// leaves out the arena's free space, as jemalloc's leaves out its
+// fragmentation) and the process's RSS from /proc/<pid>/statm. Before
 // each reading both servers get MEMORY PURGE: on limitkv it runs Go's
 // garbage collector, so garbage is not counted; on Redis it asks jemalloc
 // to return its dirty pages, so neither RSS holds freed memory the other

@@ -487,7 +487,7 @@ func markdown(r *results) string {
 	if len(r.Memory) > 0 {
 		p("## Memory per key")
 		p("")
-		p("Growth of a fresh server's memory while N keys of the shape are loaded, divided by N: INFO `used_memory` (Redis: what jemalloc holds; limitkv: the live Go heap) and the process's RSS from `/proc/<pid>/statm`. Both servers get `MEMORY PURGE` before each reading: on limitkv it runs Go's garbage collector, so garbage is not counted; on Redis it returns jemalloc's dirty pages. Every shape is checked on a loaded key before the reading (last column).")
+		p("Growth of a fresh server's memory while N keys of the shape are loaded, divided by N: INFO `used_memory` (Redis: what jemalloc holds for live data; limitkv: its own count of what it holds, the figure `maxmemory` limits, without the arena's free space or garbage) and the process's RSS from `/proc/<pid>/statm`. Both servers get `MEMORY PURGE` before each reading: on limitkv it runs Go's garbage collector, so garbage is not counted; on Redis it returns jemalloc's dirty pages. Every shape is checked on a loaded key before the reading (last column).")
 		p("")
 		p("| key shape | N | limitkv used_memory | Redis used_memory | limitkv / Redis | limitkv RSS | Redis RSS | limitkv / Redis (RSS) |")
 		p("|---|---:|---:|---:|---:|---:|---:|---:|")

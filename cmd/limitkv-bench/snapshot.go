@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// The snapshot scenario (issue 5): limitkv with persistence on and only
+// The snapshot scenario: limitkv with persistence on and only
 // forced snapshots, K small keys all changed since the last snapshot, and
 // GET plus RL.SLIDE traffic at depth 1 from 50 connections. The latency of
 // the requests completed while a BGSAVE writes the K dirty keys is

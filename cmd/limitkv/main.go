@@ -362,7 +362,7 @@ func wireStore(srv *commands.Server, store *persist.Store, cfg *commands.Config)
 	srv.Hooks.BgSave = func(schedule bool) (string, error) {
 		if store.Busy() {
 			if !schedule {
-				return "", errors.New("ERR Background save already in progress")
+				return "", errors.New("Background save already in progress")
 			}
 			if !scheduled.Swap(true) {
 				go func() {
