@@ -480,6 +480,12 @@ func infoReplication(s *Server, b *strings.Builder) {
 	kv(b, "repl_backlog_size", in.BacklogSize)
 	kv(b, "repl_backlog_first_byte_offset", in.BacklogFirst)
 	kv(b, "repl_backlog_histlen", in.BacklogHistLen)
+	// limitkv's own: the last full sync this server sent, and the longest
+	// it held one shard's lock (the commands on that shard waited as long).
+	st := s.Repl.Stats()
+	kv(b, "last_full_sync_seconds", strconv.FormatFloat(time.Duration(st.LastFullSync.Load()).Seconds(), 'f', 3, 64))
+	kv(b, "last_full_sync_keys", st.LastFullKeys.Load())
+	kv(b, "last_full_sync_longest_lock_seconds", strconv.FormatFloat(time.Duration(st.LastSyncPause.Load()).Seconds(), 'f', 6, 64))
 }
 
 // replicationParams are the replication settings, with Redis 7.0's names,

@@ -354,6 +354,9 @@ func (l *link) load(rd *entryReader) error {
 	n := l.n
 	l.state.Store(linkSync)
 	start := time.Now()
+	if rd.rdb() {
+		return errors.New("the master sent an RDB file: it is not limitkv, and limitkv replicas follow limitkv masters only")
+	}
 	args, _, err := rd.entry()
 	if err != nil {
 		return err

@@ -153,6 +153,25 @@ func (er *entryReader) reply() (string, error) {
 	}
 }
 
+// rdb reports whether what comes next is an RDB file ("$" and its length,
+// or "$EOF:" and a mark): Redis's full sync, which a limitkv replica cannot
+// load.
+func (er *entryReader) rdb() bool {
+	for {
+		b := er.buf[er.head:]
+		for len(b) > 0 && (b[0] == '\n' || b[0] == '\r') {
+			b = b[1:]
+			er.head++
+		}
+		if len(b) > 0 {
+			return b[0] == '$'
+		}
+		if er.fill() != nil {
+			return false
+		}
+	}
+}
+
 // entry reads the next entry. It returns its arguments and its raw bytes,
 // both valid until the next call.
 func (er *entryReader) entry() (args [][]byte, raw []byte, err error) {
