@@ -24,6 +24,9 @@ func (s *Server) Run(ctx context.Context) {
 				return
 			case <-time.After(interval):
 			}
+			if s.noActiveExpire.Load() {
+				continue // DEBUG SET-ACTIVE-EXPIRE 0
+			}
 			start := time.Now()
 			s.Eng.ActiveExpire(s.Eng.Now(), interval/4)
 			s.LatencyEvent("expire-cycle", time.Since(start))

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"limitkv/engine"
+	"limitkv/replication"
 	"limitkv/resp"
 )
 
@@ -55,6 +56,17 @@ type Client struct {
 	queued     []queuedCmd
 	watch      engine.Watch
 	watching   []watchedKey
+
+	// Replication (replication.go): the client's batch of effects, the
+	// stream's offset after its last write (WAIT), what it said in
+	// REPLCONF, and, once it is a replica, its session; master marks the
+	// internal client that runs a master's stream.
+	fx      *replication.Batch
+	woff    int64
+	hs      replication.Handshake
+	session *replication.Session
+	replica atomic.Bool
+	master  bool
 
 	ps   clientSubs // pub/sub subscriptions (pubsub.go)
 	ctx  Ctx        // reused for every request
@@ -173,6 +185,9 @@ func (cl *Client) unwatchAll() {
 // flags returns CLIENT LIST's flags field.
 func (cl *Client) flags() string {
 	var f string
+	if cl.replica.Load() {
+		f += "S"
+	}
 	if cl.inPubsubMode() {
 		f += "P"
 	}
@@ -188,6 +203,9 @@ func (cl *Client) flags() string {
 // typeName is the client's type for CLIENT LIST and CLIENT KILL's TYPE
 // filter.
 func (cl *Client) typeName() string {
+	if cl.replica.Load() {
+		return "slave"
+	}
 	if cl.inPubsubMode() {
 		return "pubsub"
 	}

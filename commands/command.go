@@ -184,8 +184,8 @@ func writeDocs(c *Ctx, s *Spec) {
 	w := c.W
 	d := s.doc
 	docFlags := d.DocFlags
-	n := 4
-	for _, present := range []bool{len(docFlags) > 0, d.DeprecatedSince != "", d.ReplacedBy != "",
+	n := 3
+	for _, present := range []bool{d.Complexity != "", len(docFlags) > 0, d.DeprecatedSince != "", d.ReplacedBy != "",
 		len(d.History) > 0, len(s.args) > 0, len(s.Sub) > 0} {
 		if present {
 			n++
@@ -198,8 +198,10 @@ func writeDocs(c *Ctx, s *Spec) {
 	w.BulkString(d.Since)
 	w.BulkString("group")
 	w.BulkString(s.group())
-	w.BulkString("complexity")
-	w.BulkString(d.Complexity)
+	if d.Complexity != "" {
+		w.BulkString("complexity")
+		w.BulkString(d.Complexity)
+	}
 	if len(docFlags) > 0 {
 		w.BulkString("doc_flags")
 		w.Set(len(docFlags))

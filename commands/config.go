@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"limitkv/engine"
+	"limitkv/replication"
 	"limitkv/resp"
 	"limitkv/tlsconf"
 )
@@ -62,6 +63,9 @@ type Config struct {
 	// TLS (see tls.go): the configurations in use, and tls-auth-clients.
 	tlsSet  atomic.Pointer[tlsconf.Set]
 	tlsAuth atomic.Int32
+
+	// repl holds the replication settings the replication node reads.
+	repl *replication.Settings
 }
 
 type paramKind int
@@ -275,8 +279,8 @@ func configParams() []*param {
 
 // NewConfig returns the default configuration.
 func NewConfig() *Config {
-	c := &Config{byName: map[string]*param{}, values: map[*param]string{}}
-	c.params = append(configParams(), tlsParams()...)
+	c := &Config{byName: map[string]*param{}, values: map[*param]string{}, repl: replication.NewSettings()}
+	c.params = append(append(configParams(), tlsParams()...), replicationParams()...)
 	for _, p := range c.params {
 		c.byName[p.name] = p
 		if p.alias != "" {
@@ -734,11 +738,13 @@ func (c *Config) Rewrite() error {
 			continue
 		}
 		written[p] = true
-		out = append(out, p.name+" "+quoteConfig(c.values[p]))
+		if l := rewriteLine(p, c.values[p]); l != "" {
+			out = append(out, l)
+		}
 	}
 	for _, p := range c.params {
 		if !written[p] && c.values[p] != p.def {
-			out = append(out, p.name+" "+quoteConfig(c.values[p]))
+			out = append(out, rewriteLine(p, c.values[p]))
 		}
 	}
 	if !usersDone {
@@ -749,6 +755,18 @@ func (c *Config) Rewrite() error {
 		return err
 	}
 	return os.Rename(tmp, c.file)
+}
+
+// rewriteLine is a parameter's line in a rewritten config file; replicaof
+// is written as its two words, and not at all when there is no master.
+func rewriteLine(p *param, v string) string {
+	if p.name == "replicaof" {
+		if v == "" {
+			return ""
+		}
+		return p.name + " " + v
+	}
+	return p.name + " " + quoteConfig(v)
 }
 
 func quoteConfig(v string) string {

@@ -230,7 +230,10 @@ func cmdClientList(c *Ctx) {
 		case is(args[0], "TYPE") && len(args) == 2:
 			t := strings.ToLower(string(args[1]))
 			switch t {
-			case "normal", "pubsub":
+			case "normal", "pubsub", "replica", "slave":
+				if t == "replica" {
+					t = "slave"
+				}
 				var sel []*Client
 				for _, cl := range clients {
 					if cl.typeName() == t {
@@ -238,8 +241,8 @@ func cmdClientList(c *Ctx) {
 					}
 				}
 				clients = sel
-			case "master", "replica", "slave":
-				clients = nil
+			case "master":
+				clients = nil // the link to a master is not a client here
 			default:
 				c.W.Error("Unknown client type '" + string(args[1]) + "'")
 				return
@@ -318,6 +321,9 @@ func cmdClientKill(c *Ctx) {
 			if typ != "normal" && typ != "master" && typ != "replica" && typ != "slave" && typ != "pubsub" {
 				c.W.Error("Unknown client type '" + string(v) + "'")
 				return
+			}
+			if typ == "replica" {
+				typ = "slave"
 			}
 		case is(args[j], "SKIPME"):
 			switch {

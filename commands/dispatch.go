@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"limitkv/engine"
+	"limitkv/replication"
 	"limitkv/resp"
 )
 
@@ -21,6 +22,8 @@ type Server struct {
 	Log   *slog.Logger
 	Net   *resp.Server
 	Table *Table
+	// Repl is the server's place in replication.
+	Repl *replication.Node
 	// Hooks wired by main and by persistence.
 	Hooks Hooks
 
@@ -45,6 +48,14 @@ type Server struct {
 	slowlog      slowLog
 	latency      latencyMonitor
 	unknownCalls atomic.Int64
+
+	// loading: a replica is replacing its keyspace with its master's
+	// (commands answer LOADING).
+	loading atomic.Bool
+	// masterClient runs the commands of a master's stream on a replica.
+	masterClient *Client
+	// noActiveExpire: DEBUG SET-ACTIVE-EXPIRE 0 stopped the sweeper.
+	noActiveExpire atomic.Bool
 }
 
 // Hooks connect commands to parts that live outside this package.
@@ -65,9 +76,6 @@ type Hooks struct {
 	// Persistence describes the snapshots for INFO; nil when persistence
 	// is off.
 	Persistence func() PersistenceInfo
-	// Replication describes the replication state for the metrics
-	// endpoint; nil is a master without replicas.
-	Replication func() ReplicationInfo
 	// ListenTLS serves TLS on port from now on, instead of the TLS port
 	// it served (0: none), for CONFIG SET tls-port.
 	ListenTLS func(port int) error
@@ -133,6 +141,9 @@ func New(eng *engine.Engine, cfg *Config, log *slog.Logger) *Server {
 	s.Net.OnOutputLimit = func(conn *resp.Conn) {
 		s.Log.Warn("Client " + clientInfo(conn) + " scheduled to be closed ASAP for overcoming of output buffer limits.")
 	}
+	s.masterClient = &Client{srv: s, authed: true, master: true}
+	s.masterClient.multiLen.Store(-1)
+	s.initReplication()
 	cfg.bind(s)
 	return s
 }
@@ -305,6 +316,10 @@ func (s *Server) execute(cl *Client, w *resp.Writer, args [][]byte, now int64) {
 		s.reject(cl, w, spec, msgOOM)
 		return
 	}
+	if msg := s.replicationRefusal(cl, spec); msg != "" {
+		s.reject(cl, w, spec, msg)
+		return
+	}
 	// A RESP2 client in pub/sub mode may only (un)subscribe, PING, QUIT and
 	// RESET; in RESP3 any command goes.
 	if w.Proto() == 2 && cl.subscribed() && !allowedWhileSubscribed(spec) {
@@ -392,8 +407,8 @@ func (s *Server) run(c *Ctx) {
 
 func (s *Server) runLocked(c *Ctx) {
 	spec := c.Spec
-	if c.held || spec.Flags&SelfLock != 0 {
-		spec.Run(c)
+	if spec.Flags&SelfLock != 0 {
+		spec.Run(c) // EXEC, scripts, WATCH: they lock and replicate
 		return
 	}
 	var m engine.Mask
@@ -401,9 +416,21 @@ func (s *Server) runLocked(c *Ctx) {
 	for _, i := range spec.keyPositions(c.Args, pos[:0]) {
 		m = s.Eng.Add(m, c.Args[i])
 	}
-	s.Eng.Lock(m)
-	defer s.Eng.Unlock(m)
+	if !c.held {
+		s.Eng.Lock(m)
+		defer s.Eng.Unlock(m)
+	}
+	if !s.Repl.Recording() {
+		spec.Run(c)
+		return
+	}
+	if spec.Flags&AsIs != 0 {
+		// What others left in these shards (a lazy expiry) goes first:
+		// the command that follows stands for its own changes only.
+		s.propagate(c, m, false)
+	}
 	spec.Run(c)
+	s.propagate(c, m, spec.Flags&AsIs != 0)
 }
 
 // clockAt returns the server's time, in ms, at t: t's own unless DEBUG

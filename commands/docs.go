@@ -183,8 +183,10 @@ func parseDocFile(data []byte, out map[string]*cmdDoc) error {
 // doc checks an entry and converts it.
 func (j *docJSON) doc(sub bool) (*cmdDoc, error) {
 	switch {
-	case j.Summary == "" || j.Since == "" || j.Complexity == "":
-		return nil, errors.New("summary, since and complexity are required")
+	case j.Summary == "" || j.Since == "":
+		// Complexity may be left out, as Redis leaves it out for PSYNC
+		// and SYNC.
+		return nil, errors.New("summary and since are required")
 	case sub && j.Group != "":
 		return nil, errors.New("a subcommand takes its container's group")
 	case !sub && j.Group == "":

@@ -35,7 +35,7 @@ func TestDocsErrors(t *testing.T) {
 		{"trailing", `{} {}`, "data after the object"},
 		{"unknown field", `{"x": {` + demoEntry + `, "sumary": "typo"}}`, `unknown field "sumary"`},
 		{"twice", `{"x": {` + demoEntry + `}, "x": {` + demoEntry + `}}`, "x: entered twice"},
-		{"no summary", `{"x": {"since": "1", "group": "g", "complexity": "O(1)"}}`, "summary, since and complexity are required"},
+		{"no summary", `{"x": {"since": "1", "group": "g", "complexity": "O(1)"}}`, "summary and since are required"},
 		{"no group", `{"x": {"summary": "s", "since": "1", "complexity": "O(1)"}}`, "group is required"},
 		{"sub with group", `{"x|y": {` + demoEntry + `}}`, "takes its container's group"},
 		{"category", `{"x": {` + demoEntry + `, "acl_categories": ["@nosuch"]}}`, `unknown ACL category "@nosuch"`},

@@ -352,14 +352,14 @@ func flushMode(c *Ctx) bool {
 
 func cmdFlushDB(c *Ctx) {
 	if flushMode(c) {
-		c.Srv.Eng.FlushDB(c.DB, c.held)
+		c.wholeKeyspace(func() { c.Srv.Eng.FlushDB(c.DB, true) }, c.DB, c.Args[0])
 		c.W.OK()
 	}
 }
 
 func cmdFlushAll(c *Ctx) {
 	if flushMode(c) {
-		c.Srv.Eng.FlushDB(-1, c.held)
+		c.wholeKeyspace(func() { c.Srv.Eng.FlushDB(-1, true) }, -1, c.Args[0])
 		c.W.OK()
 	}
 }
@@ -406,6 +406,12 @@ func cmdSwapDB(c *Ctx) {
 	if !ok {
 		return
 	}
-	c.Srv.Eng.SwapDB(a, b, c.held)
+	if !c.held && !c.Client.master {
+		// A full sync under way must finish capturing first (HoldSwaps).
+		// A replica's own full syncs hold its master's stream still
+		// instead.
+		defer c.Srv.Repl.HoldSwaps()()
+	}
+	c.wholeKeyspace(func() { c.Srv.Eng.SwapDB(a, b, true) }, -1, c.Args...)
 	c.W.OK()
 }

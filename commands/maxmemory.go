@@ -53,6 +53,11 @@ func (s *Server) outOfMemory(max int64, now int64) bool {
 	if s.usedMemory() <= max {
 		return false
 	}
+	if s.Repl.Replica() && s.Repl.Set.IgnoreMaxmemory.Load() {
+		// A replica holds what its master holds: the master's
+		// evictions reach it as deletions (replica-ignore-maxmemory).
+		return false
+	}
 	// Timed for LATENCY only when the monitor is on: the clock reads
 	// would be most of the cost of evicting one key.
 	var start time.Time

@@ -193,11 +193,20 @@ type ReplicationInfo struct {
 	Offset int64 // the replication offset
 }
 
-// Replication returns the server's replication state: Hooks.Replication's
-// once replication fills it, a master without replicas until then.
+// Replication returns the server's replication state.
 func (s *Server) Replication() ReplicationInfo {
-	if s.Hooks.Replication != nil {
-		return s.Hooks.Replication()
+	in := s.Repl.Info()
+	ri := ReplicationInfo{Role: "master", ConnectedReplicas: len(in.Replicas), Offset: in.MasterOffset}
+	if in.Replica {
+		ri.Role = "replica"
+		ri.Offset = in.Offset
+		if in.LastIOSecondsAgo >= 0 {
+			ri.Lag = time.Duration(in.LastIOSecondsAgo) * time.Second
+		}
+		return ri
 	}
-	return ReplicationInfo{Role: "master"}
+	for _, r := range in.Replicas {
+		ri.Lag = max(ri.Lag, time.Duration(r.Lag)*time.Second)
+	}
+	return ri
 }

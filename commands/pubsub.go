@@ -312,8 +312,16 @@ func unsubscribe(c *Ctx, k psKind) {
 	}
 }
 
-func cmdPublish(c *Ctx)  { c.W.Int(int64(c.Srv.publish(c, psChannel, c.Args[1], c.Args[2]))) }
-func cmdSPublish(c *Ctx) { c.W.Int(int64(c.Srv.publish(c, psShard, c.Args[1], c.Args[2]))) }
+// PUBLISH reaches the subscribers of the replicas too, as in Redis.
+func cmdPublish(c *Ctx) {
+	c.W.Int(int64(c.Srv.publish(c, psChannel, c.Args[1], c.Args[2])))
+	c.replicate(-1, c.Args...)
+}
+
+func cmdSPublish(c *Ctx) {
+	c.W.Int(int64(c.Srv.publish(c, psShard, c.Args[1], c.Args[2])))
+	c.replicate(-1, c.Args...)
+}
 
 // Publish delivers message to the subscribers of channel (shard: of the
 // shard channel, as SPUBLISH) and returns how many received it, as PUBLISH

@@ -410,7 +410,21 @@ func (se *scriptEngine) run(c *Ctx, sc *luaScript, keys, argv [][]byte, readOnly
 		se.killMu.Unlock()
 	}()
 
-	if broken := r.exec(c, sc, keys, argv, readOnly); broken || r.state.Oversized() {
+	broken := r.exec(c, sc, keys, argv, readOnly)
+	// The script's effects reach the replicas as one, unless it was
+	// stopped halfway (SHUTDOWN NOSAVE): then none of it may. Inside a
+	// transaction they join the transaction's.
+	switch {
+	case run.state.Load() == runKilled:
+		c.Srv.dropEffects(r.client)
+	case c.held:
+		c.Srv.joinEffects(c.Client, r.client)
+	default:
+		if off := c.Srv.propagateHeld(r.client); off != 0 {
+			c.Client.woff = off
+		}
+	}
+	if broken || r.state.Oversized() {
 		// The next script gets a fresh state: this one is unusable, or
 		// holds on to a value stack a deep recursion grew.
 		fresh := newLuaRunner(c.Srv)

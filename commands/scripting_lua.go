@@ -164,7 +164,7 @@ func (r *luaRunner) call(L *lua.LState, raise bool) int {
 		return callFailed(L, raise, t)
 	}
 	if spec.Flags&Write != 0 && !r.progress.state.CompareAndSwap(runClean, runWrote) && r.progress.state.Load() == runKilled {
-		L.Error(lua51.ErrorTable(L, errScriptKilled.Error()), 0)
+		L.Error(lua51.ErrorTable(L, "-"+errScriptKilled.Error()), 0)
 	}
 	r.replies.Reset()
 	r.sub = Ctx{Srv: r.srv, Client: r.client, W: r.replies, Args: argv, Now: r.caller.Now, DB: r.db, Spec: spec, held: true}
@@ -173,7 +173,7 @@ func (r *luaRunner) call(L *lua.LState, raise bool) int {
 	r.sub = Ctx{}
 	v, isErr, ok := lua51.ReplyToLua(L, r.replies.Bytes())
 	if !ok {
-		v, isErr = lua51.ErrorTable(L, "ERR internal error: malformed reply"), true
+		v, isErr = lua51.ErrorTable(L, "internal error: malformed reply"), true
 	}
 	if isErr && raise {
 		L.Error(v, 0)

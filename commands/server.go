@@ -1,7 +1,11 @@
 package commands
 
 import (
+	"crypto/sha1"
+	"encoding/binary"
+	"encoding/hex"
 	"fmt"
+	"math"
 	"os"
 	"runtime"
 	"runtime/debug"
@@ -195,14 +199,78 @@ func cmdDebug(c *Ctx) {
 			return
 		}
 		c.W.Int(c.Srv.Eng.Now())
+	case is(sub, "DIGEST") && len(c.Args) == 2:
+		c.W.BulkString(c.Srv.digest(c))
+	case is(sub, "DIGEST-VALUE"):
+		c.W.Array(len(c.Args) - 2)
+		for _, key := range c.Args[2:] {
+			c.W.BulkString(c.Srv.digestKey(c, key))
+		}
+	case is(sub, "SET-ACTIVE-EXPIRE") && len(c.Args) == 3:
+		n, ok := c.Int(2)
+		if !ok {
+			return
+		}
+		c.Srv.noActiveExpire.Store(n == 0)
+		c.W.OK()
 	case is(sub, "HELP"):
 		help(c, "DEBUG", []string{
 			"SLEEP <seconds>", "    Stop the server for <seconds>.",
 			"CLOCK SET <ms>|ADVANCE <ms>|REAL", "    Freeze the server's clock at <ms>, move it, or go back to real time.",
+			"DIGEST", "    Output a hex signature representing the current DB content.",
+			"DIGEST-VALUE <key> [<key> ...]", "    Output a hex signature of the values of all the specified keys.",
+			"SET-ACTIVE-EXPIRE <0|1>", "    Setting it to 0 disables expiring keys in background when they are not accessed (otherwise the Redis behavior). Setting it to 1 reenables back the default.",
 		})
 	default:
 		c.W.Error("unknown subcommand '" + string(sub) + "'. Try DEBUG HELP.")
 	}
+}
+
+// digest is DEBUG DIGEST: a signature of the whole keyspace, every key's
+// name, value and expiry, the same whatever order the keys are in, so that
+// a master and its replicas can be compared. Forty zeros when it is empty,
+// as in Redis (whose values differ: its signature covers its encodings).
+func (s *Server) digest(c *Ctx) string {
+	var sum [sha1.Size]byte
+	var buf []byte
+	eng := s.Eng
+	if !c.held {
+		eng.Lock(engine.AllShards)
+		defer eng.Unlock(engine.AllShards)
+	}
+	for db := 0; db < eng.Databases(); db++ {
+		for i := 0; i < engine.Shards; i++ {
+			sh := eng.Shard(i)
+			sh.Keys(db, 0, math.MaxInt, c.Now, func(e engine.Entry) {
+				buf = binary.AppendUvarint(buf[:0], uint64(db))
+				buf = binary.AppendUvarint(buf, uint64(len(e.Key())))
+				buf = append(buf, e.Key()...)
+				buf, _ = engine.AppendValue(buf, sh, e)
+				h := sha1.Sum(buf)
+				for j := range sum {
+					sum[j] ^= h[j]
+				}
+			})
+		}
+	}
+	return hex.EncodeToString(sum[:])
+}
+
+// digestKey is one key's DEBUG DIGEST-VALUE: a signature of its value and
+// expiry, forty zeros when it does not exist.
+func (s *Server) digestKey(c *Ctx, key []byte) string {
+	sh := c.Shard(key)
+	if !c.held {
+		sh.Lock()
+		defer sh.Unlock()
+	}
+	e, ok := sh.Find(c.DB, key, c.Now)
+	if !ok {
+		return strings.Repeat("0", 2*sha1.Size)
+	}
+	v, _ := engine.AppendValue(nil, sh, e)
+	h := sha1.Sum(v)
+	return hex.EncodeToString(h[:])
 }
 
 func cmdMemoryUsage(c *Ctx) {
@@ -671,6 +739,10 @@ func infoStats(s *Server, b *strings.Builder) {
 	kv(b, "total_net_input_bytes", in)
 	kv(b, "total_net_output_bytes", out)
 	kv(b, "rejected_connections", s.stats.Rejected.Load())
+	rs := s.Repl.Stats()
+	kv(b, "sync_full", rs.FullSyncs.Load())
+	kv(b, "sync_partial_ok", rs.PartialOK.Load())
+	kv(b, "sync_partial_err", rs.PartialErr.Load())
 	kv(b, "expired_keys", expired)
 	kv(b, "evicted_keys", s.Eng.EvictedKeys())
 	kv(b, "keyspace_hits", hits)
@@ -681,20 +753,6 @@ func infoStats(s *Server, b *strings.Builder) {
 	kv(b, "total_protocol_errors", s.stats.ProtocolErrors.Load())
 	kv(b, "total_error_replies", s.errors.total.Load())
 	kv(b, "acl_access_denied_auth", s.auth.denied.Load())
-}
-
-func infoReplication(s *Server, b *strings.Builder) {
-	kv(b, "role", "master")
-	kv(b, "connected_slaves", 0)
-	kv(b, "master_failover_state", "no-failover")
-	kv(b, "master_replid", s.runID())
-	kv(b, "master_replid2", strings.Repeat("0", 40))
-	kv(b, "master_repl_offset", 0)
-	kv(b, "second_repl_offset", -1)
-	kv(b, "repl_backlog_active", 0)
-	kv(b, "repl_backlog_size", 1048576)
-	kv(b, "repl_backlog_first_byte_offset", 0)
-	kv(b, "repl_backlog_histlen", 0)
 }
 
 func infoCPU(s *Server, b *strings.Builder) {

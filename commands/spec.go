@@ -43,6 +43,15 @@ const (
 	// RunsScript: EVAL and its kin, which take every shard lock themselves
 	// once no other command is in flight. COMMAND does not show it.
 	RunsScript
+	// AsIs: replicated as the command itself rather than as the states
+	// of the keys it changed (replication.go): a command whose result
+	// depends only on its keys' values, not on the time or chance, and
+	// whose keys may be large (LPUSH on a long list). COMMAND does not
+	// show it.
+	AsIs
+	// TTLOnly: changes only its keys' expiry (EXPIRE and its kin), which
+	// is all it replicates: PEXPIREAT, PERSIST or the key's deletion.
+	TTLOnly
 )
 
 // flagNames lists the flags COMMAND shows, in the order Redis shows them.

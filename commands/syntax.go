@@ -231,11 +231,14 @@ func (p *syntaxParser) group(closer string) (*argDoc, error) {
 
 // collapse turns a bracketed sequence into one argument: "EX seconds" is
 // the argument seconds with the token EX; "LIMIT offset count" a block with
-// the token LIMIT; anything else longer than one item a plain block.
+// the token LIMIT; tokens alone ("NO ONE") and anything else longer than
+// one item a plain block.
 func collapse(s []*argDoc) *argDoc {
 	switch {
 	case len(s) == 1:
 		return s[0]
+	case allTokens(s):
+		return &argDoc{Name: s[0].Name, Type: "block", Args: s}
 	case len(s) == 2 && s[0].Type == "pure-token" && !s[0].Multiple &&
 		s[1].Token == "" && s[1].Type != "pure-token" && s[1].Type != "oneof" && s[1].Type != "block":
 		a := s[1]
@@ -245,4 +248,13 @@ func collapse(s []*argDoc) *argDoc {
 		return &argDoc{Name: s[0].Name, Type: "block", Token: s[0].Token, Args: s[1:]}
 	}
 	return &argDoc{Name: s[0].Name, Type: "block", Args: s}
+}
+
+func allTokens(s []*argDoc) bool {
+	for _, a := range s {
+		if a.Type != "pure-token" || a.Multiple {
+			return false
+		}
+	}
+	return true
 }

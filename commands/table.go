@@ -98,7 +98,7 @@ func commandTable() []*Spec {
 		{
 			Name:  "getex",
 			Arity: -2,
-			Flags: Write | Fast,
+			Flags: Write | Fast | TTLOnly,
 			Run:   cmdGetEx,
 		},
 		{
@@ -122,25 +122,25 @@ func commandTable() []*Spec {
 		{
 			Name:  "incr",
 			Arity: 2,
-			Flags: Write | DenyOOM | Fast,
+			Flags: Write | DenyOOM | Fast | AsIs,
 			Run:   cmdIncr,
 		},
 		{
 			Name:  "decr",
 			Arity: 2,
-			Flags: Write | DenyOOM | Fast,
+			Flags: Write | DenyOOM | Fast | AsIs,
 			Run:   cmdDecr,
 		},
 		{
 			Name:  "incrby",
 			Arity: 3,
-			Flags: Write | DenyOOM | Fast,
+			Flags: Write | DenyOOM | Fast | AsIs,
 			Run:   cmdIncrBy,
 		},
 		{
 			Name:  "decrby",
 			Arity: 3,
-			Flags: Write | DenyOOM | Fast,
+			Flags: Write | DenyOOM | Fast | AsIs,
 			Run:   cmdDecrBy,
 		},
 		{
@@ -152,7 +152,7 @@ func commandTable() []*Spec {
 		{
 			Name:  "append",
 			Arity: 3,
-			Flags: Write | DenyOOM | Fast,
+			Flags: Write | DenyOOM | Fast | AsIs,
 			Run:   cmdAppend,
 		},
 		{
@@ -170,7 +170,7 @@ func commandTable() []*Spec {
 		{
 			Name:  "setrange",
 			Arity: 4,
-			Flags: Write | DenyOOM,
+			Flags: Write | DenyOOM | AsIs,
 			Run:   cmdSetRange,
 		},
 
@@ -202,25 +202,25 @@ func commandTable() []*Spec {
 		{
 			Name:  "expire",
 			Arity: -3,
-			Flags: Write | Fast,
+			Flags: Write | Fast | TTLOnly,
 			Run:   cmdExpire,
 		},
 		{
 			Name:  "pexpire",
 			Arity: -3,
-			Flags: Write | Fast,
+			Flags: Write | Fast | TTLOnly,
 			Run:   cmdPExpire,
 		},
 		{
 			Name:  "expireat",
 			Arity: -3,
-			Flags: Write | Fast,
+			Flags: Write | Fast | TTLOnly,
 			Run:   cmdExpireAt,
 		},
 		{
 			Name:  "pexpireat",
 			Arity: -3,
-			Flags: Write | Fast,
+			Flags: Write | Fast | TTLOnly,
 			Run:   cmdPExpireAt,
 		},
 		{
@@ -250,7 +250,7 @@ func commandTable() []*Spec {
 		{
 			Name:  "persist",
 			Arity: 2,
-			Flags: Write | Fast,
+			Flags: Write | Fast | TTLOnly,
 			Run:   cmdPersist,
 		},
 		{
@@ -280,13 +280,13 @@ func commandTable() []*Spec {
 		{
 			Name:  "rename",
 			Arity: 3,
-			Flags: Write,
+			Flags: Write | AsIs,
 			Run:   cmdRename,
 		},
 		{
 			Name:  "renamenx",
 			Arity: 3,
-			Flags: Write | Fast,
+			Flags: Write | Fast | AsIs,
 			Run:   cmdRenameNX,
 		},
 		{
@@ -911,6 +911,50 @@ func commandTable() []*Spec {
 			Run:   cmdLastSave,
 		},
 
+		// Replication (replication.go, docs/replication.json)
+		{
+			Name:  "replicaof",
+			Arity: 3,
+			Flags: Admin | NoScript | Stale | NoAsyncLoading,
+			Run:   cmdReplicaOf,
+		},
+		{
+			Name:  "slaveof",
+			Arity: 3,
+			Flags: Admin | NoScript | Stale | NoAsyncLoading,
+			Run:   cmdReplicaOf,
+		},
+		{
+			Name:  "role",
+			Arity: 1,
+			Flags: NoScript | Loading | Stale | Fast,
+			Run:   cmdRole,
+		},
+		{
+			Name:  "replconf",
+			Arity: -1,
+			Flags: Admin | NoScript | Loading | Stale | AllowBusy,
+			Run:   cmdReplConf,
+		},
+		{
+			Name:  "psync",
+			Arity: -3,
+			Flags: Admin | NoScript | NoAsyncLoading | NoMulti,
+			Run:   cmdSync,
+		},
+		{
+			Name:  "sync",
+			Arity: 1,
+			Flags: Admin | NoScript | NoAsyncLoading | NoMulti,
+			Run:   cmdSync,
+		},
+		{
+			Name:  "wait",
+			Arity: 3,
+			Flags: NoScript,
+			Run:   cmdWait,
+		},
+
 		// Transactions (tx.go, docs/tx.json)
 		{
 			Name:  "multi",
@@ -947,37 +991,37 @@ func commandTable() []*Spec {
 		{
 			Name:  "lpush",
 			Arity: -3,
-			Flags: Write | DenyOOM | Fast,
+			Flags: Write | DenyOOM | Fast | AsIs,
 			Run:   cmdLPush,
 		},
 		{
 			Name:  "rpush",
 			Arity: -3,
-			Flags: Write | DenyOOM | Fast,
+			Flags: Write | DenyOOM | Fast | AsIs,
 			Run:   cmdRPush,
 		},
 		{
 			Name:  "lpushx",
 			Arity: -3,
-			Flags: Write | DenyOOM | Fast,
+			Flags: Write | DenyOOM | Fast | AsIs,
 			Run:   cmdLPushX,
 		},
 		{
 			Name:  "rpushx",
 			Arity: -3,
-			Flags: Write | DenyOOM | Fast,
+			Flags: Write | DenyOOM | Fast | AsIs,
 			Run:   cmdRPushX,
 		},
 		{
 			Name:  "lpop",
 			Arity: -2,
-			Flags: Write | Fast,
+			Flags: Write | Fast | AsIs,
 			Run:   cmdLPop,
 		},
 		{
 			Name:  "rpop",
 			Arity: -2,
-			Flags: Write | Fast,
+			Flags: Write | Fast | AsIs,
 			Run:   cmdRPop,
 		},
 		{
@@ -1001,25 +1045,25 @@ func commandTable() []*Spec {
 		{
 			Name:  "ltrim",
 			Arity: 4,
-			Flags: Write,
+			Flags: Write | AsIs,
 			Run:   cmdLTrim,
 		},
 		{
 			Name:  "lset",
 			Arity: 4,
-			Flags: Write | DenyOOM,
+			Flags: Write | DenyOOM | AsIs,
 			Run:   cmdLSet,
 		},
 		{
 			Name:  "lrem",
 			Arity: 4,
-			Flags: Write,
+			Flags: Write | AsIs,
 			Run:   cmdLRem,
 		},
 		{
 			Name:  "linsert",
 			Arity: 5,
-			Flags: Write | DenyOOM,
+			Flags: Write | DenyOOM | AsIs,
 			Run:   cmdLInsert,
 		},
 		{
@@ -1031,13 +1075,13 @@ func commandTable() []*Spec {
 		{
 			Name:  "lmove",
 			Arity: 5,
-			Flags: Write | DenyOOM,
+			Flags: Write | DenyOOM | AsIs,
 			Run:   cmdLMove,
 		},
 		{
 			Name:  "rpoplpush",
 			Arity: 3,
-			Flags: Write | DenyOOM,
+			Flags: Write | DenyOOM | AsIs,
 			Run:   cmdRPopLPush,
 		},
 
@@ -1045,13 +1089,13 @@ func commandTable() []*Spec {
 		{
 			Name:  "hset",
 			Arity: -4,
-			Flags: Write | DenyOOM | Fast,
+			Flags: Write | DenyOOM | Fast | AsIs,
 			Run:   cmdHSet,
 		},
 		{
 			Name:  "hsetnx",
 			Arity: 4,
-			Flags: Write | DenyOOM | Fast,
+			Flags: Write | DenyOOM | Fast | AsIs,
 			Run:   cmdHSetNX,
 		},
 		{
@@ -1069,13 +1113,13 @@ func commandTable() []*Spec {
 		{
 			Name:  "hmset",
 			Arity: -4,
-			Flags: Write | DenyOOM | Fast,
+			Flags: Write | DenyOOM | Fast | AsIs,
 			Run:   cmdHMSet,
 		},
 		{
 			Name:  "hdel",
 			Arity: -3,
-			Flags: Write | Fast,
+			Flags: Write | Fast | AsIs,
 			Run:   cmdHDel,
 		},
 		{
@@ -1117,13 +1161,13 @@ func commandTable() []*Spec {
 		{
 			Name:  "hincrby",
 			Arity: 4,
-			Flags: Write | DenyOOM | Fast,
+			Flags: Write | DenyOOM | Fast | AsIs,
 			Run:   cmdHIncrBy,
 		},
 		{
 			Name:  "hincrbyfloat",
 			Arity: 4,
-			Flags: Write | DenyOOM | Fast,
+			Flags: Write | DenyOOM | Fast | AsIs,
 			Run:   cmdHIncrByFloat,
 		},
 		{
@@ -1137,7 +1181,7 @@ func commandTable() []*Spec {
 		{
 			Name:  "setbit",
 			Arity: 4,
-			Flags: Write | DenyOOM,
+			Flags: Write | DenyOOM | AsIs,
 			Run:   cmdSetBit,
 		},
 		{
@@ -1161,7 +1205,7 @@ func commandTable() []*Spec {
 		{
 			Name:  "bitop",
 			Arity: -4,
-			Flags: Write | DenyOOM,
+			Flags: Write | DenyOOM | AsIs,
 			Run:   cmdBitOp,
 		},
 
@@ -1169,13 +1213,13 @@ func commandTable() []*Spec {
 		{
 			Name:  "zadd",
 			Arity: -4,
-			Flags: Write | DenyOOM | Fast,
+			Flags: Write | DenyOOM | Fast | AsIs,
 			Run:   cmdZAdd,
 		},
 		{
 			Name:  "zrem",
 			Arity: -3,
-			Flags: Write | Fast,
+			Flags: Write | Fast | AsIs,
 			Run:   cmdZRem,
 		},
 		{
@@ -1205,7 +1249,7 @@ func commandTable() []*Spec {
 		{
 			Name:  "zincrby",
 			Arity: 4,
-			Flags: Write | DenyOOM | Fast,
+			Flags: Write | DenyOOM | Fast | AsIs,
 			Run:   cmdZIncrBy,
 		},
 		{
@@ -1265,31 +1309,31 @@ func commandTable() []*Spec {
 		{
 			Name:  "zremrangebyscore",
 			Arity: 4,
-			Flags: Write,
+			Flags: Write | AsIs,
 			Run:   cmdZRemRangeByScore,
 		},
 		{
 			Name:  "zremrangebyrank",
 			Arity: 4,
-			Flags: Write,
+			Flags: Write | AsIs,
 			Run:   cmdZRemRangeByRank,
 		},
 		{
 			Name:  "zremrangebylex",
 			Arity: 4,
-			Flags: Write,
+			Flags: Write | AsIs,
 			Run:   cmdZRemRangeByLex,
 		},
 		{
 			Name:  "zpopmin",
 			Arity: -2,
-			Flags: Write | Fast,
+			Flags: Write | Fast | AsIs,
 			Run:   cmdZPopMin,
 		},
 		{
 			Name:  "zpopmax",
 			Arity: -2,
-			Flags: Write | Fast,
+			Flags: Write | Fast | AsIs,
 			Run:   cmdZPopMax,
 		},
 		{

@@ -69,6 +69,9 @@ func cmdExec(c *Ctx) {
 	// A SUBSCRIBE among the commands kept the pub/sub registry so that no
 	// message could come before this reply; it is complete now.
 	c.Srv.pubsub.execDone(cl)
+	if off := c.Srv.propagateHeld(cl); off != 0 {
+		cl.woff = off
+	}
 	eng.Unlock(engine.AllShards)
 	cl.discardTx()
 	cl.unwatchAll()

@@ -27,6 +27,12 @@ func (e *Engine) freshStamp(now int64) uint32 {
 
 // touch records an access to r at now.
 func (s *Shard) touch(r []byte, now int64) {
+	if now <= 0 {
+		// No clock: a replica applying its master's commands, which it
+		// runs at time 0 so that nothing counts as expired. Such a
+		// command is not a client's access.
+		return
+	}
 	e := s.eng
 	if !e.Policy().LFU() {
 		setStamp(r, lruClock(now))

@@ -66,6 +66,12 @@ type Engine struct {
 	lfuDecay atomic.Int32
 	evicted  atomic.Int64
 	evictor  evictor
+
+	// replica: hold keys as a replica does (SetReplica).
+	replica atomic.Bool
+	// fxSink: log effects for replication, and where the engine's own
+	// changes go (effects.go).
+	fxSink atomic.Pointer[func(*Shard)]
 }
 
 type clockBox struct{ Clock }

@@ -294,6 +294,7 @@ func (s *Shard) evictKey(db int, key []byte, pol Policy) (int64, bool) {
 	}
 	before := s.mem
 	s.deleteAt(db, t, i)
+	s.sinkEffects() // replicas delete it too
 	return before - s.mem, true
 }
 
@@ -324,6 +325,7 @@ func (e *Engine) evictRandom(pol Policy, now int64) (int64, bool) {
 		before := s.mem
 		s.deleteAt(db, t, i)
 		f := before - s.mem
+		s.sinkEffects()
 		s.mu.Unlock()
 		return f, true
 	}

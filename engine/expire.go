@@ -23,12 +23,16 @@ type SweepStats struct {
 // budget. now is the time to expire against.
 func (e *Engine) ActiveExpire(now int64, budget time.Duration) SweepStats {
 	var st SweepStats
+	if e.replica.Load() {
+		return st // the master's deletions expire a replica's keys
+	}
 	start := time.Now()
 	for i := range e.shards {
 		s := &e.shards[i]
 		for {
 			s.mu.Lock()
 			ex, withTTL, gone := s.sweepRound(now)
+			s.sinkEffects()
 			s.mu.Unlock()
 			st.Examined += ex
 			st.Expired += gone

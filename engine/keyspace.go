@@ -179,6 +179,7 @@ func (e *Engine) RandomKey(db int, now int64, held bool) []byte {
 		}
 		key, ok := s.randomKey(db, now)
 		if !held {
+			s.sinkEffects()
 			s.mu.Unlock()
 		}
 		if ok {
@@ -199,7 +200,9 @@ func (s *Shard) randomKey(db int, now int64) ([]byte, bool) {
 	}
 	r := s.record(slotRef(t.slots[i]))
 	if expired(r, now) {
-		s.expire(db, t, i)
+		if !s.eng.replica.Load() {
+			s.expire(db, t, i)
+		}
 		return nil, false
 	}
 	return append([]byte(nil), recKey(r)...), true

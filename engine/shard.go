@@ -31,6 +31,16 @@ type Shard struct {
 	flushed  []bool // databases emptied or swapped since the last snapshot
 	pending  int    // entries in dirtyLog
 
+	// Effects for replication (effects.go): the changed keys not yet
+	// sent, in dirtyLog's format, and where the last entry starts (-1:
+	// none).
+	fxLog  []byte
+	fxLast int
+	fxExp  []byte // keys deleted because they expired, in the same format
+	// expiring: the change under way is an expiry (changed logs it in
+	// fxExp).
+	expiring bool
+
 	// Counters, guarded by mu.
 	Hits, Misses, Expired int64
 }
@@ -40,6 +50,7 @@ func (s *Shard) init(e *Engine) {
 	s.dbs = make([]table, e.numDB)
 	s.arena.init(&s.mem, &e.mem)
 	s.objs = []any{nil}
+	s.fxLast = -1
 	s.objSize = []uint32{0}
 }
 
@@ -128,7 +139,9 @@ func (s *Shard) findLive(db int, key []byte, now int64, touch bool) (Entry, bool
 		return Entry{}, false
 	}
 	if expired(r, now) {
-		s.expire(db, t, i)
+		if !s.eng.replica.Load() {
+			s.expire(db, t, i)
+		}
 		return Entry{}, false
 	}
 	if touch {
@@ -147,7 +160,9 @@ func (s *Shard) Exists(db int, key []byte, now int64) bool {
 // expire deletes an expired key found at slot i.
 func (s *Shard) expire(db int, t *table, i uint32) {
 	s.Expired++
+	s.expiring = true
 	s.deleteAt(db, t, i)
+	s.expiring = false
 }
 
 // deleteAt removes the key at slot i and frees its record.
@@ -379,6 +394,9 @@ func (s *Shard) Touch(e Entry) {
 func (s *Shard) changed(db int, r []byte) {
 	if len(s.watched) > 0 {
 		s.touchWatched(db, recKey(r))
+	}
+	if s.eng.fxSink.Load() != nil {
+		s.logEffect(db, recKey(r), s.expiring)
 	}
 	if s.track && r[1]&flagDirty == 0 {
 		r[1] |= flagDirty

@@ -9,10 +9,6 @@ package persist
 import (
 	"encoding/binary"
 	"errors"
-	"fmt"
-	"math"
-
-	"limitkv/engine"
 )
 
 // On-disk layout. Every Pebble key starts with a tag byte:
@@ -20,31 +16,37 @@ import (
 //	0x00 "meta"                  format marker: magic, format version
 //	0x01 db (2 bytes, BE) key    one key of the keyspace
 //
-// A value is a type byte, the absolute expiry in ms as a uvarint (0: none),
-// then the body:
-//
-//	's' string     the bytes
-//	'l' list       count, then each element as (uvarint length, bytes)
-//	'h' hash       count, then (field, value) pairs as length-prefixed bytes
-//	'z' zset       1 if in the large encoding (else 0), count, then (member
-//	               as length-prefixed bytes, score as 8 bytes little-endian
-//	               IEEE 754)
-//	'r' ratelimit  the engine's state bytes
+// A key's value is the engine's value codec (engine/codec.go): a type
+// byte, the absolute expiry, the body. formatVersion covers both.
 const (
 	magic         = "limitkv-snapshot"
 	formatVersion = 1
 
 	tagMeta byte = 0x00
 	tagKey  byte = 0x01
-
-	typeString byte = 's'
-	typeList   byte = 'l'
-	typeHash   byte = 'h'
-	typeZSet   byte = 'z'
-	typeLimit  byte = 'r'
 )
 
 var metaKey = []byte{tagMeta, 'm', 'e', 't', 'a'}
+
+// replKey holds the replication position a snapshot stands for: the
+// replication id (40 characters) and the offset as a uvarint. Written with
+// every snapshot; a binary that does not know it ignores it.
+var replKey = []byte{tagMeta, 'r', 'e', 'p', 'l'}
+
+func replValue(id string, off int64) []byte {
+	return binary.AppendUvarint([]byte(id), uint64(off))
+}
+
+func parseRepl(v []byte) (string, int64, bool) {
+	if len(v) < 41 {
+		return "", 0, false
+	}
+	off, n := binary.Uvarint(v[40:])
+	if n <= 0 {
+		return "", 0, false
+	}
+	return string(v[:40]), int64(off), true
+}
 
 func metaValue() []byte {
 	b := append([]byte(magic), 0)
@@ -80,191 +82,28 @@ func parseDataKey(k []byte) (db int, key []byte, ok bool) {
 	return int(k[1])<<8 | int(k[2]), k[3:], true
 }
 
-// encodeValue appends the encoding of entry e (in shard s, locked).
-func encodeValue(dst []byte, s *engine.Shard, e engine.Entry) ([]byte, error) {
-	exp := uint64(max(e.ExpireAt(), 0))
-	var scratch [24]byte
-	switch e.Kind() {
-	case engine.KindString:
-		v, err := e.StringOf(scratch[:0])
-		if err != nil {
-			return dst, err
-		}
-		dst = append(dst, typeString)
-		dst = binary.AppendUvarint(dst, exp)
-		return append(dst, v...), nil
-	case engine.KindList:
-		l := s.Object(e).(*engine.List)
-		dst = append(dst, typeList)
-		dst = binary.AppendUvarint(dst, exp)
-		dst = binary.AppendUvarint(dst, uint64(l.Len()))
-		for v := range l.All() {
-			dst = appendBytes(dst, v)
-		}
-		return dst, nil
-	case engine.KindHash:
-		h := s.Object(e).(*engine.Hash)
-		dst = append(dst, typeHash)
-		dst = binary.AppendUvarint(dst, exp)
-		dst = binary.AppendUvarint(dst, uint64(h.Len()))
-		for f, v := range h.All() {
-			dst = appendBytes(dst, f)
-			dst = appendBytes(dst, v)
-		}
-		return dst, nil
-	case engine.KindZSet:
-		z := s.Object(e).(*engine.ZSet)
-		dst = append(dst, typeZSet)
-		dst = binary.AppendUvarint(dst, exp)
-		large := byte(0)
-		if z.Encoding() == "skiplist" {
-			large = 1
-		}
-		dst = append(dst, large)
-		dst = binary.AppendUvarint(dst, uint64(z.Len()))
-		for m, sc := range z.All() {
-			dst = appendBytes(dst, m)
-			dst = binary.LittleEndian.AppendUint64(dst, math.Float64bits(sc))
-		}
-		return dst, nil
-	case engine.KindLimit:
-		dst = append(dst, typeLimit)
-		dst = binary.AppendUvarint(dst, exp)
-		return append(dst, s.LimitBytes(e)...), nil
+// opReader reads the writer's operations (pebble.go): length-prefixed
+// fields, remembering the first error.
+type opReader struct {
+	b   []byte
+	err error
+}
+
+func (r *opReader) bytes() []byte {
+	if r.err != nil {
+		return nil
 	}
-	return dst, fmt.Errorf("cannot encode a value of type %s", e.Kind())
+	n, w := binary.Uvarint(r.b)
+	if w <= 0 || n > uint64(len(r.b)-w) {
+		r.err = errors.New("truncated snapshot operation")
+		return nil
+	}
+	v := r.b[w : w+int(n)]
+	r.b = r.b[w+int(n):]
+	return v
 }
 
 func appendBytes(dst, b []byte) []byte {
 	dst = binary.AppendUvarint(dst, uint64(len(b)))
 	return append(dst, b...)
-}
-
-// Limits are the compact-encoding limits that rebuilt hashes and sorted
-// sets must follow.
-type Limits struct {
-	Hash engine.HashLimits
-	ZSet engine.ZSetLimits
-}
-
-// reader reads length-prefixed fields and remembers the first error.
-type reader struct {
-	b   []byte
-	err error
-}
-
-func (r *reader) uvarint() uint64 {
-	if r.err != nil {
-		return 0
-	}
-	v, n := binary.Uvarint(r.b)
-	if n <= 0 {
-		r.err = errors.New("truncated number")
-		return 0
-	}
-	r.b = r.b[n:]
-	return v
-}
-
-func (r *reader) bytes() []byte {
-	n := r.uvarint()
-	if r.err != nil {
-		return nil
-	}
-	if n > uint64(len(r.b)) {
-		r.err = errors.New("truncated field")
-		return nil
-	}
-	v := r.b[:n]
-	r.b = r.b[n:]
-	return v
-}
-
-// count reads an element count, refusing one that the remaining bytes
-// cannot hold (each element takes a byte at least), so that a damaged value
-// cannot make the loader allocate without bound.
-func (r *reader) count() int {
-	n := r.uvarint()
-	if n > uint64(len(r.b)) {
-		r.err = errors.New("element count larger than the value")
-		return 0
-	}
-	return int(n)
-}
-
-// restore decodes value v and stores it at key in database db of shard s
-// (locked). It reports whether the key had already expired at now, in which
-// case nothing is stored.
-func restore(s *engine.Shard, db int, key, v []byte, now int64, lim Limits) (expired bool, err error) {
-	if len(v) == 0 {
-		return false, errors.New("empty value")
-	}
-	r := reader{b: v[1:]}
-	exp := int64(r.uvarint())
-	if r.err != nil {
-		return false, r.err
-	}
-	if exp != 0 && now > exp {
-		return true, nil
-	}
-	switch v[0] {
-	case typeString:
-		s.SetString(db, key, r.b, exp)
-	case typeList:
-		n := r.count()
-		l := engine.NewList()
-		for i := 0; i < n && r.err == nil; i++ {
-			l.PushTail(r.bytes())
-		}
-		if r.err == nil && n > 0 {
-			s.SetObject(db, key, engine.KindList, l, exp)
-		}
-	case typeHash:
-		n := r.count()
-		pairs := func(yield func([]byte, []byte) bool) {
-			for i := 0; i < n && r.err == nil; i++ {
-				f := r.bytes()
-				val := r.bytes()
-				if r.err != nil || !yield(f, val) {
-					return
-				}
-			}
-		}
-		h := engine.NewHashFrom(pairs, lim.Hash)
-		if r.err == nil && h.Len() > 0 {
-			s.SetObject(db, key, engine.KindHash, h, exp)
-		}
-	case typeZSet:
-		large := r.uvarint() == 1
-		n := r.count()
-		pairs := func(yield func([]byte, float64) bool) {
-			for i := 0; i < n && r.err == nil; i++ {
-				m := r.bytes()
-				if len(r.b) < 8 {
-					r.err = errors.New("truncated score")
-					return
-				}
-				sc := math.Float64frombits(binary.LittleEndian.Uint64(r.b))
-				r.b = r.b[8:]
-				if !yield(m, sc) {
-					return
-				}
-			}
-		}
-		z, zerr := engine.ZSetFrom(lim.ZSet, large, pairs)
-		if zerr != nil && r.err == nil {
-			r.err = zerr
-		}
-		if r.err == nil && z.Len() > 0 {
-			s.SetObject(db, key, engine.KindZSet, z, exp)
-		}
-	case typeLimit:
-		if len(r.b) == 0 {
-			return false, errors.New("empty rate-limit state")
-		}
-		s.SetLimitState(db, key, now, r.b, exp)
-	default:
-		return false, fmt.Errorf("unknown value type %q", v[0])
-	}
-	return false, r.err
 }

@@ -301,7 +301,7 @@ func appendDeleteRange(dst, start, end []byte) []byte {
 
 // applyOps adds encoded operations to a batch.
 func applyOps(b *pebble.Batch, ops []byte) error {
-	r := reader{b: ops}
+	r := opReader{b: ops}
 	for len(r.b) > 0 && r.err == nil {
 		op := r.b[0]
 		r.b = r.b[1:]

@@ -20,7 +20,7 @@ type Options struct {
 	Dir    string
 	FS     vfs.FS // for the load and an in-process writer; nil: the operating system's
 	Log    *slog.Logger
-	Limits func() Limits // compact-encoding limits for rebuilt values
+	Limits func() engine.Limits // compact-encoding limits for rebuilt values
 	// Worker starts the snapshot worker that writes the database (see
 	// worker.go). Nil writes in this process, which cannot survive Pebble's
 	// reaction to a failing disk: for tests only.
@@ -33,6 +33,12 @@ type Options struct {
 	// each failure up to RetryMax, before they try again (a new worker
 	// included); SAVE and shutdown try at once. Zero means 1s and 30s.
 	RetryMin, RetryMax time.Duration
+	// Position, if set, gives the replication position (id, offset) a
+	// snapshot records, when ok: read before the snapshot captures
+	// anything, with the keyspace held at that position (no replicated
+	// change applied) until release, which the snapshot calls once it has
+	// captured every change.
+	Position func() (id string, off int64, release func(), ok bool)
 }
 
 // Stats describe the snapshots so far, for INFO.
@@ -84,10 +90,14 @@ type Store struct {
 	stats    Stats
 	running  atomic.Bool
 
-	logs  [][]byte // recycled change-log buffers, one per shard
-	buf   []byte   // value encoding scratch
-	kbuf  []byte   // key encoding scratch
-	stage []byte   // operations captured, not yet sent to the writer
+	logs [][]byte // recycled change-log buffers, one per shard
+	// posID and posOff: the replication position the loaded snapshot
+	// recorded.
+	posID  string
+	posOff int64
+	buf    []byte // value encoding scratch
+	kbuf   []byte // key encoding scratch
+	stage  []byte // operations captured, not yet sent to the writer
 }
 
 // Open checks the data directory and, if it holds a database, opens it
@@ -138,6 +148,10 @@ func (s *Store) Load(now int64) (int, error) {
 	defer func() { <-s.sem }()
 	loaded := 0
 	if s.ro != nil {
+		if v, closer, err := s.ro.Get(replKey); err == nil {
+			s.posID, s.posOff, _ = parseRepl(v)
+			closer.Close()
+		}
 		n, err := s.loadFrom(s.ro, now)
 		cerr := s.ro.Close()
 		s.ro = nil
@@ -170,6 +184,10 @@ func (s *Store) Load(now int64) (int, error) {
 	}
 	return loaded, nil
 }
+
+// Position returns the replication position the loaded snapshot recorded
+// ("" when none).
+func (s *Store) Position() (string, int64) { return s.posID, s.posOff }
 
 // refusedAtStart reports whether a writer that cannot start makes the
 // start-up fail: for a directory that is not usable as configured (in use,
@@ -228,16 +246,19 @@ func (s *Store) loadFrom(db *pebble.DB, now int64) (int, error) {
 		if err != nil {
 			return loaded, readFailed(dir, fmt.Errorf("reading key %q: %w", key, err), &s.note)
 		}
-		sh := s.eng.ShardFor(key)
-		sh.Lock()
-		expired, err := restore(sh, db, key, v, now, lim)
-		sh.Unlock()
-		if err != nil {
-			return loaded, fmt.Errorf("%w: %s: key %q of database %d: %v", ErrDamaged, dir, key, db, err)
-		}
-		if expired {
+		exp, err := engine.ValueExpireAt(v)
+		if err == nil && exp != 0 && now > exp {
 			s.stale = append(s.stale, append([]byte(nil), it.Key()...))
 			continue
+		}
+		if err == nil {
+			sh := s.eng.ShardFor(key)
+			sh.Lock()
+			err = sh.StoreValue(db, key, v, lim)
+			sh.Unlock()
+		}
+		if err != nil {
+			return loaded, fmt.Errorf("%w: %s: key %q of database %d: %v", ErrDamaged, dir, key, db, err)
 		}
 		loaded++
 	}
@@ -247,14 +268,11 @@ func (s *Store) loadFrom(db *pebble.DB, now int64) (int, error) {
 	return loaded, nil
 }
 
-func (s *Store) limits() Limits {
+func (s *Store) limits() engine.Limits {
 	if s.opts.Limits != nil {
 		return s.opts.Limits()
 	}
-	return Limits{
-		Hash: engine.HashLimits{Entries: 512, Value: 64},
-		ZSet: engine.ZSetLimits{Entries: 128, Value: 64},
-	}
+	return engine.DefaultLimits
 }
 
 // startWriter starts the writer: a worker process, or Pebble in this
@@ -383,6 +401,23 @@ func (s *Store) capture(ctx context.Context) (keys int, size int64, err error) {
 	defer func() { s.notePause(longest) }()
 	w := s.w
 	now := s.eng.Now()
+	var pos []byte
+	var release func()
+	if s.opts.Position != nil {
+		var id string
+		var off int64
+		var ok bool
+		if id, off, release, ok = s.opts.Position(); ok {
+			pos = replValue(id, off) // id "": forget the position
+		}
+	}
+	releaseOnce := func() {
+		if release != nil {
+			release()
+			release = nil
+		}
+	}
+	defer releaseOnce()
 	flushed := s.eng.TakeFlushed()
 	taken := make([][]byte, engine.Shards)
 	var encErr, sendErr error
@@ -400,7 +435,7 @@ func (s *Store) capture(ctx context.Context) (keys int, size int64, err error) {
 	}
 	put := func(sh *engine.Shard, db int, key []byte, e engine.Entry) {
 		var err error
-		s.buf, err = encodeValue(s.buf[:0], sh, e)
+		s.buf, err = engine.AppendValue(s.buf[:0], sh, e)
 		if err != nil {
 			encErr = err
 			return
@@ -465,6 +500,14 @@ func (s *Store) capture(ctx context.Context) (keys int, size int64, err error) {
 			sh.Unlock()
 			send(false)
 		}
+	}
+	releaseOnce() // every change is captured: the stream may go on
+	switch {
+	case pos == nil || ops == 0:
+	case len(pos) < 40:
+		stage = appendDelete(stage, replKey)
+	default:
+		stage = appendSet(stage, replKey, pos)
 	}
 	if encErr == nil {
 		send(true)

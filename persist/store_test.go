@@ -48,7 +48,7 @@ func dump(t testing.TB, eng *engine.Engine) []string {
 			sh := eng.Shard(i)
 			sh.Lock()
 			sh.Keys(db, 0, math.MaxInt, now, func(e engine.Entry) {
-				v, err := encodeValue(nil, sh, e)
+				v, err := engine.AppendValue(nil, sh, e)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -285,7 +285,8 @@ func TestRefusesForeignNewerAndDamaged(t *testing.T) {
 		fs := vfs.NewMem()
 		db, _ := pebble.Open("/data", &pebble.Options{FS: fs, Logger: localLogger{quiet, newLogThrottle(time.Minute)}})
 		db.Set(metaKey, metaValue(), pebble.Sync)
-		db.Set(dataKey(nil, 0, []byte("k")), []byte{typeList, 0, 200}, pebble.Sync)
+		// A list that claims 200 elements and holds none.
+		db.Set(dataKey(nil, 0, []byte("k")), []byte{'l', 0, 200}, pebble.Sync)
 		db.Close()
 		eng := newEngine(engine.NewManualClock(t0))
 		st, err := Open(eng, Options{Dir: "/data", FS: fs, Log: quiet})
@@ -369,4 +370,56 @@ func TestSealedStoreWritesNothing(t *testing.T) {
 	st.Close()
 	eng2, _ := restart(t, fs, clock)
 	sameDump(t, dump(t, eng2), want)
+}
+
+// A snapshot records the replication position the Position hook gives,
+// holding it (the hook's release) until every change is captured; an
+// empty id forgets the position recorded before.
+func TestReplicationPosition(t *testing.T) {
+	fs := vfs.NewMem()
+	clock := engine.NewManualClock(t0)
+	id := strings.Repeat("ab", 20)
+	var off int64 = 12345
+	held := false
+	opts := func(eng *engine.Engine) Options {
+		return Options{Dir: "/data", FS: fs, Log: quiet, Position: func() (string, int64, func(), bool) {
+			held = true
+			return id, off, func() { held = false }, true
+		}}
+	}
+	snapshotWith := func(o Options, eng *engine.Engine) *Store {
+		st, err := Open(eng, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.Load(clock.Now()); err != nil {
+			t.Fatal(err)
+		}
+		with(eng, "k", func(s *engine.Shard, k []byte) { s.SetString(0, k, []byte("v"), 0) })
+		if err := st.Snapshot(); err != nil {
+			t.Fatal(err)
+		}
+		if held {
+			t.Fatal("the position was not released")
+		}
+		st.Close()
+		return st
+	}
+	eng := newEngine(clock)
+	snapshotWith(opts(eng), eng)
+	st := open(t, newEngine(clock), fs)
+	st.Load(clock.Now())
+	if gid, goff := st.Position(); gid != id || goff != off {
+		t.Fatalf("position %q %d, want %q %d", gid, goff, id, off)
+	}
+	st.Close()
+
+	id = "" // a full sync under way: the old position must go
+	eng = newEngine(clock)
+	snapshotWith(opts(eng), eng)
+	st = open(t, newEngine(clock), fs)
+	st.Load(clock.Now())
+	if gid, _ := st.Position(); gid != "" {
+		t.Fatalf("position %q kept after it was forgotten", gid)
+	}
 }

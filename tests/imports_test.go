@@ -25,7 +25,9 @@ var allowedImports = map[string]struct {
 	"lua51":    {ours: []string{"resp"}},
 	"persist":  {ours: []string{"engine"}},
 	"tlsconf":  {stdOnly: true},
-	"commands": {ours: []string{"engine", "resp", "lua51", "tlsconf"}},
+	"commands": {ours: []string{"engine", "resp", "lua51", "tlsconf", "replication"}},
+	// replication runs the links and the stream; commands drive it.
+	"replication": {ours: []string{"engine", "resp"}},
 	// metrics reads the server's counters through commands' exported
 	// stats; commands knows nothing of it.
 	"metrics": {ours: []string{"commands"}},
@@ -104,6 +106,8 @@ func TestForbiddenImportsCatches(t *testing.T) {
 		{"commands", "limitkv/metrics"},
 		{"metrics", "limitkv/engine"},
 		{"metrics", "limitkv/persist"},
+		{"replication", "limitkv/commands"},
+		{"replication", "limitkv/persist"},
 	} {
 		r := allowedImports[c.pkg]
 		if importAllowed(c.path, r.ours, r.stdOnly) {

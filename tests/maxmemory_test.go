@@ -77,7 +77,10 @@ func TestMaxmemoryEviction(t *testing.T) {
 	s := startLimitkvIn(t, dir, "--maxmemory", "8mb", "--maxmemory-policy", "volatile-ttl", "--snapshot-interval", "1h")
 	c := dialRaw(t, s.addr)
 	errs, first := pipeline(c, 0, 300_000, func(i int) [][]byte {
-		return [][]byte{[]byte("RL.FIXED"), []byte("flood:" + strconv.Itoa(i)), []byte("100"), []byte("1h")}
+		// ALIGN FIRST: each key's window, hence its expiry, starts with
+		// its first request, so the older keys expire first. (Aligned on
+		// the hour, every key would expire at the same moment.)
+		return [][]byte{[]byte("RL.FIXED"), []byte("flood:" + strconv.Itoa(i)), []byte("100"), []byte("1h"), []byte("ALIGN"), []byte("FIRST")}
 	})
 	if errs != 0 {
 		t.Fatalf("%d errors under volatile-ttl, first %s", errs, first)
@@ -92,12 +95,20 @@ func TestMaxmemoryEviction(t *testing.T) {
 	if evicted == 0 || keys+evicted != 300_000 {
 		t.Errorf("%d keys kept and %d evicted of 300,000", keys, evicted)
 	}
-	// volatile-ttl: the oldest keys (nearest their expiry) went first.
-	if v := c.do("EXISTS", "flood:0"); v.Int != 0 {
-		t.Errorf("the first key, nearest its expiry, was kept")
+	// volatile-ttl: the keys nearest their expiry, the oldest, go first.
+	// It samples, as Redis does, so it is a tendency, not an order: far
+	// fewer of the first keys than of the last are kept.
+	kept := func(from int) int {
+		n := 0
+		for i := from; i < from+2000; i++ {
+			n += int(c.do("EXISTS", "flood:"+strconv.Itoa(i)).Int)
+		}
+		return n
 	}
-	if v := c.do("EXISTS", "flood:299999"); v.Int != 1 {
-		t.Errorf("the last key was evicted")
+	old, young := kept(0), kept(298_000)
+	t.Logf("kept %d of the first 2,000 keys, %d of the last 2,000", old, young)
+	if old*4 > young {
+		t.Errorf("kept %d of the first 2,000 keys and %d of the last 2,000: volatile-ttl did not prefer the keys nearest their expiry", old, young)
 	}
 	if v := c.do("SAVE"); v.String() != "+OK" {
 		t.Fatal(v)

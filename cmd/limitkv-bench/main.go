@@ -13,6 +13,7 @@
 //
 //	go run ./cmd/limitkv-bench            # the full run (about 12 minutes)
 //	go run ./cmd/limitkv-bench -quick     # a smoke test (under a minute)
+//	go run ./cmd/limitkv-bench -replication   # replication only (about 5 minutes)
 package main
 
 import (
@@ -59,6 +60,15 @@ type config struct {
 	floodKeys        int
 	floodMaxMemory   string
 	floodPolicy      string
+	// The replication scenario (-replication), run alone.
+	replication  bool
+	lagRate      float64
+	lagDepth     int
+	syncKeys     int
+	syncRounds   int
+	syncLoadRate float64
+	failovers    int
+	sentinelBin  string
 }
 
 type bench struct {
@@ -158,6 +168,19 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&cfg.floodMaxMemory, "flood-maxmemory", "64mb", "maxmemory of the flood's server")
 	fs.StringVar(&cfg.floodPolicy, "flood-policy", "allkeys-lfu", "maxmemory-policy of the flood's server")
 	fs.BoolVar(&cfg.quick, "quick", false, "short runs, small key counts, no big keyspaces: a smoke test")
+	fs.BoolVar(&cfg.replication, "replication", false, "run only the replication scenario (about 5 minutes; -quick: about 1): lag, throughput with replicas, full sync, failover under redis-sentinel; writes replication.md and replication.json")
+	fs.Float64Var(&cfg.lagRate, "repl-lag-rate", 50_000, "-replication: writes/s on the master while the replicas' lag is measured; 0 skips it")
+	// Unpipelined, the client and the master's system calls alone take more
+	// than 2 cores at 50k writes/s, beside two replicas: the load could
+	// not be offered.
+	fs.IntVar(&cfg.lagDepth, "repl-lag-depth", 4, "-replication: pipeline depth of the writes of the lag measurement (the rate is over all connections, each batch sent at once)")
+	fs.IntVar(&cfg.syncKeys, "repl-sync-keys", 1_000_000, "-replication: keys on the master of the full-sync rounds; 0 skips them")
+	fs.IntVar(&cfg.syncRounds, "repl-sync-rounds", 2, "-replication: full syncs measured")
+	// Light: the sync's two ends take about 1.4 of the 2 cores, and a load
+	// that saturates the rest measures the queue, not the shard pauses.
+	fs.Float64Var(&cfg.syncLoadRate, "repl-sync-load", 5_000, "-replication: requests/s on the master during the full syncs (and a baseline without); 0: none")
+	fs.IntVar(&cfg.failovers, "repl-failovers", 3, "-replication: failover rounds without, and as many with, WAIT 1 100; 0 skips them")
+	fs.StringVar(&cfg.sentinelBin, "sentinel-bin", "", "-replication: redis-sentinel to use (default: from PATH)")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
 	}
@@ -178,6 +201,9 @@ func parseFlags(args []string) (config, error) {
 		quick("mem-keys", func() { cfg.memKeys = 10_000 })
 		quick("snapshot-keys", func() { cfg.snapshotKeys = 100_000 })
 		quick("big-keys", func() { cfg.bigKeys = false })
+		quick("repl-sync-keys", func() { cfg.syncKeys = 100_000 })
+		quick("repl-sync-rounds", func() { cfg.syncRounds = 1 })
+		quick("repl-failovers", func() { cfg.failovers = 1 })
 	}
 	for _, d := range strings.Split(*depths, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(d))
@@ -205,6 +231,10 @@ func parseFlags(args []string) (config, error) {
 		return cfg, errors.New("-mem-keys must be at least 10 and -snapshot-keys at least 1")
 	case cfg.pacedRate < 0:
 		return cfg, errors.New("-paced-rate must not be negative")
+	case cfg.lagRate < 0 || cfg.syncLoadRate < 0 || cfg.syncKeys < 0 || cfg.syncRounds < 1 || cfg.failovers < 0 || cfg.lagDepth < 1:
+		return cfg, errors.New("-repl-lag-rate, -repl-sync-load, -repl-sync-keys and -repl-failovers must not be negative, -repl-sync-rounds at least 1")
+	case cfg.syncKeys == 1:
+		return cfg, errors.New("-repl-sync-keys must be 0 or at least 2 (half strings, half rate limits)")
 	}
 	return cfg, nil
 }
@@ -263,6 +293,9 @@ func (b *bench) run(ctx context.Context) (int, error) {
 	}
 	if b.cfg.flood {
 		return 0, b.flood(ctx)
+	}
+	if b.cfg.replication {
+		return b.runReplication(ctx, started, redisVersion)
 	}
 	b.res = &results{Meta: b.meta(started, redisVersion)}
 	b.logf("machine: %s, %d cores; load average %.2f %.2f %.2f", b.res.Meta.CPU, b.res.Meta.Cores,

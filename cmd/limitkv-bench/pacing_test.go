@@ -190,8 +190,12 @@ func TestPacedRunHitsTheRate(t *testing.T) {
 	}
 	// The latencies are those of the requests due in the window, the ops
 	// those answered in it: they differ by the requests in flight at its
-	// edges, at most one per connection at each.
-	if diff := int64(p.hist.n) - p.ops; diff < -int64(spec.conns) || diff > int64(spec.conns) || p.lag.n != p.hist.n || p.sent.n != p.hist.n {
+	// edges, one per connection at each when the client keeps to its
+	// schedule, plus those due while it ran late (on a busy machine a
+	// connection's goroutine may wait milliseconds for a core).
+	late := int64(rate * p.lag.quantile(1).Seconds())
+	slack := int64(spec.conns) + late
+	if diff := int64(p.hist.n) - p.ops; diff < -slack || diff > slack || p.lag.n != p.hist.n || p.sent.n != p.hist.n {
 		t.Errorf("%d latencies, %d send lags, %d latencies from the send for %d requests", p.hist.n, p.lag.n, p.sent.n, p.ops)
 	}
 	// The whole run, warmup included, sent about the rate too: not more.

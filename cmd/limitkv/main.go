@@ -42,6 +42,7 @@ func run(args []string, stderr io.Writer) int {
 	if len(args) == 1 && args[0] == workerFlag {
 		return persist.ServeWorker(os.Stdin, os.Stdout, nil)
 	}
+	args = joinMultiWordFlags(args)
 	cfg := commands.NewConfig()
 	fs := flag.NewFlagSet("limitkv", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -122,12 +123,21 @@ func run(args []string, stderr io.Writer) int {
 	var store *persist.Store
 	if cfg.Get("persistence") == "yes" {
 		var err error
-		store, err = openStore(eng, cfg, log)
+		store, err = openStore(srv, cfg, log)
 		if err != nil {
 			log.Error("cannot use the data directory", "dir", cfg.Get("dir"), "err", err)
 			return 1
 		}
 		wireStore(srv, store, cfg)
+		if _, _, replica := cfg.ReplicaOf(); replica {
+			// A replica restarted from its snapshot asks its master to
+			// continue from there. A master does not: its snapshot may
+			// lag what its replicas received before it stopped.
+			if id, off := store.Position(); id != "" {
+				srv.Repl.Restore(id, off)
+				log.Info("replication position restored from the snapshot", "replid", id, "offset", off)
+			}
+		}
 	} else {
 		log.Warn("persistence is off: the keyspace lives in memory only")
 	}
@@ -139,6 +149,11 @@ func run(args []string, stderr io.Writer) int {
 	go func() {
 		defer bg.Done()
 		srv.Run(ctx)
+	}()
+	bg.Add(1)
+	go func() {
+		defer bg.Done()
+		srv.Repl.Run(ctx)
 	}()
 	if store != nil {
 		// Not waited for at shutdown: a snapshot it runs then is waited for
@@ -236,6 +251,9 @@ func run(args []string, stderr io.Writer) int {
 		addrs = append(addrs, a.String()+" (TLS)")
 	}
 	log.Info("limitkv ready", "version", commands.Version, "addr", strings.Join(addrs, " "), "pid", os.Getpid())
+	if host, port, ok := cfg.ReplicaOf(); ok {
+		srv.Repl.ReplicaOf(host, port)
+	}
 
 	why, save := "", store != nil
 	select {
@@ -299,7 +317,8 @@ func finalSnapshot(ctx context.Context, store *persist.Store, log *slog.Logger) 
 }
 
 // openStore opens the data directory and loads its snapshot.
-func openStore(eng *engine.Engine, cfg *commands.Config, log *slog.Logger) (*persist.Store, error) {
+func openStore(srv *commands.Server, cfg *commands.Config, log *slog.Logger) (*persist.Store, error) {
+	eng := srv.Eng
 	// /proc/self/exe is this very binary even when the file was replaced
 	// or deleted since (an upgrade): a worker always speaks the server's
 	// protocol.
@@ -310,12 +329,13 @@ func openStore(eng *engine.Engine, cfg *commands.Config, log *slog.Logger) (*per
 		}
 	}
 	store, err := persist.Open(eng, persist.Options{
-		Dir:    cfg.Get("dir"),
-		Log:    log,
-		Worker: &persist.WorkerCommand{Path: exe, Args: []string{workerFlag}},
-		Limits: func() persist.Limits {
+		Position: srv.Repl.Position,
+		Dir:      cfg.Get("dir"),
+		Log:      log,
+		Worker:   &persist.WorkerCommand{Path: exe, Args: []string{workerFlag}},
+		Limits: func() engine.Limits {
 			he, hv, ze, zv := cfg.ListpackLimits()
-			return persist.Limits{
+			return engine.Limits{
 				Hash: engine.HashLimits{Entries: he, Value: hv},
 				ZSet: engine.ZSetLimits{Entries: ze, Value: zv},
 			}
@@ -491,4 +511,22 @@ func slogLevel(name string) slog.Level {
 		return slog.LevelError + 100
 	}
 	return slog.LevelInfo
+}
+
+// joinMultiWordFlags joins the two words of --replicaof host port (and
+// --slaveof) into one flag value, as redis-server takes them.
+func joinMultiWordFlags(args []string) []string {
+	out := make([]string, 0, len(args))
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		name := strings.TrimLeft(a, "-")
+		if (name == "replicaof" || name == "slaveof") && strings.HasPrefix(a, "-") && i+2 < len(args) &&
+			!strings.HasPrefix(args[i+1], "-") && !strings.HasPrefix(args[i+2], "-") {
+			out = append(out, a, args[i+1]+" "+args[i+2])
+			i += 2
+			continue
+		}
+		out = append(out, a)
+	}
+	return out
 }

@@ -1,0 +1,282 @@
+package engine
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+)
+
+// The value codec: one key's value and expiry as bytes, the form in which
+// snapshots keep keys on disk and replication sends them to replicas. A
+// value is a type byte, the absolute expiry in ms as a uvarint (0: none),
+// then the body:
+//
+//	's' string     the bytes
+//	'l' list       count, then each element as (uvarint length, bytes)
+//	'h' hash       count, then (field, value) pairs as length-prefixed bytes
+//	'z' zset       1 if in the large encoding (else 0), count, then (member
+//	               as length-prefixed bytes, score as 8 bytes little-endian
+//	               IEEE 754)
+//	'r' ratelimit  the rate-limit state bytes
+//
+// The bytes are part of the on-disk format: changing them means a new
+// snapshot format version.
+const (
+	valString byte = 's'
+	valList   byte = 'l'
+	valHash   byte = 'h'
+	valZSet   byte = 'z'
+	valLimit  byte = 'r'
+)
+
+// AppendValue appends the encoding of entry e, found in shard s (locked).
+func AppendValue(dst []byte, s *Shard, e Entry) ([]byte, error) {
+	exp := uint64(max(e.ExpireAt(), 0))
+	var scratch [24]byte
+	switch e.Kind() {
+	case KindString:
+		v, err := e.StringOf(scratch[:0])
+		if err != nil {
+			return dst, err
+		}
+		dst = append(dst, valString)
+		dst = binary.AppendUvarint(dst, exp)
+		return append(dst, v...), nil
+	case KindList:
+		l := s.Object(e).(*List)
+		dst = append(dst, valList)
+		dst = binary.AppendUvarint(dst, exp)
+		dst = binary.AppendUvarint(dst, uint64(l.Len()))
+		for v := range l.All() {
+			dst = appendLenBytes(dst, v)
+		}
+		return dst, nil
+	case KindHash:
+		h := s.Object(e).(*Hash)
+		dst = append(dst, valHash)
+		dst = binary.AppendUvarint(dst, exp)
+		dst = binary.AppendUvarint(dst, uint64(h.Len()))
+		for f, v := range h.All() {
+			dst = appendLenBytes(dst, f)
+			dst = appendLenBytes(dst, v)
+		}
+		return dst, nil
+	case KindZSet:
+		z := s.Object(e).(*ZSet)
+		dst = append(dst, valZSet)
+		dst = binary.AppendUvarint(dst, exp)
+		large := byte(0)
+		if z.Encoding() == "skiplist" {
+			large = 1
+		}
+		dst = append(dst, large)
+		dst = binary.AppendUvarint(dst, uint64(z.Len()))
+		for m, sc := range z.All() {
+			dst = appendLenBytes(dst, m)
+			dst = binary.LittleEndian.AppendUint64(dst, math.Float64bits(sc))
+		}
+		return dst, nil
+	case KindLimit:
+		dst = append(dst, valLimit)
+		dst = binary.AppendUvarint(dst, exp)
+		return append(dst, limitBytes(s, e)...), nil
+	}
+	return dst, fmt.Errorf("cannot encode a value of type %s", e.Kind())
+}
+
+func appendLenBytes(dst, b []byte) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(b)))
+	return append(dst, b...)
+}
+
+// ValueExpireAt returns the expiry recorded in an encoded value (0: none).
+func ValueExpireAt(v []byte) (int64, error) {
+	if len(v) == 0 {
+		return 0, errors.New("empty value")
+	}
+	exp, n := binary.Uvarint(v[1:])
+	if n <= 0 {
+		return 0, errors.New("truncated expiry")
+	}
+	return int64(exp), nil
+}
+
+// Limits are the compact-encoding limits that decoded hashes and sorted
+// sets follow.
+type Limits struct {
+	Hash HashLimits
+	ZSet ZSetLimits
+}
+
+// DefaultLimits are Redis's default listpack limits.
+var DefaultLimits = Limits{
+	Hash: HashLimits{Entries: 512, Value: 64},
+	ZSet: ZSetLimits{Entries: 128, Value: 64},
+}
+
+// codecReader reads length-prefixed fields and remembers the first error.
+type codecReader struct {
+	b   []byte
+	err error
+}
+
+func (r *codecReader) uvarint() uint64 {
+	if r.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(r.b)
+	if n <= 0 {
+		r.err = errors.New("truncated number")
+		return 0
+	}
+	r.b = r.b[n:]
+	return v
+}
+
+func (r *codecReader) bytes() []byte {
+	n := r.uvarint()
+	if r.err != nil {
+		return nil
+	}
+	if n > uint64(len(r.b)) {
+		r.err = errors.New("truncated field")
+		return nil
+	}
+	v := r.b[:n]
+	r.b = r.b[n:]
+	return v
+}
+
+// count reads an element count, refusing one that the remaining bytes
+// cannot hold (each element takes a byte at least), so that a damaged value
+// cannot make the decoder allocate without bound.
+func (r *codecReader) count() int {
+	n := r.uvarint()
+	if n > uint64(len(r.b)) {
+		r.err = errors.New("element count larger than the value")
+		return 0
+	}
+	return int(n)
+}
+
+// StoreValue decodes v, an encoded value, and stores it at key in database
+// db, replacing whatever the key held, expired or not: the caller decides
+// what an expiry in the past means (StoreValue stores it as it is). A value
+// with no elements deletes the key. On a malformed value the key is left
+// as it was and the error says what is wrong.
+func (s *Shard) StoreValue(db int, key, v []byte, lim Limits) error {
+	if len(v) == 0 {
+		return errors.New("empty value")
+	}
+	r := codecReader{b: v[1:]}
+	exp := int64(r.uvarint())
+	if r.err != nil {
+		return r.err
+	}
+	switch v[0] {
+	case valString:
+		s.SetString(db, key, r.b, exp)
+		return nil
+	case valList:
+		n := r.count()
+		l := NewList()
+		for i := 0; i < n && r.err == nil; i++ {
+			l.PushTail(r.bytes())
+		}
+		if r.err != nil {
+			return r.err
+		}
+		s.storeObject(db, key, KindList, l, n, exp)
+		return nil
+	case valHash:
+		n := r.count()
+		pairs := func(yield func([]byte, []byte) bool) {
+			for i := 0; i < n && r.err == nil; i++ {
+				f := r.bytes()
+				val := r.bytes()
+				if r.err != nil || !yield(f, val) {
+					return
+				}
+			}
+		}
+		h := NewHashFrom(pairs, lim.Hash)
+		if r.err != nil {
+			return r.err
+		}
+		s.storeObject(db, key, KindHash, h, h.Len(), exp)
+		return nil
+	case valZSet:
+		large := r.uvarint() == 1
+		n := r.count()
+		pairs := func(yield func([]byte, float64) bool) {
+			for i := 0; i < n && r.err == nil; i++ {
+				m := r.bytes()
+				if r.err != nil {
+					return
+				}
+				if len(r.b) < 8 {
+					r.err = errors.New("truncated score")
+					return
+				}
+				sc := math.Float64frombits(binary.LittleEndian.Uint64(r.b))
+				r.b = r.b[8:]
+				if !yield(m, sc) {
+					return
+				}
+			}
+		}
+		z, err := ZSetFrom(lim.ZSet, large, pairs)
+		if r.err != nil {
+			return r.err
+		}
+		if err != nil {
+			return err
+		}
+		s.storeObject(db, key, KindZSet, z, z.Len(), exp)
+		return nil
+	case valLimit:
+		if len(r.b) == 0 {
+			return errors.New("empty rate-limit state")
+		}
+		var hb [binary.MaxVarintLen64]byte
+		n := binary.PutUvarint(hb[:], uint64(len(r.b)))
+		s.put(db, key, encLimit, exp, hb[:n], r.b, false, false)
+		return nil
+	}
+	return fmt.Errorf("unknown value type %q", v[0])
+}
+
+// storeObject stores a decoded collection, or deletes the key when it has
+// no elements (an empty collection is no key, as in Redis).
+func (s *Shard) storeObject(db int, key []byte, kind Kind, obj any, n int, exp int64) {
+	if n == 0 {
+		s.Remove(db, key)
+		return
+	}
+	s.SetObject(db, key, kind, obj, exp)
+}
+
+// Remove deletes key whether or not it has expired, and reports whether it
+// existed: for deletions that come from elsewhere (a replica applying its
+// master's), where this server's clock has no say.
+func (s *Shard) Remove(db int, key []byte) bool {
+	t := &s.dbs[db]
+	i, _, ok := s.find(t, key, uint32(s.eng.hash(key)))
+	if !ok {
+		return false
+	}
+	s.deleteAt(db, t, i)
+	return true
+}
+
+// Raw returns key's entry whether or not it has expired, with no side
+// effect: for reading back what a command just wrote.
+func (s *Shard) Raw(db int, key []byte) (Entry, bool) {
+	t := &s.dbs[db]
+	i, r, ok := s.find(t, key, uint32(s.eng.hash(key)))
+	if !ok {
+		return Entry{}, false
+	}
+	return Entry{rec: r, db: db, slot: i}, true
+}
