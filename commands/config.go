@@ -262,6 +262,8 @@ func configParams() []*param {
 			apply: func(c *Config, _ string, n int64) { c.protectedMode.Store(n != 0) }},
 		{name: "daemonize", kind: pBool, def: "no", immutable: true, help: "accepted for compatibility (limitkv stays in the foreground)"},
 		{name: "io-threads", kind: pInt, def: "1", min: 1, max: 128, immutable: true, help: "accepted for compatibility"},
+		{name: "event-loops", kind: pBool, def: "yes", immutable: true,
+			help: "serve plain TCP clients on one event loop per core (no: a goroutine per client, as TLS clients always have)"},
 		{name: "lazyfree-lazy-eviction", kind: pBool, def: "no", help: "accepted for compatibility"},
 		{name: "lazyfree-lazy-expire", kind: pBool, def: "no", help: "accepted for compatibility"},
 		{name: "lazyfree-lazy-server-del", kind: pBool, def: "no", help: "accepted for compatibility"},

@@ -237,6 +237,24 @@ func (s *Server) Closed(conn *resp.Conn) {
 	s.clients.remove(cl)
 }
 
+// Inline reports whether a request may run on an event loop (see
+// resp.Inliner): it never waits but for a shard's lock, which nothing
+// holds long while no script runs.
+func (s *Server) Inline(conn *resp.Conn, args [][]byte) bool {
+	if len(args) == 0 {
+		return true
+	}
+	spec := s.Table.Lookup(args[0])
+	if spec == nil {
+		return true // an unknown command's error
+	}
+	if spec.Flags&(MayWait|Blocking|RunsScript|PubSub|NoAuth) != 0 {
+		return false
+	}
+	// A script under way: the command waits for it, or answers BUSY.
+	return s.scripts.running.Load() == nil
+}
+
 // Serve executes one request from a connection.
 func (s *Server) Serve(conn *resp.Conn, args [][]byte) {
 	cl := conn.Ctx.(*Client)

@@ -52,6 +52,13 @@ const (
 	// TTLOnly: changes only its keys' expiry (EXPIRE and its kin), which
 	// is all it replicates: PEXPIREAT, PERSIST or the key's deletion.
 	TTLOnly
+	// MayWait: may wait for something other than a shard's lock (the
+	// disk, a timer, another client, the network), so it never runs on an
+	// event loop, where it would hold up every connection of the loop
+	// (Server.Inline). Blocking commands, scripts, pub/sub and the
+	// commands that need no authentication (AUTH's penalty sleeps) are
+	// counted as waiting without saying so. COMMAND does not show it.
+	MayWait
 )
 
 // flagNames lists the flags COMMAND shows, in the order Redis shows them.

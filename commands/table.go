@@ -555,7 +555,7 @@ func commandTable() []*Spec {
 				{
 					Name:  "load",
 					Arity: 2,
-					Flags: Admin | NoScript | Loading | Stale,
+					Flags: Admin | NoScript | Loading | Stale | MayWait,
 					Run:   cmdACLLoad,
 				},
 				{
@@ -567,7 +567,7 @@ func commandTable() []*Spec {
 				{
 					Name:  "save",
 					Arity: 2,
-					Flags: Admin | NoScript | Loading | Stale,
+					Flags: Admin | NoScript | Loading | Stale | MayWait | MayWait,
 					Run:   cmdACLSave,
 				},
 				{
@@ -675,13 +675,13 @@ func commandTable() []*Spec {
 				{
 					Name:  "rewrite",
 					Arity: 2,
-					Flags: Admin | NoScript | Loading | Stale,
+					Flags: Admin | NoScript | Loading | Stale | MayWait,
 					Run:   cmdConfigRewrite,
 				},
 				{
 					Name:  "set",
 					Arity: -4,
-					Flags: Admin | NoScript | Loading | Stale,
+					Flags: Admin | NoScript | Loading | Stale | MayWait,
 					Run:   cmdConfigSet,
 				},
 			},
@@ -695,13 +695,13 @@ func commandTable() []*Spec {
 		{
 			Name:  "shutdown",
 			Arity: -1,
-			Flags: Admin | NoScript | Loading | Stale | NoMulti | AllowBusy,
+			Flags: Admin | NoScript | Loading | Stale | NoMulti | AllowBusy | MayWait,
 			Run:   cmdShutdown,
 		},
 		{
 			Name:  "debug",
 			Arity: -2,
-			Flags: Admin | NoScript | Loading | Stale | Protected,
+			Flags: Admin | NoScript | Loading | Stale | Protected | MayWait,
 			Run:   cmdDebug,
 		},
 		{
@@ -727,6 +727,7 @@ func commandTable() []*Spec {
 				{
 					Name:  "purge",
 					Arity: 2,
+					Flags: MayWait,
 					Run:   cmdMemoryPurge,
 				},
 				{
@@ -915,13 +916,13 @@ func commandTable() []*Spec {
 		{
 			Name:  "replicaof",
 			Arity: 3,
-			Flags: Admin | NoScript | Stale | NoAsyncLoading,
+			Flags: Admin | NoScript | Stale | NoAsyncLoading | MayWait,
 			Run:   cmdReplicaOf,
 		},
 		{
 			Name:  "slaveof",
 			Arity: 3,
-			Flags: Admin | NoScript | Stale | NoAsyncLoading,
+			Flags: Admin | NoScript | Stale | NoAsyncLoading | MayWait,
 			Run:   cmdReplicaOf,
 		},
 		{
@@ -939,19 +940,19 @@ func commandTable() []*Spec {
 		{
 			Name:  "psync",
 			Arity: -3,
-			Flags: Admin | NoScript | NoAsyncLoading | NoMulti,
+			Flags: Admin | NoScript | NoAsyncLoading | NoMulti | MayWait,
 			Run:   cmdSync,
 		},
 		{
 			Name:  "sync",
 			Arity: 1,
-			Flags: Admin | NoScript | NoAsyncLoading | NoMulti,
+			Flags: Admin | NoScript | NoAsyncLoading | NoMulti | MayWait,
 			Run:   cmdSync,
 		},
 		{
 			Name:  "wait",
 			Arity: 3,
-			Flags: NoScript,
+			Flags: NoScript | MayWait,
 			Run:   cmdWait,
 		},
 

@@ -8,3 +8,6 @@ import "syscall"
 // elsewhere a worker left behind by a killed server exits when it reads
 // the end of its standard input.
 func workerSysProcAttr() *syscall.SysProcAttr { return nil }
+
+// lowerPriority: see sysproc_linux.go.
+func lowerPriority() {}

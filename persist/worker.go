@@ -566,6 +566,9 @@ func ServeWorker(in io.Reader, out io.Writer, fsys vfs.FS) int {
 	// process group must not end the worker before the server's final
 	// snapshot.
 	signal.Ignore(syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	if fsys == vfs.Default {
+		lowerPriority() // a real worker process, not a test's
+	}
 	w := &worker{out: out, throttle: newLogThrottle(time.Minute)}
 	w.fs = &watchFS{FS: fsys, failed: w.writeFailed}
 	r := bufio.NewReaderSize(in, 256<<10)

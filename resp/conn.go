@@ -38,16 +38,24 @@ type Conn struct {
 	// Ctx is the handler's per-connection state.
 	Ctx any
 
-	nc     net.Conn  // what requests and replies go through
-	raw    net.Conn  // the socket: nc itself, or what a TLS nc runs over
-	tls    *tls.Conn // nc when the connection uses TLS
-	hsErr  error     // the TLS handshake's outcome, once hsDone
-	hsDone bool      // only the connection's goroutine reads these two
-	srv    *Server
-	fd     int
-	remote string
-	local  string
-	p      *parser
+	nc  net.Conn // what requests and replies go through
+	raw net.Conn // the socket: nc itself, or what a TLS nc runs over
+	rc  syscall.RawConn
+	id  uint64 // unique, for the event loops' epoll sets
+	// lp is the event loop that serves the connection when its goroutine
+	// does not (loop_linux.go); onLoop says it does now.
+	lp       *loop
+	sock     *rawSock
+	onLoop   atomic.Bool
+	lastRead atomic.Int64 // Unix ns of the last input, for the idle timeout on a loop
+	tls      *tls.Conn    // nc when the connection uses TLS
+	hsErr    error        // the TLS handshake's outcome, once hsDone
+	hsDone   bool         // only the connection's goroutine reads these two
+	srv      *Server
+	fd       int
+	remote   string
+	local    string
+	p        *parser
 
 	closing bool         // QUIT or a fatal error: drop the rest of the pipeline
 	proto   atomic.Int32 // W's protocol, for other goroutines
@@ -115,8 +123,10 @@ func newConn(nc net.Conn, cfg *tls.Config, srv *Server) *Conn {
 	if sc, ok := nc.(syscall.Conn); ok {
 		if raw, err := sc.SyscallConn(); err == nil {
 			raw.Control(func(fd uintptr) { c.fd = int(fd) })
+			c.rc = raw
 		}
 	}
+	c.id = srv.connIDs.Add(1)
 	c.W.SetProto(2)
 	c.proto.Store(2)
 	c.readBuf.Store(int64(len(c.p.buf)))
@@ -161,6 +171,9 @@ func (c *Conn) Kill() {
 	// The socket itself: closing a TLS connection would first send it a
 	// close_notify, which may wait for a client that does not read.
 	c.raw.Close()
+	if c.onLoop.Load() {
+		c.lp.kick(c) // its loop finishes it
+	}
 	c.qmu.Lock()
 	if c.q != nil {
 		c.q.closed = true

@@ -331,6 +331,16 @@ func (p *parser) readFrom(r io.Reader) (int, error) {
 		p.reqBytes += int64(n)
 		return n, err
 	}
+	p.makeRoom()
+	n, err := r.Read(p.buf[p.end:])
+	p.end += n
+	return n, err
+}
+
+// makeRoom makes room at the end of the read buffer: it starts again at
+// the beginning when everything read was served, and compacts or grows it
+// when it is full.
+func (p *parser) makeRoom() {
 	if p.pos == p.end && !p.inMulti {
 		p.pos, p.scan, p.end = 0, 0, 0
 		if len(p.buf) > initialReadBuf {
@@ -351,9 +361,6 @@ func (p *parser) readFrom(r io.Reader) (int, error) {
 			p.buf = nb
 		}
 	}
-	n, err := r.Read(p.buf[p.end:])
-	p.end += n
-	return n, err
 }
 
 // buffered returns the bytes read and not yet served (Redis's qbuf), the

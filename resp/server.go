@@ -22,6 +22,15 @@ type Handler interface {
 	Closed(c *Conn)
 }
 
+// Inliner is a Handler whose requests may run on an event loop: Inline
+// reports whether a request can run without ever waiting (for a lock held
+// long, another goroutine, a timer, the disk or the network). A request
+// it refuses, and every request of a Handler without Inline, runs on the
+// connection's own goroutine.
+type Inliner interface {
+	Inline(c *Conn, args [][]byte) bool
+}
+
 // Server accepts connections on any number of listeners and serves each
 // on a goroutine of its own: one parser reads its requests (see parser.go),
 // the Handler executes them, and their replies leave in one write per read
@@ -54,11 +63,32 @@ type Server struct {
 	// Bytes of closed connections, and big buffers let go of.
 	closedIn, closedOut atomic.Int64
 	released            atomic.Int64
+
+	// loops serve plain connections when EnableLoops started them.
+	loops   *loops
+	inliner Inliner
+	connIDs atomic.Uint64
 }
 
 // NewServer returns a Server for h with Redis's default limits.
 func NewServer(h Handler) *Server {
 	return &Server{Handler: h, Limits: NewLimits(), conns: make(map[*Conn]struct{}), listeners: make(map[net.Listener]struct{})}
+}
+
+// EnableLoops serves plain TCP connections on n event loops (one per
+// processor when n is 0) instead of a goroutine each, where the platform
+// allows and the Handler implements Inliner (see loop_linux.go). Call it
+// before serving.
+func (s *Server) EnableLoops(n int) error {
+	in, ok := s.Handler.(Inliner)
+	if !ok {
+		return errors.New("resp: the handler cannot say which requests may run on a loop")
+	}
+	if n <= 0 {
+		n = loopCount()
+	}
+	s.inliner = in
+	return s.startLoops(n)
 }
 
 // SetIdleTimeout closes connections idle for longer than d (0: never).
@@ -171,19 +201,18 @@ func (s *Server) serveConn(nc net.Conn, tlsConfig func() *tls.Config) {
 		}
 	}
 	c := newConn(nc, cfg, s)
-	opened := false
+	opened, looped := false, false
 	defer func() {
 		if r := recover(); r != nil && s.OnPanic != nil {
 			s.OnPanic(r)
 		}
-		c.close()
+		if looped {
+			return // the loop, or the goroutine it hands the connection to, finishes it
+		}
 		if opened {
-			s.mu.Lock()
-			delete(s.conns, c)
-			s.closedIn.Add(c.netIn.Load())
-			s.closedOut.Add(c.netOut.Load())
-			s.mu.Unlock()
-			s.Handler.Closed(c)
+			s.finish(c)
+		} else {
+			c.close()
 		}
 	}()
 	if msg := s.Handler.Open(c); msg != "" {
@@ -212,10 +241,26 @@ func (s *Server) serveConn(nc net.Conn, tlsConfig func() *tls.Config) {
 	s.conns[c] = struct{}{}
 	opened = true
 	s.mu.Unlock()
+	if s.loops != nil && s.loops.pick().attach(c) {
+		looped = true
+		return
+	}
 	c.serve()
 	if !c.killed.Load() {
 		c.drainQueue()
 	}
+}
+
+// finish releases a connection that was open and tells the handler it is
+// gone.
+func (s *Server) finish(c *Conn) {
+	c.close()
+	s.mu.Lock()
+	delete(s.conns, c)
+	s.closedIn.Add(c.netIn.Load())
+	s.closedOut.Add(c.netOut.Load())
+	s.mu.Unlock()
+	s.Handler.Closed(c)
 }
 
 // call runs the handler, turning a panic into an error reply and a closed
@@ -248,6 +293,11 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Unlock()
 	// Connections waiting for input are woken now; the others will find
 	// the server draining when they next read, after flushing their replies.
+	if s.loops != nil {
+		for _, l := range s.loops.all {
+			l.poke()
+		}
+	}
 	done := make(chan struct{})
 	go func() {
 		tick := time.NewTicker(5 * time.Millisecond)

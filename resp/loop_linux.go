@@ -1,0 +1,610 @@
+//go:build linux
+
+package resp
+
+import (
+	"errors"
+	"os"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// Event loops. A goroutine per connection costs, for every request a
+// client sends and waits for, a read that finds nothing, a park and a
+// wake-up of the goroutine through Go's network poller, and often a
+// futex to wake a thread: about half again Redis's CPU per request. So
+// plain TCP connections are served by a few loops instead, one per
+// processor, each waiting on an epoll set of its own and serving every
+// connection that has input: read, parse, execute, write, as Redis's
+// event loop does, with no goroutine switch.
+//
+// A loop must never wait, or every connection on it waits. So a request
+// runs on the loop only when the handler says it cannot block (Inline:
+// the commands Redis marks fast, when no script is running); any other,
+// and a reply that the socket cannot take at once, sends the connection
+// to a goroutine of its own, which serves it as before (the blocking
+// read, the writer's backpressure, handlers that wait) until it has no
+// input left and nothing to send, then gives it back to its loop. TLS
+// connections always have their goroutine: crypto/tls reads and writes
+// through the blocking net.Conn.
+//
+// Sockets are read and written with non-blocking system calls through
+// the connection's syscall.RawConn, which keeps the descriptor open while
+// a call is under way, however another goroutine closes it (CLIENT KILL).
+// The epoll set is edge-triggered; a read that fills less than the room
+// it was given means the socket was empty then, and new input raises a
+// new edge, so a loop never reads only to find nothing.
+
+// loopReadBudget bounds the reads a loop gives one connection before it
+// serves the others: a client pipelining without pause cannot hold its
+// loop.
+const loopReadBudget = 16
+
+// loop is one event loop and the connections it serves.
+type loop struct {
+	srv  *Server
+	epfd int
+	// epf is epfd as Go's network poller knows it: the loop waits there
+	// for the set to have events, parked like any goroutine waiting for a
+	// socket, rather than blocking a thread in epoll_wait.
+	epf     *os.File
+	erc     syscall.RawConn
+	waitFn  func(uintptr) bool // waitOnce, made once
+	block   bool
+	nEvents int
+	wake    [2]int // a pipe whose read end is in the set: Kill and Shutdown write to it
+
+	mu     sync.Mutex
+	conns  map[uint64]*Conn
+	killed []*Conn // connections closed by other goroutines, to finish
+
+	events []syscall.EpollEvent
+	again  []*Conn // connections with input left after their budget
+}
+
+// loops are a server's event loops.
+type loops struct {
+	all  []*loop
+	next atomic.Uint32
+}
+
+var errAgain = errors.New("resource temporarily unavailable")
+
+// startLoops starts n event loops. On failure plain connections keep a
+// goroutine each.
+func (s *Server) startLoops(n int) error {
+	ls := &loops{}
+	for i := 0; i < n; i++ {
+		l, err := newLoop(s)
+		if err != nil {
+			for _, l := range ls.all {
+				l.close()
+			}
+			return err
+		}
+		ls.all = append(ls.all, l)
+	}
+	for _, l := range ls.all {
+		go l.run()
+	}
+	s.loops = ls
+	go s.reapIdle()
+	return nil
+}
+
+func newLoop(s *Server) (*loop, error) {
+	epfd, err := syscall.EpollCreate1(syscall.EPOLL_CLOEXEC)
+	if err != nil {
+		return nil, err
+	}
+	l := &loop{srv: s, epfd: epfd, conns: map[uint64]*Conn{}, events: make([]syscall.EpollEvent, 128)}
+	if err := syscall.Pipe2(l.wake[:], syscall.O_NONBLOCK|syscall.O_CLOEXEC); err != nil {
+		syscall.Close(epfd)
+		return nil, err
+	}
+	ev := syscall.EpollEvent{Events: syscall.EPOLLIN}
+	setEventID(&ev, 0)
+	if err := syscall.EpollCtl(epfd, syscall.EPOLL_CTL_ADD, l.wake[0], &ev); err != nil {
+		l.close()
+		return nil, err
+	}
+	if err := syscall.SetNonblock(epfd, true); err != nil {
+		l.close()
+		return nil, err
+	}
+	l.epf = os.NewFile(uintptr(epfd), "epoll")
+	rc, err := l.epf.SyscallConn()
+	if err != nil {
+		l.close()
+		return nil, err
+	}
+	l.erc = rc
+	l.waitFn = l.waitOnce
+	return l, nil
+}
+
+// wait waits for events: at once when some are there, else parked in Go's
+// poller until the set is readable.
+func (l *loop) wait(block bool) int {
+	l.block = block
+	l.erc.Read(l.waitFn)
+	return max(l.nEvents, 0)
+}
+
+// waitOnce is wait's function for RawConn.Read: it takes the events there
+// are; false (none, and the loop would block) parks it until there are.
+func (l *loop) waitOnce(fd uintptr) bool {
+	var err error
+	l.nEvents, err = syscall.EpollWait(int(fd), l.events, 0)
+	if err == syscall.EINTR {
+		return false
+	}
+	return l.nEvents > 0 || !l.block
+}
+
+func (l *loop) close() {
+	syscall.Close(l.epfd)
+	syscall.Close(l.wake[0])
+	syscall.Close(l.wake[1])
+}
+
+// The event's data is the connection's id (0: the wake pipe).
+func setEventID(ev *syscall.EpollEvent, id uint64) {
+	ev.Fd = int32(uint32(id))
+	ev.Pad = int32(uint32(id >> 32))
+}
+
+func eventID(ev *syscall.EpollEvent) uint64 {
+	return uint64(uint32(ev.Fd)) | uint64(uint32(ev.Pad))<<32
+}
+
+// pick returns the loop for a new connection.
+func (ls *loops) pick() *loop {
+	return ls.all[int(ls.next.Add(1))%len(ls.all)]
+}
+
+// attach hands a connection to the loop, or reports false when it cannot
+// (its goroutine goes on serving it).
+func (l *loop) attach(c *Conn) bool {
+	if c.fd < 0 || c.tls != nil || c.rc == nil {
+		return false
+	}
+	if c.sock == nil {
+		c.sock = newRawSock(c.rc)
+	}
+	c.lp = l
+	c.lastRead.Store(time.Now().UnixNano())
+	l.mu.Lock()
+	l.conns[c.id] = c
+	l.mu.Unlock()
+	c.onLoop.Store(true)
+	ev := syscall.EpollEvent{Events: syscall.EPOLLIN | syscall.EPOLLRDHUP | epollET}
+	setEventID(&ev, c.id)
+	var err error
+	ctl := c.rc.Control(func(fd uintptr) {
+		err = syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_ADD, int(fd), &ev)
+	})
+	if ctl != nil || err != nil {
+		c.onLoop.Store(false)
+		l.mu.Lock()
+		delete(l.conns, c.id)
+		l.mu.Unlock()
+		return false
+	}
+	return true
+}
+
+// detach takes a connection out of the epoll set (it keeps its loop, to
+// come back to).
+func (l *loop) detach(c *Conn) {
+	c.onLoop.Store(false)
+	l.mu.Lock()
+	delete(l.conns, c.id)
+	l.mu.Unlock()
+	c.rc.Control(func(fd uintptr) {
+		syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_DEL, int(fd), nil)
+	})
+}
+
+// kick wakes the loop to notice that c was closed by another goroutine.
+func (l *loop) kick(c *Conn) {
+	l.mu.Lock()
+	if _, ok := l.conns[c.id]; ok {
+		l.killed = append(l.killed, c)
+	}
+	l.mu.Unlock()
+	l.poke()
+}
+
+func (l *loop) poke() {
+	syscall.Write(l.wake[1], []byte{1})
+}
+
+func (l *loop) run() {
+	var buf [64]byte
+	var ready []*Conn
+	for {
+		// Connections with input left: look for others, then serve them.
+		n := l.wait(len(l.again) == 0)
+		ready = ready[:0]
+		woken := false
+		l.mu.Lock()
+		for i := 0; i < n; i++ {
+			id := eventID(&l.events[i])
+			if id == 0 {
+				woken = true
+				continue
+			}
+			if c := l.conns[id]; c != nil {
+				ready = append(ready, c)
+			}
+		}
+		killed := l.killed
+		l.killed = nil
+		l.mu.Unlock()
+		if woken {
+			for {
+				if k, _ := syscall.Read(l.wake[0], buf[:]); k <= 0 {
+					break
+				}
+			}
+		}
+		ready = append(ready, l.again...)
+		clear(l.again)
+		l.again = l.again[:0]
+		for _, c := range ready {
+			l.serve(c)
+		}
+		for _, c := range killed {
+			l.drop(c)
+		}
+		if woken && l.srv.draining.Load() {
+			l.drainAll()
+		}
+	}
+}
+
+// drainAll closes the connections of a server that is shutting down: the
+// loop's connections are waiting for input, their replies all sent.
+func (l *loop) drainAll() {
+	l.mu.Lock()
+	conns := make([]*Conn, 0, len(l.conns))
+	for _, c := range l.conns {
+		conns = append(conns, c)
+	}
+	l.mu.Unlock()
+	for _, c := range conns {
+		l.drop(c)
+	}
+}
+
+// drop ends a connection the loop serves.
+func (l *loop) drop(c *Conn) {
+	l.mu.Lock()
+	_, ok := l.conns[c.id]
+	delete(l.conns, c.id)
+	l.mu.Unlock()
+	if ok {
+		l.srv.finish(c)
+	}
+}
+
+// serve reads and serves a connection until its socket is drained, its
+// read budget is spent, or it leaves the loop.
+func (l *loop) serve(c *Conn) {
+	defer func() {
+		if r := recover(); r != nil {
+			if l.srv.OnPanic != nil {
+				l.srv.OnPanic(r)
+			}
+			c.Kill()
+			l.drop(c)
+		}
+	}()
+	s := l.srv
+	for reads := 0; ; reads++ {
+		if c.killed.Load() || s.draining.Load() {
+			l.drop(c)
+			return
+		}
+		if reads == loopReadBudget {
+			l.again = append(l.again, c)
+			return
+		}
+		n, room, err := c.p.readRaw(c)
+		if errors.Is(err, errAgain) {
+			return
+		}
+		if n == 0 {
+			l.drop(c) // end of input, or an error
+			return
+		}
+		c.netIn.Add(int64(n))
+		c.lastRead.Store(time.Now().UnixNano())
+		if !l.serveInput(c) {
+			return // it left the loop, or ended
+		}
+		if n < room {
+			return // drained: new input raises a new edge
+		}
+	}
+}
+
+// serveInput serves the complete requests read, on the loop while they
+// cannot block; it reports whether the connection stays on the loop.
+func (l *loop) serveInput(c *Conn) bool {
+	s := l.srv
+	for !c.closing {
+		args, perr := c.p.next()
+		if perr != nil {
+			l.goroutine(c, nil, perr)
+			return false
+		}
+		if args == nil {
+			break
+		}
+		if !s.inliner.Inline(c, args) {
+			l.goroutine(c, args, nil)
+			return false
+		}
+		s.call(c, args)
+		if p := int32(c.W.Proto()); p != c.proto.Load() {
+			c.proto.Store(p)
+		}
+		c.released(c.p.done())
+		if c.W.Len() >= flushAt && !l.flush(c) {
+			return false
+		}
+	}
+	if !l.flush(c) {
+		return false
+	}
+	if c.closing {
+		l.goroutine(c, nil, nil) // QUIT: its goroutine sends what is queued and closes
+		return false
+	}
+	c.publishInput()
+	return true
+}
+
+// flush sends the replies without waiting; when the socket cannot take
+// them all, or output goes through the push queue, the connection's
+// goroutine takes over (what is left is still in W). It reports whether
+// the connection stays on the loop.
+func (l *loop) flush(c *Conn) bool {
+	b := c.W.Bytes()
+	if len(b) == 0 {
+		return !c.killed.Load()
+	}
+	if c.queued.Load() || c.limited() {
+		l.goroutine(c, nil, nil)
+		return false
+	}
+	c.outBuf.Store(int64(len(b)))
+	if !c.addPending(int64(len(b))) {
+		c.outBuf.Store(0)
+		l.drop(c)
+		return false
+	}
+	sent := 0
+	for sent < len(b) {
+		n, err := c.writeRaw(b[sent:])
+		if n > 0 {
+			sent += n
+			c.netOut.Add(int64(n))
+		}
+		if errors.Is(err, errAgain) {
+			break
+		}
+		if err != nil {
+			c.subPending(int64(len(b)))
+			c.outBuf.Store(0)
+			c.Kill()
+			l.drop(c)
+			return false
+		}
+	}
+	c.subPending(int64(len(b)))
+	c.outBuf.Store(0)
+	if sent < len(b) {
+		// The client reads slowly: its goroutine sends the rest, waiting,
+		// and stops reading it meanwhile.
+		c.W.b = append(c.W.b[:0], b[sent:]...)
+		l.goroutine(c, nil, nil)
+		return false
+	}
+	c.resetW()
+	return true
+}
+
+// goroutine hands the connection to a goroutine of its own, which serves
+// args first (a request that may block), or answers a protocol error,
+// then serves it as a goroutine-per-connection server does until it has
+// no input left, and gives it back to the loop.
+func (l *loop) goroutine(c *Conn, args [][]byte, perr *ProtocolError) {
+	l.detach(c)
+	go c.serveDetached(args, perr)
+}
+
+// serveDetached runs on the connection's own goroutine; see loop.goroutine.
+func (c *Conn) serveDetached(args [][]byte, perr *ProtocolError) {
+	s := c.srv
+	l := c.lp
+	defer func() {
+		if r := recover(); r != nil {
+			if s.OnPanic != nil {
+				s.OnPanic(r)
+			}
+			s.finish(c)
+		}
+	}()
+	if perr != nil {
+		c.protocolError(perr)
+		s.finish(c)
+		return
+	}
+	if args != nil {
+		s.call(c, args)
+		if p := int32(c.W.Proto()); p != c.proto.Load() {
+			c.proto.Store(p)
+		}
+		c.released(c.p.done())
+	}
+	for {
+		if !c.serveBuffered() {
+			s.finish(c)
+			return
+		}
+		// Nothing left to serve and the replies sent: back to the loop,
+		// unless output is still queued for a slow reader.
+		if c.queued.Load() && c.pending.Load() > 0 {
+			if !c.read() {
+				s.finish(c)
+				return
+			}
+			continue
+		}
+		if l.attach(c) {
+			if s.draining.Load() {
+				l.poke()
+			}
+			return
+		}
+		if !c.read() {
+			s.finish(c)
+			return
+		}
+	}
+}
+
+// serveBuffered serves the requests already read and flushes, as serve
+// does between reads; it reports false when the connection is to close.
+func (c *Conn) serveBuffered() bool {
+	for !c.closing {
+		args, perr := c.p.next()
+		if perr != nil {
+			c.protocolError(perr)
+			return false
+		}
+		if args == nil {
+			break
+		}
+		c.srv.call(c, args)
+		if p := int32(c.W.Proto()); p != c.proto.Load() {
+			c.proto.Store(p)
+		}
+		c.released(c.p.done())
+		if c.W.Len() >= flushAt && !c.flush() {
+			return false
+		}
+	}
+	if !c.flush() {
+		return false
+	}
+	if c.closing {
+		c.drainQueue()
+		return false
+	}
+	c.publishInput()
+	return !c.killed.Load()
+}
+
+// readRaw reads once, without waiting, into the parser's buffer or the big
+// argument being filled; it returns the bytes read and the room there was.
+func (p *parser) readRaw(c *Conn) (n, room int, err error) {
+	if dst := p.bigDst(); dst != nil {
+		room = len(dst)
+	} else {
+		p.makeRoom()
+		room = len(p.buf) - p.end
+	}
+	n, err = p.readFrom(c.sock)
+	return n, room, err
+}
+
+// rawSock reads and writes a connection's socket without waiting
+// (errAgain when it cannot). Its functions are made once per connection,
+// so that a call allocates nothing.
+type rawSock struct {
+	rc          syscall.RawConn
+	b           []byte
+	n           int
+	err         error
+	read, write func(fd uintptr) bool
+}
+
+func newRawSock(rc syscall.RawConn) *rawSock {
+	s := &rawSock{rc: rc}
+	s.read = func(fd uintptr) bool {
+		s.n, s.err = syscall.Read(int(fd), s.b)
+		return true
+	}
+	s.write = func(fd uintptr) bool {
+		s.n, s.err = syscall.Write(int(fd), s.b)
+		return true
+	}
+	return s
+}
+
+func (s *rawSock) Read(b []byte) (int, error) {
+	return s.do(s.rc.Read, s.read, b)
+}
+
+func (s *rawSock) Write(b []byte) (int, error) {
+	return s.do(s.rc.Write, s.write, b)
+}
+
+func (s *rawSock) do(call func(func(uintptr) bool) error, fn func(uintptr) bool, b []byte) (int, error) {
+	s.b = b
+	cerr := call(fn)
+	s.b = nil
+	if cerr != nil {
+		return 0, cerr
+	}
+	n, err := max(s.n, 0), s.err
+	s.err = nil
+	if err == syscall.EAGAIN || err == syscall.EINTR {
+		return n, errAgain
+	}
+	return n, err
+}
+
+// writeRaw writes once without waiting.
+func (c *Conn) writeRaw(b []byte) (int, error) { return c.sock.Write(b) }
+
+// reapIdle closes the connections on loops idle longer than the timeout,
+// as their goroutine's read deadline does for the others.
+func (s *Server) reapIdle() {
+	for {
+		d := time.Duration(s.idleTimeout.Load())
+		wait := time.Second
+		if d > 0 && d/4 < wait {
+			wait = max(d/4, 10*time.Millisecond)
+		}
+		time.Sleep(wait)
+		if s.draining.Load() {
+			return
+		}
+		if d <= 0 {
+			continue
+		}
+		limit := time.Now().Add(-d).UnixNano()
+		s.mu.Lock()
+		for c := range s.conns {
+			if c.onLoop.Load() && c.lastRead.Load() < limit {
+				c.Kill()
+			}
+		}
+		s.mu.Unlock()
+	}
+}
+
+// loopCount is the number of event loops: one per processor.
+func loopCount() int { return runtime.GOMAXPROCS(0) }
+
+// epollET is EPOLLET as the event mask's type takes it (the syscall
+// package's constant is negative).
+const epollET = 1 << 31
