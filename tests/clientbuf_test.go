@@ -121,7 +121,10 @@ func TestPipelinedBigRepliesBounded(t *testing.T) {
 	normal := infoField(t, c, "memory", "mem_clients_normal")
 	used := infoField(t, c, "memory", "used_memory")
 	t.Logf("a pipelining client: omem %d, tot-mem %d; mem_clients_normal %d, used_memory %d", omem, tot, normal, used)
-	if omem <= 0 || omem > 2<<20 || tot < omem || normal < 8*omem || used < normal {
+	// The eight clients' figures are read at different moments, each
+	// somewhere between a write and the next: INFO's sum is at least the
+	// one client's.
+	if omem <= 0 || omem > 2<<20 || tot < omem || normal < omem || used < normal {
 		t.Errorf("omem %d, tot-mem %d, mem_clients_normal %d, used_memory %d", omem, tot, normal, used)
 	}
 	wg.Wait()
