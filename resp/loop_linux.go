@@ -446,6 +446,11 @@ func (c *Conn) serveDetached(args [][]byte, perr *ProtocolError) {
 		s.finish(c)
 		return
 	}
+	// Replies the loop could not send go first, before more are made.
+	if c.W.Len() > 0 && !c.flush() {
+		s.finish(c)
+		return
+	}
 	if args != nil {
 		s.call(c, args)
 		if p := int32(c.W.Proto()); p != c.proto.Load() {

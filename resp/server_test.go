@@ -48,6 +48,16 @@ func (h *testHandler) Open(c *Conn) string {
 
 func (h *testHandler) Closed(c *Conn) {}
 
+// Inline: the requests that wait (BLOCK, SLEEP) or make the connection a
+// target of pushes (SUB) run on the connection's goroutine.
+func (h *testHandler) Inline(c *Conn, args [][]byte) bool {
+	switch strings.ToUpper(string(args[0])) {
+	case "BLOCK", "SLEEP", "SUB":
+		return false
+	}
+	return true
+}
+
 func (h *testHandler) Serve(c *Conn, args [][]byte) {
 	switch strings.ToUpper(string(args[0])) {
 	case "PING":
@@ -111,9 +121,21 @@ type testServer struct {
 	addr string
 }
 
-func startServer(t *testing.T, h *testHandler) *testServer {
+// modes runs a test on a server whose plain connections each have a
+// goroutine, then on one that serves them on event loops.
+func modes(t *testing.T, f func(t *testing.T, loops bool)) {
+	t.Run("goroutines", func(t *testing.T) { f(t, false) })
+	t.Run("loops", func(t *testing.T) { f(t, true) })
+}
+
+func startServer(t *testing.T, h *testHandler, loops bool) *testServer {
 	t.Helper()
 	srv := NewServer(h)
+	if loops {
+		if err := srv.EnableLoops(2); err != nil {
+			t.Fatal(err)
+		}
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -175,383 +197,411 @@ func (c *client) readAll() string {
 }
 
 func TestServerProtocolErrors(t *testing.T) {
-	ts := startServer(t, &testHandler{})
-	var perrs []string
-	var mu sync.Mutex
-	ts.srv.OnProtocolError = func(c *Conn, err *ProtocolError) {
-		mu.Lock()
-		perrs = append(perrs, err.Msg)
-		mu.Unlock()
-	}
-	ts.srv.Limits.QueryBufLimit.Store(1 << 20)
-	for _, tc := range []struct{ send, want string }{
-		{"PING\r\n*1\r\n$x\r\n", "+PONG\r\n-ERR Protocol error: invalid bulk length\r\n"},
-		{"*2\r\n$4\r\nECHO\r\n$2\r\nhi\r\n*1\r\n$-2\r\n", "$2\r\nhi\r\n-ERR Protocol error: invalid bulk length\r\n"},
-		// As Redis, a line break in an error becomes a space.
-		{"*1\r\n\r\n", "-ERR Protocol error: expected '$', got ' '\r\n"},
-		{"PING\r\n*1\r\n$2000000\r\n" + strings.Repeat("x", 1100000), "+PONG\r\n"},
-	} {
-		c := ts.dial(t)
-		c.send(tc.send)
-		if got := c.readAll(); got != tc.want {
-			t.Errorf("send %.30q: got %q, want %q", tc.send, got, tc.want)
+	modes(t, func(t *testing.T, loops bool) {
+		ts := startServer(t, &testHandler{}, loops)
+		var perrs []string
+		var mu sync.Mutex
+		ts.srv.OnProtocolError = func(c *Conn, err *ProtocolError) {
+			mu.Lock()
+			perrs = append(perrs, err.Msg)
+			mu.Unlock()
 		}
-	}
-	// Protocol errors close only their own connection.
-	if got := ts.dial(t).do("PING"); got != "+PONG" {
-		t.Fatal(got)
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	if len(perrs) != 4 || perrs[3] != "" {
-		t.Fatalf("protocol errors seen: %q", perrs)
-	}
+		ts.srv.Limits.QueryBufLimit.Store(1 << 20)
+		for _, tc := range []struct{ send, want string }{
+			{"PING\r\n*1\r\n$x\r\n", "+PONG\r\n-ERR Protocol error: invalid bulk length\r\n"},
+			{"*2\r\n$4\r\nECHO\r\n$2\r\nhi\r\n*1\r\n$-2\r\n", "$2\r\nhi\r\n-ERR Protocol error: invalid bulk length\r\n"},
+			// As Redis, a line break in an error becomes a space.
+			{"*1\r\n\r\n", "-ERR Protocol error: expected '$', got ' '\r\n"},
+			{"PING\r\n*1\r\n$2000000\r\n" + strings.Repeat("x", 1100000), "+PONG\r\n"},
+		} {
+			c := ts.dial(t)
+			c.send(tc.send)
+			if got := c.readAll(); got != tc.want {
+				t.Errorf("send %.30q: got %q, want %q", tc.send, got, tc.want)
+			}
+		}
+		// Protocol errors close only their own connection.
+		if got := ts.dial(t).do("PING"); got != "+PONG" {
+			t.Fatal(got)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if len(perrs) != 4 || perrs[3] != "" {
+			t.Fatalf("protocol errors seen: %q", perrs)
+		}
+	})
 }
 
 func TestServerPanicClosesOnlyItsConnection(t *testing.T) {
-	ts := startServer(t, &testHandler{})
-	var panics atomic.Int64
-	ts.srv.OnPanic = func(any) { panics.Add(1) }
-	other := ts.dial(t)
-	c := ts.dial(t)
-	c.send("PING\r\nPANIC\r\nPING\r\n")
-	if got := c.readAll(); got != "+PONG\r\n-ERR internal error\r\n" {
-		t.Fatalf("got %q", got)
-	}
-	if got := other.do("PING"); got != "+PONG" || panics.Load() != 1 {
-		t.Fatalf("other connection: %s, panics %d", got, panics.Load())
-	}
+	modes(t, func(t *testing.T, loops bool) {
+		ts := startServer(t, &testHandler{}, loops)
+		var panics atomic.Int64
+		ts.srv.OnPanic = func(any) { panics.Add(1) }
+		other := ts.dial(t)
+		c := ts.dial(t)
+		c.send("PING\r\nPANIC\r\nPING\r\n")
+		if got := c.readAll(); got != "+PONG\r\n-ERR internal error\r\n" {
+			t.Fatalf("got %q", got)
+		}
+		if got := other.do("PING"); got != "+PONG" || panics.Load() != 1 {
+			t.Fatalf("other connection: %s, panics %d", got, panics.Load())
+		}
+	})
 }
 
 // TestServerOneWritePerBatch checks that the replies to one read leave in
 // one write.
 func TestServerOneWritePerBatch(t *testing.T) {
-	ts := startServer(t, &testHandler{})
-	c := ts.dial(t)
-	c.do("PING")
-	before := ts.srv.Conns()[0]
-	c.send(strings.Repeat("PING\r\n", 100))
-	want := strings.Repeat("+PONG\r\n", 100)
-	buf := make([]byte, len(want))
-	if _, err := io.ReadFull(c.r, buf); err != nil || string(buf) != want {
-		t.Fatalf("%q %v", buf, err)
-	}
-	// The server's writes are not visible to the client one by one, but its
-	// output counter is: one batch, whatever the number of replies.
-	_ = before
+	modes(t, func(t *testing.T, loops bool) {
+		ts := startServer(t, &testHandler{}, loops)
+		c := ts.dial(t)
+		c.do("PING")
+		before := ts.srv.Conns()[0]
+		c.send(strings.Repeat("PING\r\n", 100))
+		want := strings.Repeat("+PONG\r\n", 100)
+		buf := make([]byte, len(want))
+		if _, err := io.ReadFull(c.r, buf); err != nil || string(buf) != want {
+			t.Fatalf("%q %v", buf, err)
+		}
+		// The server's writes are not visible to the client one by one, but its
+		// output counter is: one batch, whatever the number of replies.
+		_ = before
+	})
 }
 
 // TestServerHardOutputLimit: a reply that takes the unsent output past the
 // hard limit closes the connection at once, and nothing of it is sent.
 func TestServerHardOutputLimit(t *testing.T) {
-	ts := startServer(t, &testHandler{})
-	ts.srv.Limits.SetOutput(ClassNormal, OutputLimit{Hard: 1 << 20, Soft: 512 << 10, SoftSeconds: 1})
-	var closed atomic.Int64
-	ts.srv.OnOutputLimit = func(*Conn) { closed.Add(1) }
-	c := ts.dial(t)
-	if got := c.do("BIG", "900000"); len(got) != 900002 {
-		t.Fatalf("a reply under the limit: %d bytes", len(got))
-	}
-	c.send("BIG 2000000\r\n")
-	if got := c.readAll(); got != "" || closed.Load() != 1 {
-		t.Fatalf("read %d bytes; closed for limits %d times", len(got), closed.Load())
-	}
+	modes(t, func(t *testing.T, loops bool) {
+		ts := startServer(t, &testHandler{}, loops)
+		ts.srv.Limits.SetOutput(ClassNormal, OutputLimit{Hard: 1 << 20, Soft: 512 << 10, SoftSeconds: 1})
+		var closed atomic.Int64
+		ts.srv.OnOutputLimit = func(*Conn) { closed.Add(1) }
+		c := ts.dial(t)
+		if got := c.do("BIG", "900000"); len(got) != 900002 {
+			t.Fatalf("a reply under the limit: %d bytes", len(got))
+		}
+		c.send("BIG 2000000\r\n")
+		if got := c.readAll(); got != "" || closed.Load() != 1 {
+			t.Fatalf("read %d bytes; closed for limits %d times", len(got), closed.Load())
+		}
+	})
 }
 
 // TestServerSoftOutputLimit: a client that does not read keeps the unsent
 // output over the soft limit; it is closed after the soft limit's seconds,
 // even though its connection is blocked writing.
 func TestServerSoftOutputLimit(t *testing.T) {
-	h := &testHandler{onOpen: func(c *Conn) { c.nc.(*net.TCPConn).SetWriteBuffer(8192) }}
-	ts := startServer(t, h)
-	ts.srv.Limits.SetOutput(ClassNormal, OutputLimit{Soft: 256 << 10, SoftSeconds: 1})
-	var closedAt atomic.Int64
-	ts.srv.OnOutputLimit = func(*Conn) { closedAt.Store(time.Now().UnixNano()) }
-	c := ts.dial(t)
-	c.c.(*net.TCPConn).SetReadBuffer(8192)
-	start := time.Now()
-	c.send("BIG 8000000\r\n")
-	deadline := time.Now().Add(5 * time.Second)
-	for closedAt.Load() == 0 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if closedAt.Load() == 0 {
-		t.Fatal("not closed for the soft limit")
-	}
-	if d := time.Duration(closedAt.Load() - start.UnixNano()); d < time.Second || d > 3*time.Second {
-		t.Fatalf("closed after %v, want a little over 1s", d)
-	}
-	// A client over the soft limit for less time is left alone.
-	ts.srv.Limits.SetOutput(ClassNormal, OutputLimit{Soft: 256 << 10, SoftSeconds: 10})
-	closedAt.Store(0)
-	c2 := ts.dial(t)
-	if got := c2.do("BIG", "3000000"); len(got) != 3000002 || closedAt.Load() != 0 {
-		t.Fatalf("reading client: %d bytes, closed %v", len(got), closedAt.Load() != 0)
-	}
+	modes(t, func(t *testing.T, loops bool) {
+		h := &testHandler{onOpen: func(c *Conn) { c.nc.(*net.TCPConn).SetWriteBuffer(8192) }}
+		ts := startServer(t, h, loops)
+		ts.srv.Limits.SetOutput(ClassNormal, OutputLimit{Soft: 256 << 10, SoftSeconds: 1})
+		var closedAt atomic.Int64
+		ts.srv.OnOutputLimit = func(*Conn) { closedAt.Store(time.Now().UnixNano()) }
+		c := ts.dial(t)
+		c.c.(*net.TCPConn).SetReadBuffer(8192)
+		start := time.Now()
+		c.send("BIG 8000000\r\n")
+		deadline := time.Now().Add(5 * time.Second)
+		for closedAt.Load() == 0 && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if closedAt.Load() == 0 {
+			t.Fatal("not closed for the soft limit")
+		}
+		if d := time.Duration(closedAt.Load() - start.UnixNano()); d < time.Second || d > 3*time.Second {
+			t.Fatalf("closed after %v, want a little over 1s", d)
+		}
+		// A client over the soft limit for less time is left alone.
+		ts.srv.Limits.SetOutput(ClassNormal, OutputLimit{Soft: 256 << 10, SoftSeconds: 10})
+		closedAt.Store(0)
+		c2 := ts.dial(t)
+		if got := c2.do("BIG", "3000000"); len(got) != 3000002 || closedAt.Load() != 0 {
+			t.Fatalf("reading client: %d bytes, closed %v", len(got), closedAt.Load() != 0)
+		}
+	})
 }
 
 // TestServerBackpressure: with no output limit, clients that pipeline big
 // replies and never read cost the server one batch each, and other
 // clients are served meanwhile.
 func TestServerBackpressure(t *testing.T) {
-	ts := startServer(t, &testHandler{})
-	var ms runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&ms)
-	before := ms.HeapInuse
-	req := strings.Repeat("BIG 1000000\r\n", 1000)
-	for i := 0; i < 4; i++ {
-		c := ts.dial(t)
-		go c.c.Write([]byte(req))
-	}
-	time.Sleep(500 * time.Millisecond)
-	start := time.Now()
-	if got := ts.dial(t).do("PING"); got != "+PONG" || time.Since(start) > time.Second {
-		t.Fatalf("PING: %s after %v", got, time.Since(start))
-	}
-	for _, c := range ts.srv.Conns() {
-		if st := c.Stats(); st.OutMem > flushAt+1100000 {
-			t.Fatalf("a connection holds %d unsent bytes", st.OutMem)
+	modes(t, func(t *testing.T, loops bool) {
+		ts := startServer(t, &testHandler{}, loops)
+		var ms runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&ms)
+		before := ms.HeapInuse
+		req := strings.Repeat("BIG 1000000\r\n", 1000)
+		for i := 0; i < 4; i++ {
+			c := ts.dial(t)
+			go c.c.Write([]byte(req))
 		}
-	}
-	runtime.ReadMemStats(&ms)
-	if grown := int64(ms.HeapInuse) - int64(before); grown > 64<<20 {
-		t.Fatalf("heap grew by %d MB", grown>>20)
-	}
+		time.Sleep(500 * time.Millisecond)
+		start := time.Now()
+		if got := ts.dial(t).do("PING"); got != "+PONG" || time.Since(start) > time.Second {
+			t.Fatalf("PING: %s after %v", got, time.Since(start))
+		}
+		for _, c := range ts.srv.Conns() {
+			if st := c.Stats(); st.OutMem > flushAt+1100000 {
+				t.Fatalf("a connection holds %d unsent bytes", st.OutMem)
+			}
+		}
+		runtime.ReadMemStats(&ms)
+		if grown := int64(ms.HeapInuse) - int64(before); grown > 64<<20 {
+			t.Fatalf("heap grew by %d MB", grown>>20)
+		}
+	})
 }
 
 // TestPushLimits: a connection that other goroutines push into, whose
 // client does not read, is closed past its class's limits, and the memory
 // it holds stays bounded meanwhile.
 func TestPushLimits(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		lim  OutputLimit
-	}{
-		{"hard", OutputLimit{Hard: 1 << 20, Soft: 512 << 10, SoftSeconds: 60}},
-		{"soft", OutputLimit{Soft: 512 << 10, SoftSeconds: 1}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			subscribed := make(chan *Conn, 1)
-			h := &testHandler{
-				onOpen: func(c *Conn) { c.nc.(*net.TCPConn).SetWriteBuffer(8192) },
-				onSub:  func(c *Conn) { subscribed <- c },
-			}
-			ts := startServer(t, h)
-			ts.srv.Limits.SetOutput(ClassPubSub, tc.lim)
-			var limited atomic.Int64
-			ts.srv.OnOutputLimit = func(*Conn) { limited.Add(1) }
-			c := ts.dial(t)
-			c.c.(*net.TCPConn).SetReadBuffer(8192)
-			c.send("SUB\r\n")
-			sub := <-subscribed
-			if v, _ := ReadValue(c.r); v.String() != "+subscribed" {
-				t.Fatalf("SUB: %s", v)
-			}
-			msg := []byte("*3\r\n$7\r\nmessage\r\n$2\r\nch\r\n$1000\r\n" + strings.Repeat("m", 1000) + "\r\n")
-			start := time.Now()
-			var maxPending int64
-			pushes := 0
-			for sub.Push(msg) {
-				pushes++
-				maxPending = max(maxPending, sub.Stats().OutMem)
-				if time.Since(start) > 10*time.Second {
-					t.Fatal("still open after 10s")
+	modes(t, func(t *testing.T, loops bool) {
+		for _, tc := range []struct {
+			name string
+			lim  OutputLimit
+		}{
+			{"hard", OutputLimit{Hard: 1 << 20, Soft: 512 << 10, SoftSeconds: 60}},
+			{"soft", OutputLimit{Soft: 512 << 10, SoftSeconds: 1}},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				subscribed := make(chan *Conn, 1)
+				h := &testHandler{
+					onOpen: func(c *Conn) { c.nc.(*net.TCPConn).SetWriteBuffer(8192) },
+					onSub:  func(c *Conn) { subscribed <- c },
 				}
-				if tc.lim.Hard == 0 && sub.Stats().OutMem > tc.lim.Soft+(64<<10) {
-					time.Sleep(time.Millisecond) // stay over the soft limit, slowly
+				ts := startServer(t, h, loops)
+				ts.srv.Limits.SetOutput(ClassPubSub, tc.lim)
+				var limited atomic.Int64
+				ts.srv.OnOutputLimit = func(*Conn) { limited.Add(1) }
+				c := ts.dial(t)
+				c.c.(*net.TCPConn).SetReadBuffer(8192)
+				c.send("SUB\r\n")
+				sub := <-subscribed
+				if v, _ := ReadValue(c.r); v.String() != "+subscribed" {
+					t.Fatalf("SUB: %s", v)
 				}
-			}
-			if limited.Load() != 1 {
-				t.Fatalf("closed for limits %d times", limited.Load())
-			}
-			if tc.lim.Hard > 0 && maxPending > tc.lim.Hard {
-				t.Fatalf("%d bytes pending, over the hard limit", maxPending)
-			}
-			if d := time.Since(start); tc.lim.Hard == 0 && (d < time.Second || d > 4*time.Second) {
-				t.Fatalf("closed after %v, want a little over 1s", d)
-			}
-			if got := c.readAll(); !strings.HasPrefix(got, string(msg)) && got != "" {
-				t.Fatalf("client read %.40q", got)
-			}
-			t.Logf("%d pushes, at most %d bytes pending", pushes, maxPending)
-		})
-	}
+				msg := []byte("*3\r\n$7\r\nmessage\r\n$2\r\nch\r\n$1000\r\n" + strings.Repeat("m", 1000) + "\r\n")
+				start := time.Now()
+				var maxPending int64
+				pushes := 0
+				for sub.Push(msg) {
+					pushes++
+					maxPending = max(maxPending, sub.Stats().OutMem)
+					if time.Since(start) > 10*time.Second {
+						t.Fatal("still open after 10s")
+					}
+					if tc.lim.Hard == 0 && sub.Stats().OutMem > tc.lim.Soft+(64<<10) {
+						time.Sleep(time.Millisecond) // stay over the soft limit, slowly
+					}
+				}
+				if limited.Load() != 1 {
+					t.Fatalf("closed for limits %d times", limited.Load())
+				}
+				if tc.lim.Hard > 0 && maxPending > tc.lim.Hard {
+					t.Fatalf("%d bytes pending, over the hard limit", maxPending)
+				}
+				if d := time.Since(start); tc.lim.Hard == 0 && (d < time.Second || d > 4*time.Second) {
+					t.Fatalf("closed after %v, want a little over 1s", d)
+				}
+				if got := c.readAll(); !strings.HasPrefix(got, string(msg)) && got != "" {
+					t.Fatalf("client read %.40q", got)
+				}
+				t.Logf("%d pushes, at most %d bytes pending", pushes, maxPending)
+			})
+		}
+	})
 }
 
 // TestPushOrder: once a handler has committed its reply, pushes go after
 // it, and the connection's later replies go after earlier pushes.
 func TestPushOrder(t *testing.T) {
-	var pushed sync.WaitGroup
-	h := &testHandler{}
-	h.onSub = func(c *Conn) {
-		pushed.Add(1)
-		go func() {
-			defer pushed.Done()
-			for i := 0; i < 100; i++ {
-				c.Push([]byte(":" + strconv.Itoa(i) + "\r\n"))
-			}
-		}()
-	}
-	ts := startServer(t, h)
-	c := ts.dial(t)
-	c.send("SUB\r\n")
-	if v, _ := ReadValue(c.r); v.String() != "+subscribed" {
-		t.Fatalf("first reply %s", v)
-	}
-	pushed.Wait()
-	c.send("PING\r\n")
-	for i := 0; i < 100; i++ {
-		if v, _ := ReadValue(c.r); v.Int != int64(i) {
-			t.Fatalf("push %d: got %s", i, v)
+	modes(t, func(t *testing.T, loops bool) {
+		var pushed sync.WaitGroup
+		h := &testHandler{}
+		h.onSub = func(c *Conn) {
+			pushed.Add(1)
+			go func() {
+				defer pushed.Done()
+				for i := 0; i < 100; i++ {
+					c.Push([]byte(":" + strconv.Itoa(i) + "\r\n"))
+				}
+			}()
 		}
-	}
-	if v, _ := ReadValue(c.r); v.String() != "+PONG" {
-		t.Fatalf("reply after the pushes: %s", v)
-	}
-	c.send("QUIT\r\n")
-	if got := c.readAll(); got != "+OK\r\n" {
-		t.Fatalf("QUIT: %q", got)
-	}
+		ts := startServer(t, h, loops)
+		c := ts.dial(t)
+		c.send("SUB\r\n")
+		if v, _ := ReadValue(c.r); v.String() != "+subscribed" {
+			t.Fatalf("first reply %s", v)
+		}
+		pushed.Wait()
+		c.send("PING\r\n")
+		for i := 0; i < 100; i++ {
+			if v, _ := ReadValue(c.r); v.Int != int64(i) {
+				t.Fatalf("push %d: got %s", i, v)
+			}
+		}
+		if v, _ := ReadValue(c.r); v.String() != "+PONG" {
+			t.Fatalf("reply after the pushes: %s", v)
+		}
+		c.send("QUIT\r\n")
+		if got := c.readAll(); got != "+OK\r\n" {
+			t.Fatalf("QUIT: %q", got)
+		}
+	})
 }
 
 // TestKeepAndAdopt: arguments kept past their request stay intact while
 // later requests reuse the read buffer; a big argument can be adopted once,
 // with room in front of it.
 func TestKeepAndAdopt(t *testing.T) {
-	h := &testHandler{}
-	ts := startServer(t, h)
-	c := ts.dial(t)
-	big := strings.Repeat("B", BigArg+10)
-	c.do("KEEP", "small-argument")
-	c.do("ECHO", strings.Repeat("z", 1000))
-	if got := c.do("KEPT"); got != `"small-argument"` {
-		t.Fatalf("kept small argument: %s", got)
-	}
-	c.do("KEEP", big)
-	c.do("ECHO", strings.Repeat("z", 1000))
-	if got := c.do("KEPT"); got != strconv.Quote(big) {
-		t.Fatalf("kept big argument changed")
-	}
-	if got := c.do("ADOPT", "small"); got != ":0" {
-		t.Fatalf("adopting a small argument: %s", got)
-	}
-	if got := c.do("ADOPT", big); got != ":37" { // 32 + len("ADOPT")
-		t.Fatalf("adopting a big argument: %s", got)
-	}
-	c.do("ECHO", strings.Repeat("z", BigArg*2))
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if string(h.adopt[:len(big)]) != big {
-		t.Fatal("adopted argument changed")
-	}
+	modes(t, func(t *testing.T, loops bool) {
+		h := &testHandler{}
+		ts := startServer(t, h, loops)
+		c := ts.dial(t)
+		big := strings.Repeat("B", BigArg+10)
+		c.do("KEEP", "small-argument")
+		c.do("ECHO", strings.Repeat("z", 1000))
+		if got := c.do("KEPT"); got != `"small-argument"` {
+			t.Fatalf("kept small argument: %s", got)
+		}
+		c.do("KEEP", big)
+		c.do("ECHO", strings.Repeat("z", 1000))
+		if got := c.do("KEPT"); got != strconv.Quote(big) {
+			t.Fatalf("kept big argument changed")
+		}
+		if got := c.do("ADOPT", "small"); got != ":0" {
+			t.Fatalf("adopting a small argument: %s", got)
+		}
+		if got := c.do("ADOPT", big); got != ":37" { // 32 + len("ADOPT")
+			t.Fatalf("adopting a big argument: %s", got)
+		}
+		c.do("ECHO", strings.Repeat("z", BigArg*2))
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if string(h.adopt[:len(big)]) != big {
+			t.Fatal("adopted argument changed")
+		}
+	})
 }
 
 // TestShutdownDrains: a request being executed finishes and its reply is
 // sent; idle connections are closed; Shutdown returns once all are gone.
 func TestShutdownDrains(t *testing.T) {
-	ts := startServer(t, &testHandler{})
-	idle := ts.dial(t)
-	idle.do("PING")
-	busy := ts.dial(t)
-	busy.send("SLEEP\r\n")
-	time.Sleep(50 * time.Millisecond)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := ts.srv.Shutdown(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if got := busy.readAll(); got != "+SLEPT\r\n" {
-		t.Fatalf("busy connection read %q", got)
-	}
-	if got := idle.readAll(); got != "" {
-		t.Fatalf("idle connection read %q", got)
-	}
-	if _, err := net.DialTimeout("tcp", ts.addr, time.Second); err == nil {
-		t.Fatal("still accepting after Shutdown")
-	}
+	modes(t, func(t *testing.T, loops bool) {
+		ts := startServer(t, &testHandler{}, loops)
+		idle := ts.dial(t)
+		idle.do("PING")
+		busy := ts.dial(t)
+		busy.send("SLEEP\r\n")
+		time.Sleep(50 * time.Millisecond)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := ts.srv.Shutdown(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if got := busy.readAll(); got != "+SLEPT\r\n" {
+			t.Fatalf("busy connection read %q", got)
+		}
+		if got := idle.readAll(); got != "" {
+			t.Fatalf("idle connection read %q", got)
+		}
+		if _, err := net.DialTimeout("tcp", ts.addr, time.Second); err == nil {
+			t.Fatal("still accepting after Shutdown")
+		}
+	})
 }
 
 func TestIdleTimeoutAndKill(t *testing.T) {
-	ts := startServer(t, &testHandler{onOpen: func(c *Conn) { c.nc.(*net.TCPConn).SetWriteBuffer(8192) }})
-	ts.srv.SetIdleTimeout(200 * time.Millisecond)
-	c := ts.dial(t)
-	c.do("PING")
-	start := time.Now()
-	if c.readAll(); time.Since(start) > 2*time.Second {
-		t.Fatalf("idle connection closed after %v", time.Since(start))
-	}
-	ts.srv.SetIdleTimeout(0)
-	// Kill unblocks a connection stuck writing to a client that does not read.
-	stuck := ts.dial(t)
-	stuck.send("BIG 50000000\r\n")
-	time.Sleep(200 * time.Millisecond)
-	for _, conn := range ts.srv.Conns() {
-		conn.Kill()
-	}
-	deadline := time.Now().Add(5 * time.Second)
-	for len(ts.srv.Conns()) > 0 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if n := len(ts.srv.Conns()); n != 0 {
-		t.Fatalf("%d connections left after Kill", n)
-	}
+	modes(t, func(t *testing.T, loops bool) {
+		ts := startServer(t, &testHandler{onOpen: func(c *Conn) { c.nc.(*net.TCPConn).SetWriteBuffer(8192) }}, loops)
+		ts.srv.SetIdleTimeout(200 * time.Millisecond)
+		c := ts.dial(t)
+		c.do("PING")
+		start := time.Now()
+		if c.readAll(); time.Since(start) > 2*time.Second {
+			t.Fatalf("idle connection closed after %v", time.Since(start))
+		}
+		ts.srv.SetIdleTimeout(0)
+		// Kill unblocks a connection stuck writing to a client that does not read.
+		stuck := ts.dial(t)
+		stuck.send("BIG 50000000\r\n")
+		time.Sleep(200 * time.Millisecond)
+		for _, conn := range ts.srv.Conns() {
+			conn.Kill()
+		}
+		deadline := time.Now().Add(5 * time.Second)
+		for len(ts.srv.Conns()) > 0 && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if n := len(ts.srv.Conns()); n != 0 {
+			t.Fatalf("%d connections left after Kill", n)
+		}
+	})
 }
 
 // TestServeNoAllocs measures the allocations of the whole path from socket
 // to reply for pipelined requests over loopback.
 func TestServeNoAllocs(t *testing.T) {
-	ts := startServer(t, &testHandler{})
-	c := ts.dial(t)
-	c.do("PING")
-	var req []byte
-	for i := 0; i < 16; i++ {
-		req = AppendCommand(req, []byte("ECHO"), []byte("0123456789"))
-	}
-	want := len("$10\r\n0123456789\r\n") * 16
-	buf := make([]byte, want)
-	allocs := testing.AllocsPerRun(500, func() {
-		c.c.Write(req)
-		io.ReadFull(c.c, buf)
+	modes(t, func(t *testing.T, loops bool) {
+		ts := startServer(t, &testHandler{}, loops)
+		c := ts.dial(t)
+		c.do("PING")
+		var req []byte
+		for i := 0; i < 16; i++ {
+			req = AppendCommand(req, []byte("ECHO"), []byte("0123456789"))
+		}
+		want := len("$10\r\n0123456789\r\n") * 16
+		buf := make([]byte, want)
+		allocs := testing.AllocsPerRun(500, func() {
+			c.c.Write(req)
+			io.ReadFull(c.c, buf)
+		})
+		if allocs > 0 {
+			t.Fatalf("%.1f allocations per pipeline of 16 requests", allocs)
+		}
 	})
-	if allocs > 0 {
-		t.Fatalf("%.1f allocations per pipeline of 16 requests", allocs)
-	}
 }
 
 // TestBlockingHandler: a handler that waits gets the earlier replies out
 // first (Flush), and stops waiting when the server shuts down (Done).
 func TestBlockingHandler(t *testing.T) {
-	ts := startServer(t, &testHandler{})
-	c := ts.dial(t)
-	c.send("PING\r\nBLOCK\r\n")
-	if v, err := ReadValue(c.r); err != nil || v.String() != "+PONG" {
-		t.Fatalf("reply before the wait: %s %v", v, err)
-	}
-	start := time.Now()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := ts.srv.Shutdown(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if got := c.readAll(); got != "+UNBLOCKED\r\n" || time.Since(start) > 2*time.Second {
-		t.Fatalf("after Shutdown: %q in %v", got, time.Since(start))
-	}
+	modes(t, func(t *testing.T, loops bool) {
+		ts := startServer(t, &testHandler{}, loops)
+		c := ts.dial(t)
+		c.send("PING\r\nBLOCK\r\n")
+		if v, err := ReadValue(c.r); err != nil || v.String() != "+PONG" {
+			t.Fatalf("reply before the wait: %s %v", v, err)
+		}
+		start := time.Now()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := ts.srv.Shutdown(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if got := c.readAll(); got != "+UNBLOCKED\r\n" || time.Since(start) > 2*time.Second {
+			t.Fatalf("after Shutdown: %q in %v", got, time.Since(start))
+		}
+	})
 }
 
 // TestRefusedConnection: a connection the handler refuses gets the error,
 // whether its class sends directly or through the output queue.
 func TestRefusedConnection(t *testing.T) {
-	h := &testHandler{}
-	h.refuse.Store(true)
-	ts := startServer(t, h)
-	for _, lim := range []OutputLimit{{}, {Hard: 1 << 20}} {
-		ts.srv.Limits.SetOutput(ClassNormal, lim)
-		if got := ts.dial(t).readAll(); got != "-ERR max number of clients reached\r\n" {
-			t.Fatalf("limit %+v: %q", lim, got)
+	modes(t, func(t *testing.T, loops bool) {
+		h := &testHandler{}
+		h.refuse.Store(true)
+		ts := startServer(t, h, loops)
+		for _, lim := range []OutputLimit{{}, {Hard: 1 << 20}} {
+			ts.srv.Limits.SetOutput(ClassNormal, lim)
+			if got := ts.dial(t).readAll(); got != "-ERR max number of clients reached\r\n" {
+				t.Fatalf("limit %+v: %q", lim, got)
+			}
 		}
-	}
-	if n := len(ts.srv.Conns()); n != 0 {
-		t.Fatalf("%d refused connections registered", n)
-	}
+		if n := len(ts.srv.Conns()); n != 0 {
+			t.Fatalf("%d refused connections registered", n)
+		}
+	})
 }
