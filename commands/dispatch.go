@@ -145,6 +145,11 @@ func New(eng *engine.Engine, cfg *Config, log *slog.Logger) *Server {
 	s.masterClient.multiLen.Store(-1)
 	s.initReplication()
 	cfg.bind(s)
+	if cfg.Get("event-loops") == "yes" {
+		if err := s.Net.EnableLoops(0); err != nil {
+			log.Warn("event loops unavailable: every client gets a goroutine", "err", err)
+		}
+	}
 	return s
 }
 

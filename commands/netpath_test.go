@@ -25,8 +25,10 @@ var netPathCases = []struct {
 	args  []string
 }{
 	{"GET", [][]string{{"SET", "k", "some value"}}, []string{"GET", "k"}},
+	{"SET", nil, []string{"SET", "k", "some value"}},
 	{"INCR", nil, []string{"INCR", "counter"}},
 	{"RL.SLIDE", nil, []string{"RL.SLIDE", "rl:user:42", "100", "60s"}},
+	{"RL.FIXED", nil, []string{"RL.FIXED", "rl:user:43", "100", "60s"}},
 }
 
 // netClient is a client that allocates nothing per request.

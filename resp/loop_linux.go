@@ -263,6 +263,10 @@ func (l *loop) run() {
 		}
 		if woken && l.srv.draining.Load() {
 			l.drainAll()
+			if l.empty() {
+				l.close() // the server is done: so is the loop
+				return
+			}
 		}
 	}
 }
@@ -279,6 +283,12 @@ func (l *loop) drainAll() {
 	for _, c := range conns {
 		l.drop(c)
 	}
+}
+
+func (l *loop) empty() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.conns) == 0
 }
 
 // drop ends a connection the loop serves.

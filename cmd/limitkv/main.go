@@ -161,12 +161,6 @@ func run(args []string, stderr io.Writer) int {
 		go store.Run(ctx, func() time.Duration { return time.Duration(cfg.Int("snapshot-interval")) })
 	}
 
-	if cfg.Get("event-loops") == "yes" {
-		if err := srv.Net.EnableLoops(0); err != nil {
-			log.Warn("event loops unavailable: every client gets a goroutine", "err", err)
-		}
-	}
-
 	// Port 0 means no plain listener, as in Redis (a TLS-only server).
 	var listeners []net.Listener
 	tlsLn := &tlsListeners{srv: srv, bind: cfg.Get("bind"), log: log}
