@@ -58,6 +58,7 @@ type loop struct {
 	wake    [2]int // a pipe whose read end is in the set: Kill and Shutdown write to it
 
 	mu     sync.Mutex
+	closed bool // its descriptors are closed: their numbers may be anyone's now
 	conns  map[uint64]*Conn
 	killed []*Conn // connections closed by other goroutines, to finish
 
@@ -145,8 +146,22 @@ func (l *loop) waitOnce(fd uintptr) bool {
 	return l.nEvents > 0 || !l.block
 }
 
+// close closes the loop's descriptors, once. The epoll descriptor is
+// closed through epf when there is one, which owns it: closing the number
+// directly as well would close whatever file reuses it next, in this
+// process (a client's socket, another server's loop).
 func (l *loop) close() {
-	syscall.Close(l.epfd)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return
+	}
+	l.closed = true
+	if l.epf != nil {
+		l.epf.Close()
+	} else {
+		syscall.Close(l.epfd)
+	}
 	syscall.Close(l.wake[0])
 	syscall.Close(l.wake[1])
 }
@@ -177,9 +192,14 @@ func (l *loop) attach(c *Conn) bool {
 	}
 	c.lp = l
 	c.lastRead.Store(time.Now().UnixNano())
+	// Under the lock: a loop that ended (its server shut down) must not
+	// be given a connection, nor its closed descriptor used.
 	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return false
+	}
 	l.conns[c.id] = c
-	l.mu.Unlock()
 	c.onLoop.Store(true)
 	ev := syscall.EpollEvent{Events: syscall.EPOLLIN | syscall.EPOLLRDHUP | epollET}
 	setEventID(&ev, c.id)
@@ -189,9 +209,7 @@ func (l *loop) attach(c *Conn) bool {
 	})
 	if ctl != nil || err != nil {
 		c.onLoop.Store(false)
-		l.mu.Lock()
 		delete(l.conns, c.id)
-		l.mu.Unlock()
 		return false
 	}
 	return true
@@ -202,8 +220,11 @@ func (l *loop) attach(c *Conn) bool {
 func (l *loop) detach(c *Conn) {
 	c.onLoop.Store(false)
 	l.mu.Lock()
+	defer l.mu.Unlock()
 	delete(l.conns, c.id)
-	l.mu.Unlock()
+	if l.closed {
+		return
+	}
 	c.rc.Control(func(fd uintptr) {
 		syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_DEL, int(fd), nil)
 	})
@@ -220,7 +241,11 @@ func (l *loop) kick(c *Conn) {
 }
 
 func (l *loop) poke() {
-	syscall.Write(l.wake[1], []byte{1})
+	l.mu.Lock()
+	if !l.closed {
+		syscall.Write(l.wake[1], []byte{1})
+	}
+	l.mu.Unlock()
 }
 
 func (l *loop) run() {
