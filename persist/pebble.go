@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -139,9 +140,11 @@ func hasPebbleFiles(names []string) bool {
 
 // listDir reports whether dir holds files, refusing a directory that
 // holds files but no Pebble database: Pebble would create its lock file
-// even in a directory it then refuses.
+// even in a directory it then refuses. The server's own lock file alone
+// (a server that stopped before its first snapshot) is an empty directory.
 func listDir(fsys vfs.FS, dir string) (exists bool, err error) {
 	names, err := fsys.List(dir)
+	names = slices.DeleteFunc(names, func(n string) bool { return n == lockName })
 	switch {
 	case err == nil && len(names) > 0:
 		if !hasPebbleFiles(names) {

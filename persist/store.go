@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -81,6 +82,10 @@ type Store struct {
 	note    corruptionNote
 	fails   failureLog
 
+	// lock: the server's hold on the directory, from Open to Close
+	// (dirlock.go).
+	lock io.Closer
+
 	// sealed: nothing more may be written (Seal).
 	sealed atomic.Bool
 
@@ -123,12 +128,20 @@ func Open(eng *engine.Engine, o Options) (*Store, error) {
 		opts: o, eng: eng, log: o.Log, sem: make(chan struct{}, 1),
 		logs: make([][]byte, engine.Shards), throttle: newLogThrottle(time.Minute),
 	}
+	// A foreign directory is refused before anything is created in it.
 	exists, err := listDir(o.FS, o.Dir)
 	if err != nil {
 		return nil, err
 	}
+	if err := o.FS.MkdirAll(o.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("data directory %s: %w", o.Dir, err)
+	}
+	if s.lock, err = lockDir(o.FS, o.Dir); err != nil {
+		return nil, err
+	}
 	if exists {
 		if s.ro, err = openReadOnly(o.Dir, o.FS, s.log, &s.note); err != nil {
+			s.lock.Close()
 			return nil, err
 		}
 	}
@@ -718,5 +731,6 @@ func (s *Store) Close() error {
 		defer cancel()
 		err = errors.Join(err, w.close(ctx))
 	}
-	return err
+	// Last: the worker has closed the database, or was killed.
+	return errors.Join(err, s.lock.Close())
 }
