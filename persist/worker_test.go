@@ -588,3 +588,29 @@ func TestDirectoryHeldWhileWorkerIsDown(t *testing.T) {
 		t.Fatalf("%d keys after a reload, want 2502", len(got))
 	}
 }
+
+// TestLargeCommitThroughWorker: a value past releaseAbove goes to the
+// worker in parts; after committing it the worker reopens its database
+// (recycle), and the snapshots that follow still succeed.
+func TestLargeCommitThroughWorker(t *testing.T) {
+	r := newFaultRig(t, "")
+	pw := r.st.w.(*procWriter)
+	with(r.eng, "big", func(s *engine.Shard, k []byte) { s.SetString(0, k, randomBytes(5, releaseAbove+1), 0) })
+	if err := r.st.Snapshot(); err != nil {
+		t.Fatal(err)
+	}
+	with(r.eng, "after", func(s *engine.Shard, k []byte) { s.SetString(0, k, []byte("v"), 0) })
+	if err := r.st.Snapshot(); err != nil {
+		t.Fatal(err)
+	}
+	if r.st.w != writer(pw) || !pw.usable() {
+		t.Fatal("the worker was replaced")
+	}
+	with(r.eng, "big", func(s *engine.Shard, k []byte) { s.Delete(0, k, t0) })
+	if err := r.st.Snapshot(); err != nil {
+		t.Fatal(err)
+	}
+	want := dump(t, r.eng)
+	r.st.Close()
+	sameDump(t, reloaded(t, r.dir, r.clock), want)
+}
