@@ -16,13 +16,26 @@ import (
 // connections does not buy more guesses. A right password never waits:
 // the delay is decided only after the constant-time comparison failed.
 // The delay is served after the command has run, outside every lock and
-// outside the script gate (see Server.Serve), so it holds up nothing but
+// outside the script gate (see Server.request), so it holds up nothing but
 // the guessing connection.
+//
+// A guesser must not hold its connection slot for long either: with a
+// pipeline of thousands of AUTHs queued it used to be served them all at
+// the slowed rate, for most of an hour, after it had gone, keeping
+// maxclients' slot and holding up a shutdown for its whole drain limit.
+// So the delay ends when the connection is killed or the server drains,
+// and the rest of the pipeline is dropped then; the reply is sent as soon
+// as the delay is over, so that a client that went away is found by the
+// write failing (at the latest one failure later: the first write after
+// a close still succeeds), and the connection is closed; and after
+// authFailClose failures in a row the connection is closed after the
+// reply, whatever it has queued.
 const (
 	authFailFirst = 10 * time.Millisecond
 	authFailMax   = time.Second
 	authFailRate  = 100 // failures per second, server-wide, before queueing
 	authFailBurst = 100
+	authFailClose = 10 // consecutive failures that close the connection
 	authLogEvery  = time.Minute
 )
 
@@ -79,6 +92,25 @@ func (g *authGuard) sharedDelay(now time.Time) time.Duration {
 	}
 	g.next = g.next.Add(step)
 	return min(g.next.Sub(now), 5*time.Second)
+}
+
+// serve holds a failed authentication's reply back for d, then sends it,
+// and drops the connection when it is gone, closing or draining, or has
+// failed authFailClose times in a row. It runs on the connection's
+// goroutine, after the command, holding nothing.
+func (g *authGuard) serve(cl *Client, d time.Duration) {
+	conn := cl.conn
+	t := time.NewTimer(d)
+	select {
+	case <-t.C:
+	case <-conn.Done():
+		t.Stop()
+		conn.CloseAfterReply()
+		return
+	}
+	if !conn.Flush() || cl.authFails >= authFailClose {
+		conn.CloseAfterReply()
+	}
 }
 
 // succeeded resets the connection's consecutive failures.

@@ -290,7 +290,7 @@ func (s *Server) request(cl *Client, w *resp.Writer, args [][]byte) {
 	if d := cl.penalty; d > 0 {
 		// Outside every lock and the script gate: only this connection waits.
 		cl.penalty = 0
-		time.Sleep(d)
+		s.auth.serve(cl, d)
 	}
 }
 

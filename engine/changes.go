@@ -117,6 +117,17 @@ func (s *Shard) Capture(db int, key []byte, now int64) (e Entry, live, skip bool
 	return e, true, false
 }
 
+// Unchanged reports whether e, which Capture returned for key, is still
+// key's live entry, unchanged since: a write, an expiry change or a
+// deletion either replaces the record or marks it dirty again. A snapshot
+// that copies a big value a part at a time, releasing the lock between
+// parts, checks it before each part. now is the capture's.
+func (s *Shard) Unchanged(db int, key []byte, e Entry, now int64) bool {
+	cur, ok := s.Peek(db, key, now)
+	return ok && len(e.rec) > 0 && cur.rec[1]&flagDirty == 0 &&
+		len(cur.rec) == len(e.rec) && &cur.rec[0] == &e.rec[0]
+}
+
 // MarkChanged logs key as changed again, for a snapshot that failed to
 // reach the disk and must be retried.
 func (s *Shard) MarkChanged(db int, key []byte) {

@@ -30,6 +30,14 @@ const (
 	valLimit  byte = 'r'
 )
 
+// AppendStringHead appends the encoding of a string entry's value up to
+// its bytes, which follow it (StringOf): a snapshot copies a big string a
+// part at a time rather than encode it whole.
+func AppendStringHead(dst []byte, e Entry) []byte {
+	dst = append(dst, valString)
+	return binary.AppendUvarint(dst, uint64(max(e.ExpireAt(), 0)))
+}
+
 // AppendValue appends the encoding of entry e, found in shard s (locked).
 func AppendValue(dst []byte, s *Shard, e Entry) ([]byte, error) {
 	exp := uint64(max(e.ExpireAt(), 0))

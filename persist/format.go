@@ -103,6 +103,19 @@ func (r *opReader) bytes() []byte {
 	return v
 }
 
+func (r *opReader) uvarint() uint64 {
+	if r.err != nil {
+		return 0
+	}
+	n, w := binary.Uvarint(r.b)
+	if w <= 0 {
+		r.err = errors.New("truncated snapshot operation")
+		return 0
+	}
+	r.b = r.b[w:]
+	return n
+}
+
 func appendBytes(dst, b []byte) []byte {
 	dst = binary.AppendUvarint(dst, uint64(len(b)))
 	return append(dst, b...)

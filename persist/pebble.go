@@ -1,12 +1,15 @@
 package persist
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -139,9 +142,11 @@ func hasPebbleFiles(names []string) bool {
 
 // listDir reports whether dir holds files, refusing a directory that
 // holds files but no Pebble database: Pebble would create its lock file
-// even in a directory it then refuses.
+// even in a directory it then refuses. The server's own lock file alone
+// (a server that stopped before its first snapshot) is an empty directory.
 func listDir(fsys vfs.FS, dir string) (exists bool, err error) {
 	names, err := fsys.List(dir)
+	names = slices.DeleteFunc(names, func(n string) bool { return n == lockName })
 	switch {
 	case err == nil && len(names) > 0:
 		if !hasPebbleFiles(names) {
@@ -279,10 +284,25 @@ func openReadOnly(dir string, fsys vfs.FS, log *slog.Logger, note *corruptionNot
 //	's' key length (uvarint) key value length (uvarint) value   set
 //	'd' key length (uvarint) key                                 delete
 //	'r' start length (uvarint) start end length (uvarint) end    delete range
+//	'S' key length (uvarint) key value length (uvarint)          set a large value...
+//	'v' length (uvarint) bytes                                   ...whose bytes follow in parts
+//	'a'                                                          abandon the large value
+//
+// A large value is sent in parts, in as many chunks of operations as it
+// takes, so that neither the server nor the worker holds it whole besides
+// the batch: the server copies it from the keyspace a part at a time, and
+// the writer copies each part into the batch. Nothing else comes between
+// 'S' and its last part, or 'a': the server abandons a value that changed
+// while it was being copied, and the writer leaves what it has in the
+// batch, where a later operation on the same key (the value copied again,
+// or a deletion) overrides it before the batch is committed.
 const (
 	opSet         byte = 's'
 	opDelete      byte = 'd'
 	opDeleteRange byte = 'r'
+	opSetLarge    byte = 'S'
+	opPart        byte = 'v'
+	opAbandon     byte = 'a'
 )
 
 func appendSet(dst, key, value []byte) []byte {
@@ -299,33 +319,139 @@ func appendDeleteRange(dst, start, end []byte) []byte {
 	return appendBytes(appendBytes(dst, start), end)
 }
 
-// applyOps adds encoded operations to a batch.
-func applyOps(b *pebble.Batch, ops []byte) error {
+func appendSetLarge(dst, key []byte, n int) []byte {
+	dst = appendBytes(append(dst, opSetLarge), key)
+	return binary.AppendUvarint(dst, uint64(n))
+}
+
+func appendPart(dst, part []byte) []byte {
+	return appendBytes(append(dst, opPart), part)
+}
+
+// maxBatch bounds a batch: Pebble panics past 4 GB.
+const maxBatch = math.MaxUint32 - 1<<20
+
+// batchBuilder builds the batch of a snapshot from encoded operations,
+// in the worker (or a local writer). The first error is kept, and the
+// batch is then discarded at the commit.
+type batchBuilder struct {
+	b   *pebble.Batch
+	err error
+	// A large value being filled: large.Value[:filled] has arrived.
+	large  pebble.DeferredBatchOp
+	filled int
+	open   bool
+}
+
+// add applies a chunk of operations to the batch, which it starts if
+// need be.
+func (bb *batchBuilder) add(db *pebble.DB, ops []byte) {
+	if bb.b == nil {
+		bb.b = db.NewBatch()
+	}
+	if err := bb.apply(ops); err != nil && bb.err == nil {
+		bb.err = err
+	}
+}
+
+func (bb *batchBuilder) apply(ops []byte) error {
 	r := opReader{b: ops}
 	for len(r.b) > 0 && r.err == nil {
 		op := r.b[0]
 		r.b = r.b[1:]
+		if bb.open && op != opPart && op != opAbandon {
+			return fmt.Errorf("snapshot operation %q inside a large value", op)
+		}
 		switch op {
 		case opSet:
 			k, v := r.bytes(), r.bytes()
 			if r.err == nil {
-				b.Set(k, v, nil)
+				if err := bb.room(len(k) + len(v)); err != nil {
+					return err
+				}
+				bb.b.Set(k, v, nil)
 			}
 		case opDelete:
 			k := r.bytes()
 			if r.err == nil {
-				b.Delete(k, nil)
+				bb.b.Delete(k, nil)
 			}
 		case opDeleteRange:
 			s, e := r.bytes(), r.bytes()
 			if r.err == nil {
-				b.DeleteRange(s, e, nil)
+				bb.b.DeleteRange(s, e, nil)
 			}
+		case opSetLarge:
+			k, n := r.bytes(), r.uvarint()
+			if r.err != nil {
+				break
+			}
+			if n > maxBatch {
+				return fmt.Errorf("a value of %d bytes is more than a snapshot batch holds", n)
+			}
+			if err := bb.room(len(k) + int(n)); err != nil {
+				return err
+			}
+			bb.large = *bb.b.SetDeferred(len(k), int(n))
+			copy(bb.large.Key, k)
+			bb.filled, bb.open = 0, true
+			if n == 0 {
+				bb.finishLarge()
+			}
+		case opPart:
+			p := r.bytes()
+			if r.err != nil {
+				break
+			}
+			if !bb.open || len(p) > len(bb.large.Value)-bb.filled {
+				return errors.New("a part past the end of a large value")
+			}
+			bb.filled += copy(bb.large.Value[bb.filled:], p)
+			if bb.filled == len(bb.large.Value) {
+				bb.finishLarge()
+			}
+		case opAbandon:
+			if !bb.open {
+				return errors.New("abandoning no large value")
+			}
+			bb.finishLarge()
 		default:
 			return fmt.Errorf("unknown snapshot operation %q", op)
 		}
 	}
 	return r.err
+}
+
+// room refuses an operation that would take the batch past maxBatch.
+func (bb *batchBuilder) room(n int) error {
+	if uint64(bb.b.Len())+uint64(n) > maxBatch {
+		return fmt.Errorf("a snapshot batch of more than %d bytes", uint64(maxBatch))
+	}
+	return nil
+}
+
+func (bb *batchBuilder) finishLarge() {
+	bb.large.Finish()
+	bb.large, bb.filled, bb.open = pebble.DeferredBatchOp{}, 0, false
+}
+
+// take hands over the batch built (nil if none) and the first error, and
+// starts afresh.
+func (bb *batchBuilder) take() (*pebble.Batch, error) {
+	b, err := bb.b, bb.err
+	if bb.open && err == nil {
+		err = errors.New("a large value was cut short")
+	}
+	*bb = batchBuilder{}
+	return b, err
+}
+
+// drop discards the batch built.
+func (bb *batchBuilder) drop() {
+	if bb.b != nil {
+		bb.b.Close()
+	}
+	*bb = batchBuilder{}
 }
 
 // spaceReserve is the free space a commit leaves at least: a memtable's

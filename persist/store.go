@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -81,6 +82,10 @@ type Store struct {
 	note    corruptionNote
 	fails   failureLog
 
+	// lock: the server's hold on the directory, from Open to Close
+	// (dirlock.go).
+	lock io.Closer
+
 	// sealed: nothing more may be written (Seal).
 	sealed atomic.Bool
 
@@ -123,12 +128,20 @@ func Open(eng *engine.Engine, o Options) (*Store, error) {
 		opts: o, eng: eng, log: o.Log, sem: make(chan struct{}, 1),
 		logs: make([][]byte, engine.Shards), throttle: newLogThrottle(time.Minute),
 	}
+	// A foreign directory is refused before anything is created in it.
 	exists, err := listDir(o.FS, o.Dir)
 	if err != nil {
 		return nil, err
 	}
+	if err := o.FS.MkdirAll(o.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("data directory %s: %w", o.Dir, err)
+	}
+	if s.lock, err = lockDir(o.FS, o.Dir); err != nil {
+		return nil, err
+	}
 	if exists {
 		if s.ro, err = openReadOnly(o.Dir, o.FS, s.log, &s.note); err != nil {
+			s.lock.Close()
 			return nil, err
 		}
 	}
@@ -393,8 +406,34 @@ func (s *Store) snapshot(ctx context.Context, periodic bool) error {
 	return nil
 }
 
+// largeValue is the size past which a value is sent in parts of that
+// size (pebble.go), rather than staged whole.
+const largeValue = sendChunk
+
+// keepBuffer bounds the scratch buffers a store keeps between snapshots.
+const keepBuffer = 1 << 20
+
+// bigValue is a value too large to stage, sent once the shard's lock is
+// released: a string captured from the change log, copied from the
+// keyspace a part at a time (e set), or a value encoded whole (enc set).
+type bigValue struct {
+	sh   *engine.Shard
+	db   int
+	key  []byte // the key in the keyspace, for a string
+	dkey []byte // the Pebble key
+	e    engine.Entry
+	enc  []byte
+}
+
 // capture sends every change to the writer and commits. On failure the
 // changes taken are marked to be retried.
+//
+// A big value costs the server no copy of its own: a string changed since
+// the last snapshot (SET of a 256 MB value) is copied from the keyspace a
+// part at a time, the shard locked per part, and the writer copies each
+// part into its batch. Staged whole, it used to be copied twice (the
+// encoding buffer, kept for the next snapshot, and the staging buffer),
+// three times the value at the peak.
 func (s *Store) capture(ctx context.Context) (keys int, size int64, err error) {
 	var longest time.Duration // the longest hold of a shard's lock
 	held := func(since time.Time) { longest = max(longest, time.Since(since)) }
@@ -433,22 +472,116 @@ func (s *Store) capture(ctx context.Context) (keys int, size int64, err error) {
 		size += int64(len(stage))
 		stage = stage[:0]
 	}
-	put := func(sh *engine.Shard, db int, key []byte, e engine.Entry) {
+	var bigs []bigValue // sent after the chunk that found them
+	// put stages a live entry; captured says it came from Capture, so
+	// that a big string may be copied later, a part at a time, as long as
+	// Unchanged says it may.
+	put := func(sh *engine.Shard, db int, key []byte, e engine.Entry, captured bool) {
+		keys++
+		ops++
+		if n, err := e.StrLen(); captured && err == nil && n > largeValue {
+			bigs = append(bigs, bigValue{sh: sh, db: db, key: key, dkey: dataKey(nil, db, key), e: e})
+			return
+		}
 		var err error
 		s.buf, err = engine.AppendValue(s.buf[:0], sh, e)
 		if err != nil {
 			encErr = err
 			return
 		}
+		if len(s.buf) > largeValue {
+			bigs = append(bigs, bigValue{dkey: dataKey(nil, db, key), enc: s.buf})
+			s.buf = nil
+			return
+		}
 		s.kbuf = dataKey(s.kbuf[:0], db, key)
 		stage = appendSet(stage, s.kbuf, s.buf)
-		keys++
-		ops++
 	}
 	del := func(key []byte) {
 		stage = appendDelete(stage, key)
 		keys++
 		ops++
+	}
+	// sendEncoded sends a value encoded whole: staged, or in parts.
+	sendEncoded := func(dkey, enc []byte) {
+		if len(enc) <= largeValue {
+			stage = appendSet(stage, dkey, enc)
+			return
+		}
+		stage = appendSetLarge(stage, dkey, len(enc))
+		for off := 0; off < len(enc) && sendErr == nil; {
+			k := min(len(enc)-off, largeValue)
+			stage = appendPart(stage, enc[off:off+k])
+			off += k
+			send(true)
+		}
+	}
+	// sendString copies a big string a part at a time. If it changed
+	// since its capture, what was sent is abandoned and the key captured
+	// again, and sent whole: a string changed faster than it is copied is
+	// still saved.
+	sendString := func(b bigValue) {
+		var scratch, head [24]byte
+		started, off := false, 0
+		for sendErr == nil {
+			b.sh.Lock()
+			t0 := time.Now()
+			if !b.sh.Unchanged(b.db, b.key, b.e, now) {
+				if started {
+					stage = append(stage, opAbandon)
+				}
+				e, live, _ := b.sh.Capture(b.db, b.key, now)
+				var enc []byte
+				var err error
+				if live {
+					enc, err = engine.AppendValue(nil, b.sh, e)
+				}
+				held(t0)
+				b.sh.Unlock()
+				switch {
+				case !live:
+					stage = appendDelete(stage, b.dkey)
+				case err != nil:
+					encErr = err
+				default:
+					sendEncoded(b.dkey, enc)
+				}
+				send(false)
+				return
+			}
+			v, _ := b.e.StringOf(scratch[:0])
+			if !started {
+				h := engine.AppendStringHead(head[:0], b.e)
+				stage = appendSetLarge(stage, b.dkey, len(h)+len(v))
+				stage = appendPart(stage, h)
+				started = true
+			}
+			k := min(len(v)-off, largeValue)
+			stage = appendPart(stage, v[off:off+k])
+			off += k
+			held(t0)
+			b.sh.Unlock()
+			send(true)
+			if off == len(v) {
+				return
+			}
+		}
+	}
+	// afterChunk sends what a chunk staged, then its big values, with no
+	// lock held.
+	afterChunk := func() {
+		send(false)
+		for i := range bigs {
+			if sendErr == nil && encErr == nil {
+				if bigs[i].enc != nil {
+					sendEncoded(bigs[i].dkey, bigs[i].enc)
+				} else {
+					sendString(bigs[i])
+				}
+			}
+			bigs[i] = bigValue{}
+		}
+		bigs = bigs[:0]
 	}
 	for _, k := range s.stale {
 		del(k)
@@ -463,10 +596,10 @@ func (s *Store) capture(ctx context.Context) (keys int, size int64, err error) {
 			for from := 0; from >= 0 && sendErr == nil; {
 				sh.Lock()
 				t0 := time.Now()
-				from = sh.Keys(db, from, captureChunk, now, func(e engine.Entry) { put(sh, db, e.Key(), e) })
+				from = sh.Keys(db, from, captureChunk, now, func(e engine.Entry) { put(sh, db, e.Key(), e, false) })
 				held(t0)
 				sh.Unlock()
-				send(false)
+				afterChunk()
 			}
 		}
 	}
@@ -476,7 +609,7 @@ func (s *Store) capture(ctx context.Context) (keys int, size int64, err error) {
 		taken[i] = sh.TakeChanges(s.logs[i])
 		sh.Unlock()
 		log := taken[i]
-		for len(log) > 0 {
+		for len(log) > 0 && sendErr == nil {
 			sh.Lock()
 			t0 := time.Now()
 			for n := 0; n < captureChunk && len(log) > 0; n++ {
@@ -490,7 +623,7 @@ func (s *Store) capture(ctx context.Context) (keys int, size int64, err error) {
 				switch {
 				case skip:
 				case live:
-					put(sh, db, key, e)
+					put(sh, db, key, e, true)
 				default:
 					s.kbuf = dataKey(s.kbuf[:0], db, key)
 					del(s.kbuf)
@@ -498,7 +631,7 @@ func (s *Store) capture(ctx context.Context) (keys int, size int64, err error) {
 			}
 			held(t0)
 			sh.Unlock()
-			send(false)
+			afterChunk()
 		}
 	}
 	releaseOnce() // every change is captured: the stream may go on
@@ -512,10 +645,17 @@ func (s *Store) capture(ctx context.Context) (keys int, size int64, err error) {
 	if encErr == nil {
 		send(true)
 	}
-	if cap(stage) <= 1<<20 {
-		s.stage = stage[:0] // kept for the next snapshot, unless a huge value grew it
+	// Kept for the next snapshot, unless a big value or key grew them.
+	if cap(stage) <= keepBuffer {
+		s.stage = stage[:0]
 	} else {
 		s.stage = nil
+	}
+	if cap(s.buf) > keepBuffer {
+		s.buf = nil
+	}
+	if cap(s.kbuf) > keepBuffer {
+		s.kbuf = nil
 	}
 	octx, cancel := context.WithTimeout(ctx, s.opts.OpTimeout)
 	defer cancel()
@@ -718,5 +858,6 @@ func (s *Store) Close() error {
 		defer cancel()
 		err = errors.Join(err, w.close(ctx))
 	}
-	return err
+	// Last: the worker has closed the database, or was killed.
+	return errors.Join(err, s.lock.Close())
 }

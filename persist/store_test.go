@@ -423,3 +423,36 @@ func TestReplicationPosition(t *testing.T) {
 		t.Fatalf("position %q kept after it was forgotten", gid)
 	}
 }
+
+// TestDirectoryLock: a store holds its directory from Open to Close; a
+// second one is refused meanwhile, and the lock file it leaves behind
+// does not make the directory look foreign.
+func TestDirectoryLock(t *testing.T) {
+	fs := vfs.NewMem()
+	clock := engine.NewManualClock(t0)
+	first, err := Open(newEngine(clock), Options{Dir: "/data", FS: fs, Log: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(newEngine(clock), Options{Dir: "/data", FS: fs, Log: quiet}); !errors.Is(err, ErrLocked) {
+		t.Fatalf("a second store on a held directory: %v", err)
+	}
+	first.Close()
+	first.Close() // twice: harmless
+	if names, _ := fs.List("/data"); len(names) != 1 || names[0] != lockName {
+		t.Fatalf("directory after a store that never loaded: %v", names)
+	}
+	eng, st := restart(t, fs, clock)
+	with(eng, "k", func(s *engine.Shard, k []byte) { s.SetString(0, k, []byte("v"), 0) })
+	if err := st.Snapshot(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(newEngine(clock), Options{Dir: "/data", FS: fs, Log: quiet}); !errors.Is(err, ErrLocked) {
+		t.Fatalf("a second store on a held directory: %v", err)
+	}
+	st.Close()
+	eng2, _ := restart(t, fs, clock)
+	if got, want := dump(t, eng2), dump(t, eng); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("after a restart: %v, want %v", got, want)
+	}
+}

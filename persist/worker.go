@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"runtime"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"syscall"
@@ -109,7 +110,7 @@ func (e *workerError) Is(target error) bool {
 
 // protocolVersion opens frameOpen's payload: a worker refuses a server
 // that speaks another version of the protocol.
-const protocolVersion byte = 1
+const protocolVersion byte = 2
 
 const frameHeader = 5
 
@@ -569,7 +570,8 @@ func ServeWorker(in io.Reader, out io.Writer, fsys vfs.FS) int {
 	if fsys == vfs.Default {
 		lowerPriority() // a real worker process, not a test's
 	}
-	w := &worker{out: out, throttle: newLogThrottle(time.Minute)}
+	w := &worker{out: out, throttle: newLogThrottle(time.Minute), release: make(chan struct{}, 1)}
+	go w.releaseLoop()
 	w.fs = &watchFS{FS: fsys, failed: w.writeFailed}
 	r := bufio.NewReaderSize(in, 256<<10)
 	var buf []byte
@@ -595,7 +597,11 @@ func ServeWorker(in io.Reader, out io.Writer, fsys vfs.FS) int {
 		case frameDiscard:
 			w.drop()
 		case frameCommit:
-			w.answer(w.commit())
+			size, err := w.commit()
+			w.answer(err)
+			if err == nil && size >= releaseAbove {
+				w.recycle()
+			}
 		case frameClose:
 			err := w.close()
 			w.answer(err)
@@ -615,10 +621,10 @@ type worker struct {
 	fs       vfs.FS
 	dir      string
 	db       *pebble.DB
-	b        *pebble.Batch
-	err      error // of an operation added to the batch
+	bb       batchBuilder
 	note     corruptionNote
 	throttle *logThrottle
+	release  chan struct{} // asks for the memory of a large write back
 }
 
 func (w *worker) send(typ byte, kind byte, msg string) {
@@ -668,20 +674,52 @@ func (w *worker) open(dir string) error {
 		return errors.New("already open")
 	}
 	w.dir = dir
-	o := &pebble.Options{
-		FS:     w.fs,
-		Logger: workerLogger{w},
-		EventListener: &pebble.EventListener{
-			DataCorruption:  w.note.record,
-			BackgroundError: w.backgroundError,
-		},
-	}
-	db, err := openWritable(dir, o, &w.note)
+	db, err := openWritable(dir, w.options(), &w.note)
 	if err != nil {
 		return err
 	}
 	w.db = db
 	return nil
+}
+
+func (w *worker) options() *pebble.Options {
+	return &pebble.Options{
+		FS:     w.fs,
+		Logger: workerLogger{w},
+		EventListener: &pebble.EventListener{
+			DataCorruption:  w.note.record,
+			BackgroundError: w.backgroundError,
+			CompactionEnd: func(info pebble.CompactionInfo) {
+				if compactionBytes(info) >= releaseAbove {
+					w.releaseSoon()
+				}
+			},
+		},
+	}
+}
+
+// recycle gives back the memory of a large commit. A batch larger than
+// half a memtable is flushed on its own, and Pebble keeps it referenced
+// after the flush (its queue of memtables is resliced, not cleared) until
+// later flushes happen to reallocate that queue: for hours on a quiet
+// server. So the worker waits for the flush, closes the database, opens
+// it again (nothing to replay: everything is flushed) and collects. The
+// next request waits meanwhile, as the next commit would have waited for
+// the flush anyway. A database that will not reopen stops the worker; the
+// server starts another at the next snapshot.
+func (w *worker) recycle() {
+	err := w.db.Flush()
+	if err == nil {
+		err = w.db.Close()
+	}
+	w.db = nil
+	if err == nil {
+		w.db, err = openWritable(w.dir, w.options(), &w.note)
+	}
+	if err != nil {
+		w.stop(errorKind(err), "reopening the database after a large snapshot: "+err.Error())
+	}
+	w.releaseSoon()
 }
 
 // backgroundError stops the worker at a failed flush or compaction:
@@ -695,42 +733,73 @@ func (w *worker) backgroundError(err error) {
 
 func (w *worker) add(ops []byte) {
 	if w.db == nil {
-		w.err = errors.New("the database is not open")
+		if w.bb.err == nil {
+			w.bb.err = errors.New("the database is not open")
+		}
 		return
 	}
-	if w.b == nil {
-		w.b = w.db.NewBatch()
-	}
-	if err := applyOps(w.b, ops); err != nil && w.err == nil {
-		w.err = err
-	}
+	w.bb.add(w.db, ops)
 }
 
-func (w *worker) drop() {
-	if w.b != nil {
-		w.b.Close()
-	}
-	w.b, w.err = nil, nil
-}
+func (w *worker) drop() { w.bb.drop() }
 
-func (w *worker) commit() error {
-	b, err := w.b, w.err
-	w.b, w.err = nil, nil
+// commit commits the batch built, and returns its size.
+func (w *worker) commit() (int, error) {
+	b, err := w.bb.take()
 	if w.db == nil {
-		return errors.New("the database is not open")
+		return 0, errors.New("the database is not open")
 	}
 	if b == nil {
-		return err
+		return 0, err
 	}
 	defer b.Close()
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if err := checkSpace(w.fs, w.dir, b.Len()); err != nil {
-		return err
+		return 0, err
 	}
 	// A failure here ends in Fatalf, which stops the worker.
-	return b.Commit(pebble.Sync)
+	return b.Len(), b.Commit(pebble.Sync)
+}
+
+// releaseAbove is the size of a commit or compaction after which the
+// worker gives the memory it used back to the system. Go would keep it:
+// the worker allocates nothing between snapshots, so no collection runs
+// for up to two minutes, and the scavenger returns only what a collection
+// found free. A value of hundreds of megabytes passes through the batch,
+// the flush's copy and the table writer's block, and the worker stayed at
+// a gigabyte after writing one 256 MB value.
+const releaseAbove = 32 << 20
+
+// releaseSoon asks for a release, which runs on its own goroutine, one
+// at a time: full collections of the worker's small heap.
+func (w *worker) releaseSoon() {
+	select {
+	case w.release <- struct{}{}:
+	default:
+	}
+}
+
+func (w *worker) releaseLoop() {
+	for range w.release {
+		// Twice: Pebble pools the table writer's block buffer and the
+		// compressor's, and a pool keeps what it held for one
+		// collection more.
+		debug.FreeOSMemory()
+		debug.FreeOSMemory()
+	}
+}
+
+// compactionBytes is what a compaction read.
+func compactionBytes(info pebble.CompactionInfo) uint64 {
+	var n uint64
+	for _, l := range info.Input {
+		for _, t := range l.Tables {
+			n += t.Size
+		}
+	}
+	return n
 }
 
 func (w *worker) close() error {

@@ -542,3 +542,75 @@ func TestDamagedTableFoundByWorker(t *testing.T) {
 		t.Fatalf("a snapshot after the damage was found: %v", err)
 	}
 }
+
+// TestDirectoryHeldWhileWorkerIsDown: the store holds its directory
+// itself, not only through its worker's Pebble lock. On a full disk the
+// worker stops, and a second store (a second server on the same --dir)
+// used to find the directory free, load it and write to it once the disk
+// had room; it is refused at once, naming the holder, until the first
+// store is closed.
+func TestDirectoryHeldWhileWorkerIsDown(t *testing.T) {
+	r := newFaultRig(t, "")
+	with(r.eng, "k", func(s *engine.Shard, k []byte) { s.SetString(0, k, []byte("v"), 0) })
+	if err := r.st.Snapshot(); err != nil {
+		t.Fatal(err)
+	}
+	r.set("wal ENOSPC")
+	r.bigChanges(1)
+	if err := r.st.Snapshot(); err == nil {
+		t.Fatal("a snapshot on a full disk succeeded")
+	}
+	pw, _ := r.st.w.(*procWriter)
+	if pw != nil {
+		select {
+		case <-pw.exited:
+		case <-time.After(5 * time.Second):
+			t.Fatal("the worker did not stop on a full disk")
+		}
+	}
+	r.set("")
+	start := time.Now()
+	second, err := Open(newEngine(r.clock), Options{Dir: r.dir, Log: quiet})
+	took := time.Since(start)
+	if err == nil {
+		second.Close()
+		t.Fatal("a second store opened the directory while the first one's worker was down")
+	}
+	if !errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), "pid "+strconv.Itoa(os.Getpid())) || took > time.Second {
+		t.Fatalf("second store: %v after %v", err, took)
+	}
+	t.Logf("refused after %v: %v", took.Round(time.Microsecond), err)
+	if err := r.st.Snapshot(); err != nil {
+		t.Fatalf("the first store, its worker restarted: %v", err)
+	}
+	r.st.Close()
+	if got := reloaded(t, r.dir, r.clock); len(got) != 2502 {
+		t.Fatalf("%d keys after a reload, want 2502", len(got))
+	}
+}
+
+// TestLargeCommitThroughWorker: a value past releaseAbove goes to the
+// worker in parts; after committing it the worker reopens its database
+// (recycle), and the snapshots that follow still succeed.
+func TestLargeCommitThroughWorker(t *testing.T) {
+	r := newFaultRig(t, "")
+	pw := r.st.w.(*procWriter)
+	with(r.eng, "big", func(s *engine.Shard, k []byte) { s.SetString(0, k, randomBytes(5, releaseAbove+1), 0) })
+	if err := r.st.Snapshot(); err != nil {
+		t.Fatal(err)
+	}
+	with(r.eng, "after", func(s *engine.Shard, k []byte) { s.SetString(0, k, []byte("v"), 0) })
+	if err := r.st.Snapshot(); err != nil {
+		t.Fatal(err)
+	}
+	if r.st.w != writer(pw) || !pw.usable() {
+		t.Fatal("the worker was replaced")
+	}
+	with(r.eng, "big", func(s *engine.Shard, k []byte) { s.Delete(0, k, t0) })
+	if err := r.st.Snapshot(); err != nil {
+		t.Fatal(err)
+	}
+	want := dump(t, r.eng)
+	r.st.Close()
+	sameDump(t, reloaded(t, r.dir, r.clock), want)
+}

@@ -36,8 +36,7 @@ type localWriter struct {
 	dir  string
 	fs   vfs.FS
 	db   *pebble.DB
-	b    *pebble.Batch
-	err  error // of an operation added to the batch
+	bb   batchBuilder
 	note corruptionNote
 }
 
@@ -57,18 +56,12 @@ func openLocal(dir string, fsys vfs.FS, log *slog.Logger) (*localWriter, error) 
 }
 
 func (w *localWriter) write(_ context.Context, ops []byte) error {
-	if w.b == nil {
-		w.b = w.db.NewBatch()
-	}
-	if err := applyOps(w.b, ops); err != nil && w.err == nil {
-		w.err = err
-	}
+	w.bb.add(w.db, ops)
 	return nil
 }
 
 func (w *localWriter) commit(context.Context) error {
-	b, err := w.b, w.err
-	w.b, w.err = nil, nil
+	b, err := w.bb.take()
 	if b == nil {
 		return err
 	}
@@ -86,10 +79,7 @@ func (w *localWriter) commit(context.Context) error {
 }
 
 func (w *localWriter) discard(context.Context) error {
-	if w.b != nil {
-		w.b.Close()
-	}
-	w.b, w.err = nil, nil
+	w.bb.drop()
 	return nil
 }
 

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -18,6 +19,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"limitkv/resp"
 )
 
 func goRedis(t testing.TB, addr string, proto int, opts ...func(*redis.Options)) *redis.Client {
@@ -285,6 +288,66 @@ func TestMaxClients(t *testing.T) {
 	d := dialRaw(t, s.addr)
 	if v := d.do("PING"); v.String() != "+PONG" {
 		t.Fatalf("after a client left: %s", v)
+	}
+}
+
+// TestAuthGuessersLeave: password guessers that pipeline thousands of
+// wrong AUTHs keep no client slot once they have gone, and do not hold up
+// a shutdown while they stay: each used to be served its whole queue at
+// the slowed rate (about 45 minutes for 108 KB), so that with maxclients
+// 5 the right password was refused for that long, and SIGTERM waited its
+// 10 s drain limit.
+func TestAuthGuessersLeave(t *testing.T) {
+	s := startLimitkv(t, "--requirepass", "s3cret", "--maxclients", "5")
+	var pipe []byte
+	for i := 0; len(pipe) < 108<<10; i++ {
+		pipe = resp.AppendCommand(pipe, []byte("AUTH"), []byte("guess"+strconv.Itoa(i)))
+	}
+	// admitted dials until the server takes the connection (the start-up
+	// probe's may still count for a moment).
+	admitted := func() *rawConn {
+		for range 100 {
+			c := dialRaw(t, s.addr)
+			if v := c.do("AUTH", "nope"); strings.HasPrefix(v.String(), "-WRONGPASS") {
+				return c
+			}
+			c.c.Close()
+			time.Sleep(20 * time.Millisecond)
+		}
+		t.Fatal("a client within maxclients was never admitted")
+		return nil
+	}
+	for range 5 {
+		g := admitted()
+		g.send(pipe)
+		g.c.Close()
+	}
+	start := time.Now()
+	for {
+		c := dialRaw(t, s.addr)
+		v := c.do("AUTH", "s3cret")
+		if v.String() == "+OK" {
+			t.Logf("the right password got in %v after the guessers left", time.Since(start).Round(time.Millisecond))
+			c.c.Close()
+			break
+		}
+		c.c.Close()
+		if v.String() != "-ERR max number of clients reached" || time.Since(start) > 5*time.Second {
+			t.Fatalf("AUTH with the right password %v after the guessers left: %s", time.Since(start), v)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+
+	// Guessers that stay, their queues full: SIGTERM does not wait for them.
+	for range 5 {
+		admitted().send(pipe)
+	}
+	time.Sleep(100 * time.Millisecond)
+	s.cmd.Process.Signal(syscall.SIGTERM)
+	code, took := s.waitExit(15 * time.Second)
+	t.Logf("SIGTERM with 5 guessers connected: exit code %d after %v", code, took.Round(time.Millisecond))
+	if code != 0 || took > 3*time.Second {
+		t.Fatalf("SIGTERM with 5 guessers connected: exit code %d after %v:\n%s", code, took, s.log.String())
 	}
 }
 

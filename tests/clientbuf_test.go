@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"regexp"
@@ -214,6 +215,99 @@ func TestBigSetMemory(t *testing.T) {
 	}
 	if after > 32<<20 {
 		t.Errorf("RSS still %d MB above its start after DEL and close", after>>20)
+	}
+}
+
+// pidStatus reads a field of /proc/PID/status in bytes (VmRSS, VmHWM).
+func pidStatus(t testing.TB, pid int, field string) int64 {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatalf("process %d: %v", pid, err)
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(l, field+":") {
+			n, _ := strconv.ParseInt(strings.Fields(l)[1], 10, 64)
+			return n << 10
+		}
+	}
+	t.Fatalf("no %s in /proc/%d/status", field, pid)
+	return 0
+}
+
+// TestBigSetMemoryPersisted is TestBigSetMemory with persistence on: the
+// snapshot of one 256 MB value costs the server little more than the
+// value (it used to stage two copies of it: 3x at the peak, and 265 MB
+// kept after DEL), and the snapshot worker, whose Pebble batch, flush and
+// table writer hold several copies while it writes, gives them back once
+// the value is on disk (it stayed at 1 GB or more).
+func TestBigSetMemoryPersisted(t *testing.T) {
+	s := startLimitkv(t)
+	c := dialRaw(t, s.addr)
+	c.do("PING")
+	worker := snapshotWorker(t, s)
+	const n = 256 << 20
+	val := make([]byte, n) // random: the worst case for the writer's compression
+	for i := 0; i < n; i += 8 {
+		x := rand.Uint64()
+		for j := 0; j < 8; j++ {
+			val[i+j] = byte(x >> (8 * j))
+		}
+	}
+	base, wbase := procStatus(t, s, "VmRSS"), pidStatus(t, worker, "VmRSS")
+	w := dialRaw(t, s.addr)
+	start := time.Now()
+	fmt.Fprintf(w.c, "*3\r\n$3\r\nSET\r\n$3\r\nbig\r\n$%d\r\n", n)
+	w.send(val)
+	w.send([]byte("\r\n"))
+	if v := w.read(); v.String() != "+OK" {
+		t.Fatal(v)
+	}
+	val = nil
+	w.c.Close()
+	for {
+		if b, _ := strconv.ParseInt(info(c, "snapshot_last_bytes"), 10, 64); b >= n {
+			break
+		}
+		if time.Since(start) > 2*time.Minute {
+			t.Fatalf("the value is not saved after %v:\n%s", time.Since(start), c.do("INFO", "persistence").Str)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	saved := time.Since(start)
+	peak := procStatus(t, s, "VmHWM") - base
+	var wafter int64
+	for {
+		if wafter = pidStatus(t, worker, "VmRSS") - wbase; wafter < 64<<20 || time.Since(start) > 90*time.Second {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	released := time.Since(start)
+	wpeak := pidStatus(t, worker, "VmHWM") - wbase
+	t.Logf("256 MB SET, persisted: saved after %v; server peak RSS growth %d MB (%.2fx); worker peak growth %d MB (%.2fx), "+
+		"%d MB above its start %v after the SET", saved.Round(time.Millisecond), peak>>20, float64(peak)/n, wpeak>>20, float64(wpeak)/n,
+		wafter>>20, released.Round(time.Millisecond))
+	if float64(peak) > 1.6*n {
+		t.Errorf("server peak RSS growth %d MB for a 256 MB value", peak>>20)
+	}
+	if wafter >= 64<<20 {
+		t.Errorf("the worker still holds %d MB more than at its start, %v after the SET", wafter>>20, released)
+	}
+
+	snaps, _ := strconv.Atoi(info(c, "snapshot_count"))
+	c.do("DEL", "big")
+	var after, wdel int64
+	for end := time.Now().Add(30 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+		now, _ := strconv.Atoi(info(c, "snapshot_count"))
+		after, wdel = procStatus(t, s, "VmRSS")-base, pidStatus(t, worker, "VmRSS")-wbase
+		if now > snaps+1 && after < 32<<20 && wdel < 64<<20 {
+			break
+		}
+	}
+	t.Logf("after DEL: server %d MB, worker %d MB above their start", after>>20, wdel>>20)
+	if after >= 32<<20 || wdel >= 64<<20 {
+		t.Errorf("after DEL and its snapshot: server %d MB, worker %d MB above their start", after>>20, wdel>>20)
 	}
 }
 

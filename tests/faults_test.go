@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -104,7 +105,8 @@ func fillDisk(t *testing.T, dir string) string {
 }
 
 // TestFullDisk fills a real 20 MB tmpfs under a write load. The server
-// keeps serving; INFO, SAVE and SHUTDOWN report the failure; SIGTERM ends
+// keeps serving, and keeps a second server off its directory; INFO, SAVE
+// and SHUTDOWN report the failure; SIGTERM ends
 // it within seconds; the log stays short. Restarted on the full disk it
 // serves the last good snapshot; once there is room again, snapshots
 // succeed.
@@ -130,6 +132,8 @@ func TestFullDisk(t *testing.T) {
 		n += 1000
 	}
 	t.Logf("the first snapshot failed after %d MB", n/1000)
+	// Its worker stopped: the server still holds the directory.
+	secondServerRefused(t, dir, s)
 	if v := c.do("PING"); v.String() != "+PONG" {
 		t.Fatal(v)
 	}
@@ -268,38 +272,15 @@ func size(path string) int64 {
 func TestWorkerDiesWithServer(t *testing.T) {
 	dir := t.TempDir()
 	s := startLimitkvIn(t, dir)
-	pid := s.cmd.Process.Pid
-	// The worker is started from a thread of its own (so that its
-	// parent-death signal is tied to a thread that never ends): list the
-	// children of every thread, not only the main one's.
-	var workers []int
-	for deadline := time.Now().Add(5 * time.Second); len(workers) == 0 && time.Now().Before(deadline); {
-		tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
-		if err != nil || len(tasks) == 0 {
-			t.Skipf("cannot list the server's children: %v", err)
-		}
-		for _, task := range tasks {
-			b, _ := os.ReadFile(task)
-			for _, f := range strings.Fields(string(b)) {
-				n, _ := strconv.Atoi(f)
-				workers = append(workers, n)
-			}
-		}
-		if len(workers) == 0 {
-			time.Sleep(20 * time.Millisecond)
-		}
-	}
-	if len(workers) != 1 {
-		t.Fatalf("the server has %d child processes, want one worker", len(workers))
-	}
+	worker := snapshotWorker(t, s)
 	c := dialRaw(t, s.addr)
 	c.do("SET", "k", "v")
 	c.do("SAVE")
 	s.kill()
 	deadline := time.Now().Add(2 * time.Second)
-	for alive(workers[0]) {
+	for alive(worker) {
 		if time.Now().After(deadline) {
-			t.Fatalf("the worker %d outlived its server", workers[0])
+			t.Fatalf("the worker %d outlived its server", worker)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -318,4 +299,103 @@ func alive(pid int) bool {
 	// The state follows the command name in parentheses.
 	i := strings.LastIndexByte(string(b), ')')
 	return i < 0 || i+2 >= len(b) || b[i+2] != 'Z'
+}
+
+// snapshotWorker returns the pid of the server's snapshot worker. The
+// worker is started from a thread of its own (so that its parent-death
+// signal is tied to a thread that never ends): it lists the children of
+// every thread, not only the main one's.
+func snapshotWorker(t *testing.T, s *server) int {
+	t.Helper()
+	var workers []int
+	for deadline := time.Now().Add(5 * time.Second); len(workers) == 0 && time.Now().Before(deadline); {
+		tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", s.cmd.Process.Pid))
+		if err != nil || len(tasks) == 0 {
+			t.Skipf("cannot list the server's children: %v", err)
+		}
+		for _, task := range tasks {
+			b, _ := os.ReadFile(task)
+			for _, f := range strings.Fields(string(b)) {
+				n, _ := strconv.Atoi(f)
+				workers = append(workers, n)
+			}
+		}
+		if len(workers) == 0 {
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	if len(workers) != 1 {
+		t.Fatalf("the server has %d child processes, want one worker", len(workers))
+	}
+	return workers[0]
+}
+
+// secondServerRefused starts a second server on dir, and fails the test
+// unless it exits at once with status 1, saying that the directory is in
+// use and by which process.
+func secondServerRefused(t *testing.T, dir string, holder *server) {
+	t.Helper()
+	cmd := exec.Command(limitkvBin, "--port", strconv.Itoa(freePort(t)), "--dir", dir)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		took := time.Since(start)
+		pid := "pid " + strconv.Itoa(holder.cmd.Process.Pid)
+		t.Logf("second server: %v after %v: %s", err, took.Round(time.Millisecond), strings.TrimSpace(out.String()))
+		if cmd.ProcessState.ExitCode() != 1 || took > 1500*time.Millisecond ||
+			!strings.Contains(out.String(), "in use by another process") || !strings.Contains(out.String(), pid) {
+			t.Fatalf("second server on a held directory: %v after %v:\n%s", err, took, out.String())
+		}
+	case <-time.After(5 * time.Second):
+		cmd.Process.Kill()
+		<-done
+		t.Fatalf("a second server started on a directory in use:\n%s", out.String())
+	}
+}
+
+// TestSecondServerRefused: the server holds its data directory for its
+// whole life, not only through its snapshot worker, which may be down (on
+// a full disk it stops, and a new one starts only at a later snapshot). A
+// second server on the same directory is refused at once, naming the
+// first; the first goes on saving.
+func TestSecondServerRefused(t *testing.T) {
+	dir := t.TempDir()
+	a := startLimitkvIn(t, dir)
+	c := dialRaw(t, a.addr)
+	c.do("SET", "k", "v")
+	if v := c.do("SAVE"); v.String() != "+OK" {
+		t.Fatal(v)
+	}
+	secondServerRefused(t, dir, a)
+
+	worker := snapshotWorker(t, a)
+	syscall.Kill(worker, syscall.SIGKILL)
+	for deadline := time.Now().Add(2 * time.Second); alive(worker); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the worker %d survived SIGKILL", worker)
+		}
+	}
+	secondServerRefused(t, dir, a)
+
+	c.do("SET", "k2", "v2")
+	if v := c.do("SAVE"); v.Type == '-' {
+		// The snapshot that finds its worker dead fails; the next starts
+		// a new one.
+		if v = c.do("SAVE"); v.String() != "+OK" {
+			t.Fatalf("SAVE after the worker died: %s\n%s", v, a.log.String())
+		}
+	}
+	a.stop()
+	b := startLimitkvIn(t, dir)
+	cb := dialRaw(t, b.addr)
+	if v := cb.do("MGET", "k", "k2"); v.String() != `["v", "v2"]` {
+		t.Fatalf("after a restart: %s", v)
+	}
 }

@@ -12,7 +12,7 @@ import (
 // key and a 100-entry window differ fifty-fold).
 
 const (
-	chartWidth  = 980
+	chartWidth  = 1060
 	chartLabelW = 230 // workload names left of the bars
 	chartBarMax = 560 // the longest bar
 	chartBarH   = 14
@@ -34,6 +34,12 @@ func chart(r *results) string {
 	bar := func(y int, length float64, color string, opacity float64, label string) {
 		w := max(1, int(length+0.5))
 		fmt.Fprintf(&body, `<rect x="%d" y="%d" width="%d" height="%d" fill="%s" fill-opacity="%.2f"/>`+"\n", chartLabelW, y, w, chartBarH, color, opacity)
+		// A label that would run off the chart goes inside its bar's end.
+		if chartLabelW+w+5+labelWidth(label) > chartWidth {
+			fmt.Fprintf(&body, `<text x="%d" y="%d" text-anchor="end" font-size="11">%s</text>`+"\n",
+				chartLabelW+w-4, y+chartBarH-3, html.EscapeString(label))
+			return
+		}
 		text(chartLabelW+w+5, y+chartBarH-3, "start", "normal", 11, label)
 	}
 	legend := func(y int, items [][3]string) { // color, opacity, label
@@ -46,7 +52,7 @@ func chart(r *results) string {
 	}
 
 	if len(r.Throughput) > 0 {
-		text(10, y+4, "start", "bold", 15, "Throughput: median ops/s over the rounds (higher is better)")
+		text(10, y+4, "start", "bold", 15, "Go load generator: median ops/s over the rounds (higher is better), server CPU µs per op")
 		y += 22
 		depths := r.Meta.Depths
 		var items [][3]string
@@ -83,7 +89,7 @@ func chart(r *results) string {
 					}
 				}
 				for _, s := range []*serverSummary{row.Limitkv, row.Redis} {
-					label := commas(s.OpsPerSec)
+					label := fmt.Sprintf("%s  · %.2f µs CPU/op", commas(s.OpsPerSec), s.CPUPerOpUs)
 					if s == row.Limitkv {
 						label += fmt.Sprintf("  (%.2fx Redis)", row.Ratio)
 					}
@@ -97,6 +103,10 @@ func chart(r *results) string {
 			y += chartGroup
 		}
 		y += 16
+	}
+
+	if r.RB != nil && len(r.RB.Rows) > 0 {
+		y = chartRB(&body, y, r, text, bar, legend)
 	}
 
 	if len(r.Memory) > 0 {
@@ -159,3 +169,116 @@ func chart(r *results) string {
 	out.WriteString("</svg>\n")
 	return out.String()
 }
+
+// incrColor marks Redis's INCR, the reference of a rate limit's cost.
+const incrColor = "#7f7f7f"
+
+// chartRB draws the redis-benchmark runs: the median requests/s of both
+// servers at every depth, then the server's CPU per request on its own
+// scale, with Redis's INCR beside the rate limits.
+func chartRB(body *strings.Builder, y int, r *results, text func(x, y int, anchor, weight string, size int, s string),
+	bar func(y int, length float64, color string, opacity float64, label string), legend func(y int, items [][3]string)) int {
+	rows := r.RB.Rows
+	depths := r.Meta.Depths
+	depthIndex := func(d int) int {
+		for i, x := range depths {
+			if x == d {
+				return i
+			}
+		}
+		return 0
+	}
+	var items [][3]string
+	for i, d := range depths {
+		for _, kind := range []string{kindLimitkv, kindRedis} {
+			items = append(items, [3]string{serverColor[kind], fmt.Sprintf("%.2f", depthOpacity(i)), fmt.Sprintf("%s, depth %d", kind, d)})
+		}
+	}
+	var order []string
+	byWorkload := map[string][]rbRow{}
+	names := map[string]string{}
+	for _, row := range rows {
+		if byWorkload[row.Workload] == nil {
+			order = append(order, row.Workload)
+		}
+		byWorkload[row.Workload] = append(byWorkload[row.Workload], row)
+		names[row.Workload] = row.Name
+	}
+	incr := map[int]float64{}
+	for _, row := range rows {
+		if row.Workload == "incr" {
+			incr[row.Depth] = row.Redis.CPUPerReqUs
+		}
+	}
+
+	text(10, y+4, "start", "bold", 15, "redis-benchmark: median requests/s over the rounds (higher is better; Redis runs the Lua scripts)")
+	y += 22
+	legend(y, items)
+	y += 14
+	top := 0.0
+	for _, row := range rows {
+		top = max(top, row.Limitkv.OpsPerSec, row.Redis.OpsPerSec)
+	}
+	for _, w := range order {
+		group := byWorkload[w]
+		groupH := len(group)*2*(chartBarH+chartBarGap) - chartBarGap
+		text(chartLabelW-8, y+groupH/2+4, "end", "normal", 12, names[w])
+		for _, row := range group {
+			for _, s := range []*rbSummary{row.Limitkv, row.Redis} {
+				label := commas(s.OpsPerSec)
+				if s == row.Limitkv {
+					label += fmt.Sprintf("  (%.2fx Redis)", row.Ratio)
+				}
+				bar(y, div(s.OpsPerSec, top)*chartBarMax, serverColor[s.Server], depthOpacity(depthIndex(row.Depth)), label)
+				y += chartBarH + chartBarGap
+			}
+		}
+		y += chartGroup
+	}
+	y += 16
+
+	text(10, y+4, "start", "bold", 15, "redis-benchmark: server CPU µs per request, median (lower is better)")
+	y += 22
+	legend(y, append(items, [3]string{incrColor, "1", "Redis INCR"}))
+	y += 14
+	top = 0
+	for _, row := range rows {
+		top = max(top, row.Limitkv.CPUPerReqUs, row.Redis.CPUPerReqUs)
+	}
+	for _, w := range order {
+		group := byWorkload[w]
+		bars := 0
+		for _, row := range group {
+			bars += 2
+			if incr[row.Depth] > 0 && row.CPUOverINCR > 0 {
+				bars++
+			}
+		}
+		groupH := bars*(chartBarH+chartBarGap) - chartBarGap
+		text(chartLabelW-8, y+groupH/2+4, "end", "normal", 12, names[w])
+		for _, row := range group {
+			op := depthOpacity(depthIndex(row.Depth))
+			for _, s := range []*rbSummary{row.Limitkv, row.Redis} {
+				label := fmt.Sprintf("%.2f µs", s.CPUPerReqUs)
+				if s == row.Limitkv {
+					label += fmt.Sprintf("  (%.2fx Redis", row.CPURatio)
+					if row.CPUOverINCR > 0 {
+						label += fmt.Sprintf(", %.2fx Redis INCR", row.CPUOverINCR)
+					}
+					label += ")"
+				}
+				bar(y, div(s.CPUPerReqUs, top)*chartBarMax, serverColor[s.Server], op, label)
+				y += chartBarH + chartBarGap
+			}
+			if v := incr[row.Depth]; v > 0 && row.CPUOverINCR > 0 {
+				bar(y, div(v, top)*chartBarMax, incrColor, op, fmt.Sprintf("%.2f µs  (Redis INCR, depth %d)", v, row.Depth))
+				y += chartBarH + chartBarGap
+			}
+		}
+		y += chartGroup
+	}
+	return y + 16
+}
+
+// labelWidth guesses a label's width in pixels at font size 11.
+func labelWidth(s string) int { return len([]rune(s)) * 6 }

@@ -2,9 +2,11 @@
 // machine: the rate-limit decisions done natively on limitkv and as Lua
 // scripts on Redis, plain GET/SET/INCR and bitmaps on both, memory per key,
 // and latency while a snapshot runs. It builds limitkv, starts both servers
-// on free loopback ports, drives them with the same Go load generator,
+// on free loopback ports, drives them with the same Go load generator (and,
+// with -loadgen redis-benchmark or both, with redis-benchmark: rbench.go),
 // alternating servers over several rounds, and writes results.md,
-// results.svg and results.json to bench-results/.
+// results.svg and results.json to bench-results/. Every throughput row
+// carries the server's CPU time per request, from /proc.
 //
 // Throughput is measured at saturation (closed loop: every connection
 // sends its next request as soon as the previous one is answered), where
@@ -12,7 +14,8 @@
 // at a fixed offered rate (-paced-rate) below both servers' capacity.
 //
 //	go run ./cmd/limitkv-bench            # the full run (about 12 minutes)
-//	go run ./cmd/limitkv-bench -quick     # a smoke test (under a minute)
+//	go run ./cmd/limitkv-bench -loadgen both  # with redis-benchmark too (about 18)
+//	go run ./cmd/limitkv-bench -quick     # a smoke test (about a minute)
 //	go run ./cmd/limitkv-bench -replication   # replication only (about 5 minutes)
 package main
 
@@ -52,6 +55,8 @@ type config struct {
 	limitkvBin       string
 	redisBin         string
 	quick            bool
+	loadgen          string // go, redis-benchmark or both: who drives the throughput runs
+	rbBin            string
 	cpuProfile       string
 	quietWait        time.Duration
 	quietCores       float64
@@ -76,6 +81,7 @@ type bench struct {
 	tmp        string
 	limitkvBin string
 	redisBin   string
+	rbBin      string
 	log        io.Writer
 	res        *results
 }
@@ -160,6 +166,9 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&cfg.out, "out", "bench-results", "directory of results.md, results.svg, results.json")
 	fs.StringVar(&cfg.limitkvBin, "limitkv-bin", "", "use this limitkv binary instead of building ./cmd/limitkv")
 	fs.StringVar(&cfg.redisBin, "redis-bin", "", "use this redis-server (default: redis-server from PATH)")
+	// Both would add about 6 minutes to the 12 of the full run.
+	fs.StringVar(&cfg.loadgen, "loadgen", "go", "who drives the throughput runs: go (our load generator), redis-benchmark (-c -conns -r -users -P depth, server CPU per request from /proc; GET, SET, INCR, RL.SLIDE, RL.FIXED), or both (about 6 more minutes)")
+	fs.StringVar(&cfg.rbBin, "redis-benchmark-bin", "", "use this redis-benchmark (default: redis-benchmark from PATH)")
 	fs.DurationVar(&cfg.quietWait, "quiet-wait", 0, "on a shared machine: wait up to this long for quiet before each run, and measure a run again when others took more than -quiet cores")
 	fs.Float64Var(&cfg.quietCores, "quiet", 0.3, "cores other processes may use during a run for it to count as quiet (runs above are marked busy)")
 	fs.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write the load generator's own CPU profile to this file (is the client lean?)")
@@ -222,6 +231,11 @@ func parseFlags(args []string) (config, error) {
 			cfg.only = append(cfg.only, w)
 		}
 	}
+	switch cfg.loadgen {
+	case "go", "redis-benchmark", "both":
+	default:
+		return cfg, fmt.Errorf("-loadgen: %q is not go, redis-benchmark or both", cfg.loadgen)
+	}
 	switch {
 	case cfg.duration <= 0 || cfg.warmup < 0:
 		return cfg, errors.New("-duration must be positive and -warmup not negative")
@@ -238,6 +252,9 @@ func parseFlags(args []string) (config, error) {
 	}
 	return cfg, nil
 }
+
+func (c config) useGo() bool { return c.loadgen == "go" || c.loadgen == "both" }
+func (c config) useRB() bool { return c.loadgen == "redis-benchmark" || c.loadgen == "both" }
 
 func workloadIDs() []string {
 	var ids []string
@@ -259,6 +276,12 @@ func (b *bench) run(ctx context.Context) (int, error) {
 	var redisVersion string
 	if b.redisBin, redisVersion, err = findRedis(b.cfg.redisBin); err != nil {
 		return 1, err
+	}
+	var rbVersion string
+	if b.cfg.useRB() {
+		if b.rbBin, rbVersion, err = findRedisBenchmark(b.cfg.rbBin); err != nil {
+			return 1, err
+		}
 	}
 	if err := os.MkdirAll(b.cfg.out, 0o755); err != nil {
 		return 1, err
@@ -301,9 +324,15 @@ func (b *bench) run(ctx context.Context) (int, error) {
 	b.logf("machine: %s, %d cores; load average %.2f %.2f %.2f", b.res.Meta.CPU, b.res.Meta.Cores,
 		b.res.Meta.LoadStart[0], b.res.Meta.LoadStart[1], b.res.Meta.LoadStart[2])
 
-	if !b.cfg.skipThroughput {
+	if !b.cfg.skipThroughput && b.cfg.useGo() {
 		if err := b.throughput(ctx); err != nil {
 			return 1, fmt.Errorf("throughput: %v", err)
+		}
+	}
+	if !b.cfg.skipThroughput && b.cfg.useRB() {
+		b.res.RB = &rbResults{Version: rbVersion}
+		if err := b.redisBenchmark(ctx); err != nil {
+			return 1, fmt.Errorf("throughput with redis-benchmark: %v", err)
 		}
 	}
 	if b.cfg.pacedRate > 0 {
@@ -376,7 +405,7 @@ func (b *bench) meta(started time.Time, redisVersion string) meta {
 		RedisVersion: redisVersion, LoadStart: loadAvg(),
 		Duration: b.cfg.duration.String(), Warmup: b.cfg.warmup.String(), Rounds: b.cfg.rounds,
 		Conns: b.cfg.conns, Users: b.cfg.users, Depths: b.cfg.depths, MemKeys: b.cfg.memKeys,
-		SnapshotKeys: b.cfg.snapshotKeys, Quick: b.cfg.quick, PacedRate: b.cfg.pacedRate,
+		SnapshotKeys: b.cfg.snapshotKeys, Quick: b.cfg.quick, PacedRate: b.cfg.pacedRate, LoadGen: b.cfg.loadgen,
 	}
 	m.QuietCores = b.cfg.quietCores
 	if b.cfg.quietWait > 0 {
@@ -649,6 +678,7 @@ func (b *bench) measureRun(ctx context.Context, s *server, w *workload, depth, r
 		MaxUs: us(time.Duration(p.hist.max)), MeanUs: us(p.hist.mean()), Samples: p.hist.n,
 		CPU: lr.cpu, Load1: load1, hist: p.hist, lag: p.lag, sent: p.sent,
 	}
+	rec.CPUPerOpUs = cpuPerOpUs(lr.cpu.Server*lr.window.Seconds(), p.ops)
 	if rate > 0 {
 		rec.SendLagP99us = us(p.lag.quantile(0.99))
 		rec.SentP99us = us(p.sent.quantile(0.99))
@@ -682,6 +712,14 @@ func (b *bench) memory(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// cpuPerOpUs is CPU seconds spread over ops, in µs; 0 without ops.
+func cpuPerOpUs(cpuSeconds float64, ops int64) float64 {
+	if ops <= 0 {
+		return 0
+	}
+	return cpuSeconds * 1e6 / float64(ops)
 }
 
 func median(v []float64) float64 {

@@ -14,8 +14,9 @@ import (
 type results struct {
 	Meta       meta            `json:"meta"`
 	Targets    []targetResult  `json:"targets"`
-	Throughput []rowSummary    `json:"throughput"` // at saturation (closed loop)
-	Paced      []rowSummary    `json:"paced"`      // at a fixed rate (open loop)
+	Throughput []rowSummary    `json:"throughput"`                // at saturation (closed loop)
+	RB         *rbResults      `json:"redis_benchmark,omitempty"` // throughput with redis-benchmark as the client
+	Paced      []rowSummary    `json:"paced"`                     // at a fixed rate (open loop)
 	Memory     []memResult     `json:"memory"`
 	BigKeys    []bigResult     `json:"big_keys"`
 	Snapshot   *snapshotResult `json:"snapshot"`
@@ -48,6 +49,7 @@ type meta struct {
 	SnapshotKeys   int        `json:"snapshot_keys"`
 	Quick          bool       `json:"quick"`
 	PacedRate      float64    `json:"paced_rate"` // requests/s of the open-loop runs; 0: none
+	LoadGen        string     `json:"loadgen"`    // go, redis-benchmark or both
 	QuietWait      string     `json:"quiet_wait,omitempty"`
 	QuietCores     float64    `json:"quiet_cores"` // other processes' CPU above which a run is marked busy
 }
@@ -75,12 +77,16 @@ type runRecord struct {
 	// Paced runs only, for diagnosis: the p99 of how late requests were
 	// sent after their intended time (backlog and client lateness), and the
 	// p99 latency from the actual send, without the backlog.
-	SendLagP99us float64   `json:"send_lag_p99_us,omitempty"`
-	SentP99us    float64   `json:"p99_from_actual_send_us,omitempty"`
-	CPU          cpuUse    `json:"cpu"`
-	Load1        float64   `json:"load_average_1m_before"`
-	hist         histogram // merged into the summary's percentiles
-	lag, sent    histogram
+	SendLagP99us float64 `json:"send_lag_p99_us,omitempty"`
+	SentP99us    float64 `json:"p99_from_actual_send_us,omitempty"`
+	CPU          cpuUse  `json:"cpu"`
+	// The server's CPU time in the window (utime+stime from /proc) over
+	// the operations answered in it: the fair figure when the client
+	// takes a core of the two, which caps throughput for both servers.
+	CPUPerOpUs float64   `json:"server_cpu_us_per_op"`
+	Load1      float64   `json:"load_average_1m_before"`
+	hist       histogram // merged into the summary's percentiles
+	lag, sent  histogram
 }
 
 type serverSummary struct {
@@ -98,6 +104,7 @@ type serverSummary struct {
 	Errors      int64     `json:"error_replies"`
 	FirstError  string    `json:"first_error,omitempty"`
 	DeniedPct   float64   `json:"denied_pct"`
+	CPUPerOpUs  float64   `json:"median_server_cpu_us_per_op"`
 	ServerCores float64   `json:"median_server_cores"`
 	ClientCores float64   `json:"median_client_cores"`
 	OtherCores  float64   `json:"median_other_cores"`
@@ -114,6 +121,7 @@ type rowSummary struct {
 	Limitkv  *serverSummary `json:"limitkv"`
 	Redis    *serverSummary `json:"redis"`
 	Ratio    float64        `json:"limitkv_over_redis"`
+	CPURatio float64        `json:"cpu_per_op_limitkv_over_redis"` // server CPU per operation
 }
 
 func summarize(runs []runRecord, selected []*workload, depths []int, quietCores float64) []rowSummary {
@@ -127,7 +135,7 @@ func summarize(runs []runRecord, selected []*workload, depths []int, quietCores 
 					s.Command = "EVALSHA " + name
 				}
 				var hist, lag, sent histogram
-				var srv, cli, oth, st []float64
+				var srv, cli, oth, st, perOp []float64
 				var allowed, denied int64
 				for _, r := range runs {
 					if r.Workload != w.id || r.Depth != d || r.Server != kind {
@@ -148,6 +156,7 @@ func summarize(runs []runRecord, selected []*workload, depths []int, quietCores 
 					}
 					srv, cli = append(srv, r.CPU.Server), append(cli, r.CPU.Client)
 					oth, st = append(oth, r.CPU.Other), append(st, r.CPU.Steal)
+					perOp = append(perOp, r.CPUPerOpUs)
 				}
 				if len(s.PerRound) == 0 {
 					continue
@@ -170,6 +179,7 @@ func summarize(runs []runRecord, selected []*workload, depths []int, quietCores 
 					s.DeniedPct = 100 * float64(denied) / float64(allowed+denied)
 				}
 				s.ServerCores, s.ClientCores, s.OtherCores, s.StealCores = median(srv), median(cli), median(oth), median(st)
+				s.CPUPerOpUs = median(perOp)
 				if kind == kindLimitkv {
 					row.Limitkv = s
 				} else {
@@ -181,6 +191,9 @@ func summarize(runs []runRecord, selected []*workload, depths []int, quietCores 
 			}
 			if row.Redis.OpsPerSec > 0 {
 				row.Ratio = row.Limitkv.OpsPerSec / row.Redis.OpsPerSec
+			}
+			if row.Redis.CPUPerOpUs > 0 {
+				row.CPURatio = row.Limitkv.CPUPerOpUs / row.Redis.CPUPerOpUs
 			}
 			rows = append(rows, row)
 		}
@@ -232,6 +245,7 @@ func evaluateTargets(r *results) []targetResult {
 			ratio(fmt.Sprintf("%s, depth %d", strings.ToUpper(w), d), w, d, 0.9)
 		}
 	}
+	out = append(out, rbTargets(r.RB)...)
 	// The latency target: judged at a fixed rate (open loop), where the
 	// latency is the server's; at saturation (closed loop) it is mostly
 	// the queue of 50 connections on 2 shared cores, shown for reference.
@@ -398,6 +412,9 @@ func markdown(r *results) string {
 	p("- Servers: %s; %s, commit %s, built with %s. Redis runs with `--save '' --appendonly no`, limitkv with `--persistence no` (both memory-only) except in the snapshot scenario.", m.RedisVersion, m.LimitkvVersion, m.Commit, m.GoVersion)
 	p("- Client: the Go load generator in `cmd/limitkv-bench`, on the same machine: %d connections, keys of %s users drawn uniformly per request, %s warmup then %s measured per run, %d round(s), servers alternating (the first server of a pair flips from one round to the next).",
 		m.Conns, commas(float64(m.Users)), m.Warmup, m.Duration, m.Rounds)
+	if r.RB != nil {
+		p("- Second client: %s, on the same machine, for the throughput of GET, SET, INCR, RL.SLIDE and RL.FIXED (see [its section](#throughput-and-cpu-per-request-with-redis-benchmark)).", r.RB.Version)
+	}
 	if m.PacedRate > 0 {
 		p("- Two kinds of load. *At saturation* (closed loop): each connection sends its next request as soon as the previous reply arrives; this finds the throughput, and its latency is mostly queueing (%d connections, client and server sharing %d cores). *At a fixed rate* (open loop, %s requests/s over the %d connections, below both servers' capacity): each connection sends on a fixed schedule, evenly staggered with the others, and a request's latency runs from its send plus the time it waited for a late previous reply, so a stall of the server is counted for every request it delays (no coordinated omission) while the client's own late wake-ups are not. The latency targets are judged at the fixed rate.",
 			m.Conns, m.Cores, commas(m.PacedRate), m.Conns)
@@ -422,17 +439,17 @@ func markdown(r *results) string {
 	if len(r.Throughput) > 0 {
 		p("## Throughput and latency at saturation")
 		p("")
-		p("Closed loop: every connection sends its next request (or batch) as soon as the previous one is answered. Throughput: the median over the rounds of operations completed in the measured window / window. Latency percentiles (µs) over every round's operations: **per request at depth 1, per batch of 16 at depth 16** (the time to send the batch and read all its replies). The bitmap operation is the `SETBIT` + `BITCOUNT` pair, sent together.")
+		p("With the Go load generator. Closed loop: every connection sends its next request (or batch) as soon as the previous one is answered. Throughput: the median over the rounds of operations completed in the measured window / window. Server CPU per operation: the server's utime+stime (`/proc/<pid>/stat`) during the window / the operations answered in it, median over the rounds; on 2 cores the client takes about one, so throughput is capped by the client for both servers and CPU per operation is what tells them apart. Latency percentiles (µs) over every round's operations: **per request at depth 1, per batch of 16 at depth 16** (the time to send the batch and read all its replies). The bitmap operation is the `SETBIT` + `BITCOUNT` pair, sent together.")
 		p("")
-		p("| workload | depth (latency of) | limitkv ops/s | Redis ops/s | limitkv / Redis | limitkv p50 / p99 / p99.9 µs | Redis p50 / p99 / p99.9 µs |")
-		p("|---|---|---:|---:|---:|---|---|")
+		p("| workload | depth (latency of) | limitkv ops/s | Redis ops/s | limitkv / Redis | server CPU µs/op limitkv / Redis | CPU limitkv / Redis | limitkv p50 / p99 / p99.9 µs | Redis p50 / p99 / p99.9 µs |")
+		p("|---|---|---:|---:|---:|---:|---:|---|---|")
 		for _, row := range r.Throughput {
 			unit := "request"
 			if row.Depth > 1 {
 				unit = fmt.Sprintf("batch of %d", row.Depth)
 			}
-			p("| %s | %d (%s) | %s | %s | **%.2fx** | %s | %s |", row.Name, row.Depth, unit, opsCell(row.Limitkv), opsCell(row.Redis),
-				row.Ratio, latencyCell(row.Limitkv), latencyCell(row.Redis))
+			p("| %s | %d (%s) | %s | %s | **%.2fx** | %.2f / %.2f | **%.2fx** | %s | %s |", row.Name, row.Depth, unit, opsCell(row.Limitkv), opsCell(row.Redis),
+				row.Ratio, row.Limitkv.CPUPerOpUs, row.Redis.CPUPerOpUs, row.CPURatio, latencyCell(row.Limitkv), latencyCell(row.Redis))
 		}
 		p("")
 		p("What each workload sends (`<n>` is the user, `<id>` a request id unique in the run, `<day>` a random day of ten years):")
@@ -452,19 +469,23 @@ func markdown(r *results) string {
 		p("")
 		p("Medians over the rounds, in cores busy during the measured window (2 = the whole machine): the server, the load generator, everything else on the machine (other users' processes; the idle server of the pair), and time stolen by the hypervisor. Busy rounds are those in which everything else took more than %.2f cores: their numbers are lower than the machine gives. Spread is (max − min) / median of the rounds' throughputs. Denied is the share of decisions refused.", m.QuietCores)
 		p("")
-		p("| workload | depth | server | busy rounds | spread | denied | server CPU | client CPU | other CPU | steal |")
-		p("|---|---|---|---:|---:|---:|---:|---:|---:|---:|")
+		p("| workload | depth | server | busy rounds | spread | denied | server CPU | server CPU µs/op | client CPU | other CPU | steal |")
+		p("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
 		for _, row := range r.Throughput {
 			for _, s := range []*serverSummary{row.Limitkv, row.Redis} {
 				denied := "–"
 				if row.Decision {
 					denied = fmt.Sprintf("%.1f%%", s.DeniedPct)
 				}
-				p("| %s | %d | %s | %d of %d | %.1f%% | %s | %.2f | %.2f | %.2f | %.2f |", row.Workload, row.Depth, s.Server, s.BusyRuns, len(s.PerRound), 100*s.Spread, denied,
-					s.ServerCores, s.ClientCores, s.OtherCores, s.StealCores)
+				p("| %s | %d | %s | %d of %d | %.1f%% | %s | %.2f | %.2f | %.2f | %.2f | %.2f |", row.Workload, row.Depth, s.Server, s.BusyRuns, len(s.PerRound), 100*s.Spread, denied,
+					s.ServerCores, s.CPUPerOpUs, s.ClientCores, s.OtherCores, s.StealCores)
 			}
 		}
 		p("")
+	}
+
+	if r.RB != nil {
+		rbMarkdown(&b, r)
 	}
 
 	if len(r.Paced) > 0 {
@@ -473,12 +494,12 @@ func markdown(r *results) string {
 		p("Open loop, unpipelined: the %d connections together send %s requests/s, each on a fixed schedule (every %s, offset by its share of that interval from the others), on a fresh pair of servers, alternating, %d round(s) of %s warmup + %s measured. A request is timed from its send to its reply, plus its backlog: when the previous reply comes after a request's intended send time, the request is sent at once (never two to catch up) and the wait from its intended time to that reply counts, so a stall shows in every request that should have gone during it (no coordinated omission). The client's own lateness is left out: Go's `time.Sleep` can wake up to 1 ms late when the client is idle, and the client's goroutines wait for a core the server is using. The requests measured are those due in the window, whenever their replies come. Achieved rate: the median over the rounds of requests completed / window; below the requested rate, the server (or the client) did not keep up. Latency percentiles (µs) over every round's requests; CPU in cores, medians over the rounds. For diagnosis: *send lag*, the p99 of how late requests left the client after their intended time (backlog and the client's lateness together), and *from the send*, the p99 without the backlog.",
 			m.Conns, commas(m.PacedRate), time.Duration(float64(time.Second)*float64(m.Conns)/m.PacedRate).Round(time.Microsecond), m.Rounds, m.Warmup, m.Duration)
 		p("")
-		p("| workload | server | command | requested req/s | achieved req/s | p50 / p99 / p99.9 µs | max µs | send lag p99 µs | p99 from the send µs | server CPU | client CPU | other CPU | busy rounds | denied |")
-		p("|---|---|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+		p("| workload | server | command | requested req/s | achieved req/s | p50 / p99 / p99.9 µs | max µs | send lag p99 µs | p99 from the send µs | server CPU | server CPU µs/req | client CPU | other CPU | busy rounds | denied |")
+		p("|---|---|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 		for _, row := range r.Paced {
 			for _, s := range []*serverSummary{row.Limitkv, row.Redis} {
-				p("| %s | %s | `%s` | %s | %s | **%s** | %.0f | %.0f | %.0f | %.2f | %.2f | %.2f | %d of %d | %.1f%% |", row.Name, s.Server, s.Command, commas(row.Rate), opsCell(s),
-					latencyCell(s), s.MaxUs, s.SendLagP99, s.SentP99us, s.ServerCores, s.ClientCores, s.OtherCores, s.BusyRuns, len(s.PerRound), s.DeniedPct)
+				p("| %s | %s | `%s` | %s | %s | **%s** | %.0f | %.0f | %.0f | %.2f | %.2f | %.2f | %.2f | %d of %d | %.1f%% |", row.Name, s.Server, s.Command, commas(row.Rate), opsCell(s),
+					latencyCell(s), s.MaxUs, s.SendLagP99, s.SentP99us, s.ServerCores, s.CPUPerOpUs, s.ClientCores, s.OtherCores, s.BusyRuns, len(s.PerRound), s.DeniedPct)
 			}
 		}
 		p("")
@@ -587,8 +608,8 @@ func markdown(r *results) string {
 		p("")
 		p("A run marked *busy* had other processes take more than %.2f cores during its window. Load: at saturation (closed loop) or the requests/s asked for (open loop; ops/s is then the achieved rate).", m.QuietCores)
 		p("")
-		p("| round | workload | depth | server | load | ops/s | p50 µs | p99 µs | p99.9 µs | max µs | errors | denied | server CPU | client CPU | other CPU | load (1 min) |")
-		p("|---:|---|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+		p("| round | workload | depth | server | load | ops/s | p50 µs | p99 µs | p99.9 µs | max µs | errors | denied | server CPU | server CPU µs/op | client CPU | other CPU | load (1 min) |")
+		p("|---:|---|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 		for _, x := range append(slices.Clone(r.Runs), r.PacedRuns...) {
 			other := fmt.Sprintf("%.2f", x.CPU.Other)
 			if x.CPU.Other > m.QuietCores {
@@ -598,8 +619,8 @@ func markdown(r *results) string {
 			if x.Allowed+x.Denied > 0 {
 				denied = fmt.Sprintf("%.1f%%", 100*float64(x.Denied)/float64(x.Allowed+x.Denied))
 			}
-			p("| %d | %s | %d | %s | %s | %s | %.0f | %.0f | %.0f | %.0f | %d | %s | %.2f | %.2f | %s | %.2f |", x.Round, x.Workload, x.Depth, x.Server,
-				offeredLoad(x.Rate), commas(x.OpsPerSec), x.P50us, x.P99us, x.P999us, x.MaxUs, x.Errors, denied, x.CPU.Server, x.CPU.Client, other, x.Load1)
+			p("| %d | %s | %d | %s | %s | %s | %.0f | %.0f | %.0f | %.0f | %d | %s | %.2f | %.2f | %.2f | %s | %.2f |", x.Round, x.Workload, x.Depth, x.Server,
+				offeredLoad(x.Rate), commas(x.OpsPerSec), x.P50us, x.P99us, x.P999us, x.MaxUs, x.Errors, denied, x.CPU.Server, x.CPUPerOpUs, x.CPU.Client, other, x.Load1)
 		}
 		p("")
 	}

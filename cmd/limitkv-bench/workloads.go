@@ -85,10 +85,11 @@ const value32 = "0123456789abcdef0123456789abcdef"
 type argKind uint8
 
 const (
-	argLit   argKind = iota // the text as is
-	argKey                  // the text (a prefix) followed by the user number
-	argDay                  // a day of ten years, drawn per operation
-	argNonce                // a request id unique within the run
+	argLit    argKind = iota // the text as is
+	argKey                   // the text (a prefix) followed by the user number
+	argDay                   // a day of ten years, drawn per operation
+	argNonce                 // a request id unique within the run
+	argPadKey                // the prefix and the user number in 12 digits, as redis-benchmark writes __rand_int__
 )
 
 type arg struct {
@@ -104,6 +105,9 @@ func lit(s string) arg    { return arg{kind: argLit, text: []byte(s)} }
 func keyArg(p string) arg { return arg{kind: argKey, text: []byte(p)} }
 func dayArg() arg         { return arg{kind: argDay} }
 func nonceArg() arg       { return arg{kind: argNonce} }
+func padKeyArg(p string) arg {
+	return arg{kind: argPadKey, text: []byte(p)}
+}
 func cmd(name string, args ...arg) command {
 	return append(command{lit(name)}, args...)
 }
@@ -149,6 +153,9 @@ func (e *encoder) appendOp(b []byte, o op, user int) []byte {
 			case argKey:
 				e.key = strconv.AppendInt(append(e.key[:0], a.text...), int64(user), 10)
 				e.args[i] = e.key
+			case argPadKey:
+				e.key = appendPadded(append(e.key[:0], a.text...), user)
+				e.args[i] = e.key
 			case argDay:
 				if day < 0 {
 					day = e.rng.IntN(3650)
@@ -164,6 +171,20 @@ func (e *encoder) appendOp(b []byte, o op, user int) []byte {
 		b = resp.AppendCommand(b, e.args[:len(c)]...)
 	}
 	return b
+}
+
+// randDigits is how many digits redis-benchmark writes for __rand_int__.
+const randDigits = 12
+
+// appendPadded appends n (not negative) in randDigits digits, zero-padded
+// on the left, the way redis-benchmark expands __rand_int__.
+func appendPadded(b []byte, n int) []byte {
+	var d [randDigits]byte
+	for i := randDigits - 1; i >= 0; i-- {
+		d[i] = byte('0' + n%10)
+		n /= 10
+	}
+	return append(b, d[:]...)
 }
 
 // workload is one row of the results: the same operation on both servers.
@@ -200,7 +221,7 @@ func describe(o op) string {
 					continue
 				}
 				words = append(words, string(a.text))
-			case argKey:
+			case argKey, argPadKey:
 				words = append(words, string(a.text)+"<n>")
 			case argDay:
 				words = append(words, "<day>")
