@@ -17,6 +17,7 @@
 //	go run ./cmd/limitkv-bench -loadgen both  # with redis-benchmark too (about 18)
 //	go run ./cmd/limitkv-bench -quick     # a smoke test (about a minute)
 //	go run ./cmd/limitkv-bench -replication   # replication only (about 5 minutes)
+//	go run ./cmd/limitkv-bench -periodic      # periodic snapshots only (about 2 minutes)
 package main
 
 import (
@@ -65,6 +66,12 @@ type config struct {
 	floodKeys        int
 	floodMaxMemory   string
 	floodPolicy      string
+	// The periodic-snapshot scenario (periodic.go): in the full run, or
+	// alone with -periodic.
+	periodic         bool
+	skipPeriodic     bool
+	periodicDuration time.Duration
+	periodicKeys     float64
 	// The replication scenario (-replication), run alone.
 	replication  bool
 	lagRate      float64
@@ -159,6 +166,10 @@ func parseFlags(args []string) (config, error) {
 	fs.BoolVar(&cfg.skipThroughput, "skip-throughput", false, "skip the throughput runs")
 	fs.BoolVar(&cfg.skipMemory, "skip-memory", false, "skip the memory-per-key measurements")
 	fs.BoolVar(&cfg.skipSnapshot, "skip-snapshot", false, "skip the snapshot-latency scenario")
+	fs.BoolVar(&cfg.skipPeriodic, "skip-periodic", false, "skip the periodic-snapshot scenario")
+	fs.BoolVar(&cfg.periodic, "periodic", false, "run only the periodic-snapshot scenario (periodic.go; about 2 minutes): RL.SLIDE at -paced-rate on new keys, persistence on (default snapshot-interval) vs off; writes periodic.md and periodic.json")
+	fs.DurationVar(&cfg.periodicDuration, "periodic-duration", 10*time.Second, "measured time of each round of the periodic-snapshot scenario (several 1 s snapshots)")
+	fs.Float64Var(&cfg.periodicKeys, "periodic-keys", 50_000, "distinct keys changed per second in the periodic-snapshot scenario: the measured requests each change a new key, and one more connection changes the rest (unmeasured)")
 	fs.Float64Var(&cfg.pacedRate, "paced-rate", 40_000, "requests/s, over all connections, of the open-loop latency runs (rate limits at depth 1 on both servers, and the snapshot scenario); 0 skips them")
 	fs.BoolVar(&cfg.bigKeys, "big-keys", true, "also measure RSS at 1M and 10M fixed-window keys")
 	fs.IntVar(&cfg.memKeys, "mem-keys", 100_000, "keys per memory shape (the 100-request sliding window uses a tenth)")
@@ -210,6 +221,7 @@ func parseFlags(args []string) (config, error) {
 		quick("mem-keys", func() { cfg.memKeys = 10_000 })
 		quick("snapshot-keys", func() { cfg.snapshotKeys = 100_000 })
 		quick("big-keys", func() { cfg.bigKeys = false })
+		quick("periodic-duration", func() { cfg.periodicDuration = 3 * time.Second })
 		quick("repl-sync-keys", func() { cfg.syncKeys = 100_000 })
 		quick("repl-sync-rounds", func() { cfg.syncRounds = 1 })
 		quick("repl-failovers", func() { cfg.failovers = 1 })
@@ -245,6 +257,10 @@ func parseFlags(args []string) (config, error) {
 		return cfg, errors.New("-mem-keys must be at least 10 and -snapshot-keys at least 1")
 	case cfg.pacedRate < 0:
 		return cfg, errors.New("-paced-rate must not be negative")
+	case cfg.periodicDuration <= 0 || cfg.periodicKeys < 0:
+		return cfg, errors.New("-periodic-duration must be positive and -periodic-keys not negative")
+	case cfg.periodic && cfg.pacedRate == 0:
+		return cfg, errors.New("-periodic needs a -paced-rate")
 	case cfg.lagRate < 0 || cfg.syncLoadRate < 0 || cfg.syncKeys < 0 || cfg.syncRounds < 1 || cfg.failovers < 0 || cfg.lagDepth < 1:
 		return cfg, errors.New("-repl-lag-rate, -repl-sync-load, -repl-sync-keys and -repl-failovers must not be negative, -repl-sync-rounds at least 1")
 	case cfg.syncKeys == 1:
@@ -320,6 +336,9 @@ func (b *bench) run(ctx context.Context) (int, error) {
 	if b.cfg.replication {
 		return b.runReplication(ctx, started, redisVersion)
 	}
+	if b.cfg.periodic {
+		return b.runPeriodic(ctx, started, redisVersion)
+	}
 	b.res = &results{Meta: b.meta(started, redisVersion)}
 	b.logf("machine: %s, %d cores; load average %.2f %.2f %.2f", b.res.Meta.CPU, b.res.Meta.Cores,
 		b.res.Meta.LoadStart[0], b.res.Meta.LoadStart[1], b.res.Meta.LoadStart[2])
@@ -352,6 +371,11 @@ func (b *bench) run(ctx context.Context) (int, error) {
 			return 1, fmt.Errorf("snapshot scenario: %v", err)
 		}
 		b.res.Snapshot = snap
+	}
+	if !b.cfg.skipPeriodic && b.cfg.pacedRate > 0 {
+		if b.res.Periodic, err = b.periodicScenario(ctx); err != nil {
+			return 1, fmt.Errorf("periodic snapshots: %v", err)
+		}
 	}
 	b.res.Meta.Finished = time.Now().UTC()
 	b.res.Meta.TookSeconds = time.Since(started).Seconds()
@@ -389,6 +413,14 @@ func (b *bench) run(ctx context.Context) (int, error) {
 					invalid++
 					b.logf("!!! INVALID: %s during the snapshot (%s) got %d error replies", name, offeredLoad(ld.Rate), l.Errors)
 				}
+			}
+		}
+	}
+	if pr := b.res.Periodic; pr != nil {
+		for _, s := range []*periodicSide{pr.On, pr.Off} {
+			if s.Errors > 0 {
+				invalid++
+				b.logf("!!! INVALID: RL.SLIDE with %s (periodic snapshots) got %d error replies", s.Server, s.Errors)
 			}
 		}
 	}

@@ -20,6 +20,7 @@ type results struct {
 	Memory     []memResult     `json:"memory"`
 	BigKeys    []bigResult     `json:"big_keys"`
 	Snapshot   *snapshotResult `json:"snapshot"`
+	Periodic   *periodicResult `json:"periodic_snapshots,omitempty"`
 	Runs       []runRecord     `json:"runs"`
 	PacedRuns  []runRecord     `json:"paced_runs"`
 	SetAside   []runRecord     `json:"runs_set_aside"` // measured while others loaded the machine (-quiet-wait)
@@ -338,6 +339,9 @@ func evaluateTargets(r *results) []targetResult {
 		}
 		snap(name, fmt.Sprintf("%d connections, at saturation", r.Meta.Conns), ld)
 	}
+	if r.Meta.PacedRate > 0 {
+		out = append(out, periodicTarget(r.Periodic, r.Meta.Conns, r.Meta.PacedRate))
+	}
 	return out
 }
 
@@ -602,6 +606,9 @@ func markdown(r *results) string {
 				ld.BaselineCPU.Server, ld.BaselineCPU.Client, ld.BaselineCPU.Other)
 		}
 		p("")
+	}
+	if r.Periodic != nil {
+		periodicMarkdown(&b, r.Periodic)
 	}
 	if len(r.Runs)+len(r.PacedRuns) > 0 {
 		p("## Every run")
