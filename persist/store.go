@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -582,6 +583,11 @@ func (s *Store) capture(ctx context.Context) (keys int, size int64, err error) {
 			bigs[i] = bigValue{}
 		}
 		bigs = bigs[:0]
+		// The capture gives way after every chunk: with as many
+		// processors as cores, a goroutine that never blocks keeps its
+		// processor until Go preempts it, 10 ms, while an event loop
+		// with requests waits for one.
+		runtime.Gosched()
 	}
 	for _, k := range s.stale {
 		del(k)
