@@ -49,6 +49,7 @@ type Config struct {
 	lfuDecayTime  atomic.Int64
 	evictTenacity atomic.Int64
 	listpack      [4]atomic.Int64 // hash entries, hash value, zset entries, zset value
+	intsetEntries atomic.Int64    // set-max-intset-entries
 	aclLogMax     atomic.Int64
 	// users are the config file's "user" lines (Server.LoadUsers).
 	users []userLine
@@ -222,7 +223,7 @@ func configParams() []*param {
 		{name: "list-max-listpack-size", alias: "list-max-ziplist-size", kind: pInt, def: "-2", min: -5, max: 1<<31 - 1,
 			help: "accepted for compatibility"},
 		{name: "list-compress-depth", kind: pInt, def: "0", min: 0, max: 1<<31 - 1, help: "accepted for compatibility"},
-		{name: "set-max-intset-entries", kind: pInt, def: "512", min: 0, max: 1<<63 - 1, help: "accepted for compatibility"},
+		{name: "set-max-intset-entries", kind: pInt, def: "512", min: 0, max: 1<<63 - 1},
 		{name: "save", def: "", help: "accepted for compatibility; snapshots follow snapshot-interval"},
 		{name: "appendonly", kind: pBool, def: "no", help: "accepted for compatibility; limitkv persists by snapshots"},
 		{name: "appendfsync", kind: pEnum, def: "everysec", enum: []string{"always", "everysec", "no"}, help: "accepted for compatibility"},
@@ -297,6 +298,8 @@ func NewConfig() *Config {
 			p.apply = c.listpackSetter(lpZSetEntries)
 		case "zset-max-listpack-value":
 			p.apply = c.listpackSetter(lpZSetValue)
+		case "set-max-intset-entries":
+			p.apply = func(c *Config, _ string, n int64) { c.intsetEntries.Store(n) }
 		}
 		v, n, err := p.parse(p.def)
 		if err != nil {
@@ -392,6 +395,11 @@ func (c *Config) BusyThreshold() time.Duration {
 // ListpackLimits returns the compact-encoding limits for hashes and zsets.
 func (c *Config) ListpackLimits() (hashEntries, hashValue, zsetEntries, zsetValue int) {
 	return int(c.listpack[0].Load()), int(c.listpack[1].Load()), int(c.listpack[2].Load()), int(c.listpack[3].Load())
+}
+
+// SetLimits returns the intset encoding's limit for sets.
+func (c *Config) SetLimits() engine.SetLimits {
+	return engine.SetLimits{IntsetEntries: int(min(c.intsetEntries.Load(), 1<<30))}
 }
 
 // configError is a CONFIG SET failure in Redis's words.

@@ -173,6 +173,9 @@ type Ctx struct {
 	// start is when the request began (monoNow), read with the request's
 	// clock; 0 for a command inside EXEC or a script, timed on its own.
 	start int64
+	// replArgs, when a handler sets it, is what an AsIs command replicates
+	// instead of itself: the effect of a random choice (SPOP as SREM).
+	replArgs [][]byte
 }
 
 // Shard returns the shard that owns key. Dispatch has already locked it.

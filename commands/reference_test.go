@@ -48,6 +48,7 @@ var groupTitles = []struct{ group, title string }{
 	{"bitmap", "Bitmaps"},
 	{"list", "Lists"},
 	{"hash", "Hashes"},
+	{"set", "Sets"},
 	{"sorted-set", "Sorted sets"},
 	{"generic", "Keys"},
 	{"transactions", "Transactions"},

@@ -36,7 +36,7 @@ func (s *Server) initReplication() {
 		Port:    func() int { return s.listeningPort() },
 		Limits: func() engine.Limits {
 			he, hv, ze, zv := s.Cfg.ListpackLimits()
-			return engine.Limits{Hash: engine.HashLimits{Entries: he, Value: hv}, ZSet: engine.ZSetLimits{Entries: ze, Value: zv}}
+			return engine.Limits{Hash: engine.HashLimits{Entries: he, Value: hv}, ZSet: engine.ZSetLimits{Entries: ze, Value: zv}, Set: s.Cfg.SetLimits()}
 		},
 		RoleChanged: func() { s.roleChanged() },
 		OutputLimit: func() int64 { return s.Net.Limits.Output(resp.ClassReplica).Hard },
@@ -126,7 +126,11 @@ func (s *Server) propagate(c *Ctx, m engine.Mask, asIs bool) {
 			}
 		}
 		if changed {
-			b.Command(c.DB, c.Args...)
+			args := c.Args
+			if c.replArgs != nil {
+				args = c.replArgs
+			}
+			b.Command(c.DB, args...)
 		}
 	} else {
 		for i, mm := 0, m; mm != 0; i, mm = i+1, mm>>1 {

@@ -1344,6 +1344,111 @@ func commandTable() []*Spec {
 			Run:   cmdZScan,
 		},
 
+		// Sets (sets.go, docs/sets.json). SPOP is AsIs but replicates the
+		// SREM (or DEL) of what it chose, not itself (Ctx.replArgs).
+		{
+			Name:  "sadd",
+			Arity: -3,
+			Flags: Write | DenyOOM | Fast | AsIs,
+			Run:   cmdSAdd,
+		},
+		{
+			Name:  "srem",
+			Arity: -3,
+			Flags: Write | Fast | AsIs,
+			Run:   cmdSRem,
+		},
+		{
+			Name:  "scard",
+			Arity: 2,
+			Flags: ReadOnly | Fast,
+			Run:   cmdSCard,
+		},
+		{
+			Name:  "sismember",
+			Arity: 3,
+			Flags: ReadOnly | Fast,
+			Run:   cmdSIsMember,
+		},
+		{
+			Name:  "smismember",
+			Arity: -3,
+			Flags: ReadOnly | Fast,
+			Run:   cmdSMIsMember,
+		},
+		{
+			Name:  "smembers",
+			Arity: 2,
+			Flags: ReadOnly,
+			Run:   cmdSMembers,
+		},
+		{
+			Name:  "srandmember",
+			Arity: -2,
+			Flags: ReadOnly,
+			Run:   cmdSRandMember,
+		},
+		{
+			Name:  "spop",
+			Arity: -2,
+			Flags: Write | Fast | AsIs,
+			Run:   cmdSPop,
+		},
+		{
+			Name:  "smove",
+			Arity: 4,
+			Flags: Write | Fast | AsIs,
+			Run:   cmdSMove,
+		},
+		{
+			Name:  "sscan",
+			Arity: -3,
+			Flags: ReadOnly,
+			Run:   cmdSScan,
+		},
+		{
+			Name:  "sdiff",
+			Arity: -2,
+			Flags: ReadOnly,
+			Run:   cmdSDiff,
+		},
+		{
+			Name:  "sinter",
+			Arity: -2,
+			Flags: ReadOnly,
+			Run:   cmdSInter,
+		},
+		{
+			Name:  "sunion",
+			Arity: -2,
+			Flags: ReadOnly,
+			Run:   cmdSUnion,
+		},
+		{
+			Name:  "sdiffstore",
+			Arity: -3,
+			Flags: Write | DenyOOM | AsIs,
+			Run:   cmdSDiffStore,
+		},
+		{
+			Name:  "sinterstore",
+			Arity: -3,
+			Flags: Write | DenyOOM | AsIs,
+			Run:   cmdSInterStore,
+		},
+		{
+			Name:  "sunionstore",
+			Arity: -3,
+			Flags: Write | DenyOOM | AsIs,
+			Run:   cmdSUnionStore,
+		},
+		{
+			Name:  "sintercard",
+			Arity: -3,
+			Flags: ReadOnly,
+			Run:   cmdSInterCard,
+		},
+
 		// Scripting (scripting.go, docs/scripting.json)
 		{
 			Name:  "eval",

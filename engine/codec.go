@@ -18,6 +18,8 @@ import (
 //	'z' zset       1 if in the large encoding (else 0), count, then (member
 //	               as length-prefixed bytes, score as 8 bytes little-endian
 //	               IEEE 754)
+//	'S' set        1 if in the hashtable encoding (0: intset), count, then
+//	               each member as (uvarint length, bytes)
 //	'r' ratelimit  the rate-limit state bytes
 //
 // The bytes are part of the on-disk format: changing them means a new
@@ -28,6 +30,7 @@ const (
 	valHash   byte = 'h'
 	valZSet   byte = 'z'
 	valLimit  byte = 'r'
+	valSet    byte = 'S'
 )
 
 // AppendStringHead appends the encoding of a string entry's value up to
@@ -85,12 +88,29 @@ func AppendValue(dst []byte, s *Shard, e Entry) ([]byte, error) {
 			dst = binary.LittleEndian.AppendUint64(dst, math.Float64bits(sc))
 		}
 		return dst, nil
+	case KindSet:
+		st := s.Object(e).(*Set)
+		dst = append(dst, valSet)
+		dst = binary.AppendUvarint(dst, exp)
+		dst = append(dst, b2byte(!st.IsIntset()))
+		dst = binary.AppendUvarint(dst, uint64(st.Len()))
+		for m := range st.All() {
+			dst = appendLenBytes(dst, m)
+		}
+		return dst, nil
 	case KindLimit:
 		dst = append(dst, valLimit)
 		dst = binary.AppendUvarint(dst, exp)
 		return append(dst, limitBytes(s, e)...), nil
 	}
 	return dst, fmt.Errorf("cannot encode a value of type %s", e.Kind())
+}
+
+func b2byte(b bool) byte {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func appendLenBytes(dst, b []byte) []byte {
@@ -110,17 +130,19 @@ func ValueExpireAt(v []byte) (int64, error) {
 	return int64(exp), nil
 }
 
-// Limits are the compact-encoding limits that decoded hashes and sorted
-// sets follow.
+// Limits are the compact-encoding limits that decoded hashes, sorted sets
+// and sets follow.
 type Limits struct {
 	Hash HashLimits
 	ZSet ZSetLimits
+	Set  SetLimits
 }
 
-// DefaultLimits are Redis's default listpack limits.
+// DefaultLimits are Redis's default listpack and intset limits.
 var DefaultLimits = Limits{
 	Hash: HashLimits{Entries: 512, Value: 64},
 	ZSet: ZSetLimits{Entries: 128, Value: 64},
+	Set:  SetLimits{IntsetEntries: 512},
 }
 
 // codecReader reads length-prefixed fields and remembers the first error.
@@ -242,6 +264,24 @@ func (s *Shard) StoreValue(db int, key, v []byte, lim Limits) error {
 			return err
 		}
 		s.storeObject(db, key, KindZSet, z, z.Len(), exp)
+		return nil
+	case valSet:
+		var st *Set
+		if r.uvarint() == 1 {
+			st = NewStringSet()
+		} else {
+			st = NewSet()
+		}
+		n := r.count()
+		for i := 0; i < n && r.err == nil; i++ {
+			if m := r.bytes(); r.err == nil {
+				st.Add(m, lim.Set)
+			}
+		}
+		if r.err != nil {
+			return r.err
+		}
+		s.storeObject(db, key, KindSet, st, st.Len(), exp)
 		return nil
 	case valLimit:
 		if len(r.b) == 0 {

@@ -17,10 +17,12 @@ import (
 //	0x01 db (2 bytes, BE) key    one key of the keyspace
 //
 // A key's value is the engine's value codec (engine/codec.go): a type
-// byte, the absolute expiry, the body. formatVersion covers both.
+// byte, the absolute expiry, the body. formatVersion covers both: 2 added
+// sets ('S'); a format 1 database is read as it is and marked 2 when
+// opened for writing.
 const (
 	magic         = "limitkv-snapshot"
-	formatVersion = 1
+	formatVersion = 2
 
 	tagMeta byte = 0x00
 	tagKey  byte = 0x01

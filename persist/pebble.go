@@ -195,6 +195,13 @@ func checkMeta(db *pebble.DB, dir string, note *corruptionNote, writeMeta bool) 
 	if version > formatVersion {
 		return fmt.Errorf("%w: %s has snapshot format %d; this limitkv reads format %d at most", ErrNewerFormat, dir, version, formatVersion)
 	}
+	if version < formatVersion && writeMeta {
+		// An older format is read as it is; the marker moves on before
+		// this binary writes what an older one could not read.
+		if err := db.Set(metaKey, metaValue(), pebble.Sync); err != nil {
+			return fmt.Errorf("upgrading the format marker of %s: %v", dir, err)
+		}
+	}
 	return nil
 }
 

@@ -338,6 +338,7 @@ func openStore(srv *commands.Server, cfg *commands.Config, log *slog.Logger) (*p
 			return engine.Limits{
 				Hash: engine.HashLimits{Entries: he, Value: hv},
 				ZSet: engine.ZSetLimits{Entries: ze, Value: zv},
+				Set:  cfg.SetLimits(),
 			}
 		},
 	})
