@@ -59,6 +59,7 @@ func (c *Ctx) setChanged(key []byte, st *engine.Set) {
 	if st.Len() == 0 {
 		s.DeleteEntry(e)
 	} else {
+		st.Fit()
 		s.Touch(e)
 	}
 }
@@ -72,6 +73,7 @@ func (c *Ctx) storeSet(key []byte, st *engine.Set) {
 		c.W.Int(0)
 		return
 	}
+	st.Fit()
 	s.SetObject(c.DB, key, engine.KindSet, st, 0)
 	c.W.Int(int64(st.Len()))
 }
@@ -103,6 +105,7 @@ func cmdSAdd(c *Ctx) {
 	}
 	switch {
 	case created:
+		st.Fit()
 		c.Shard(key).SetObject(c.DB, key, engine.KindSet, st, 0)
 	case added > 0:
 		c.setChanged(key, st)

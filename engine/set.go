@@ -150,7 +150,8 @@ func (s *Set) intAdd(v int64) bool {
 		return false
 	}
 	w := int(s.width)
-	s.data = append(s.data, make([]byte, w)...)
+	s.grow(w)
+	s.data = s.data[:len(s.data)+w]
 	copy(s.data[(i+1)*w:], s.data[i*w:s.count*w])
 	putInt(s.data[i*w:], s.width, v)
 	s.count++
@@ -162,6 +163,29 @@ func (s *Set) intRemoveAt(i int) {
 	s.data = append(s.data[:i*w], s.data[(i+1)*w:]...)
 	s.count--
 	s.shrinkData()
+}
+
+// grow makes room for n more bytes in data. The intset and compact forms
+// grow by a sixteenth at a time rather than double, as an allocator's
+// size classes would: their inserts cost O(Len) anyway, and their slack
+// is what a small set costs beyond its bytes.
+func (s *Set) grow(n int) {
+	if cap(s.data)-len(s.data) >= n {
+		return
+	}
+	data := make([]byte, len(s.data), len(s.data)+n+len(s.data)/16)
+	copy(data, s.data)
+	s.data = data
+}
+
+// Fit gives back the spare capacity of an intset or compact set, whose
+// every change costs O(Len) anyway: commands call it once they are done,
+// so that a small set at rest holds its bytes and no more, as an intset
+// does in Redis.
+func (s *Set) Fit() {
+	if s.idx == nil && cap(s.data) > len(s.data) {
+		s.data = append(make([]byte, 0, len(s.data)), s.data...)
+	}
 }
 
 // shrinkData gives back most of data's spare capacity once it is mostly
@@ -349,6 +373,7 @@ func (s *Set) Add(m []byte, lim SetLimits) bool {
 	if _, found := s.findCompact(m); found {
 		return false
 	}
+	s.grow(uvarintLen(uint64(len(m))) + len(m))
 	s.data = appendLenBytes(s.data, m)
 	s.count++
 	if s.count > setCompactEntries {
