@@ -103,6 +103,36 @@ func fill(eng *engine.Engine) {
 		z.Add([]byte("negzero"), math.Copysign(0, -1), 0, lim)
 		s.SetObject(0, k, engine.KindZSet, z, 0)
 	})
+	// Sets in their three forms; a hashtable of integers stays one.
+	with(eng, "intset", func(s *engine.Shard, k []byte) {
+		st := engine.NewSet()
+		for i := 0; i < 100; i++ {
+			st.Add([]byte(strconv.Itoa(i*70001-3_000_000)), engine.DefaultLimits.Set)
+		}
+		s.SetObject(0, k, engine.KindSet, st, now+60_000)
+	})
+	with(eng, "smallset", func(s *engine.Shard, k []byte) {
+		st := engine.NewSet()
+		for _, m := range []string{"7", "", "a\x00b", "member:1"} {
+			st.Add([]byte(m), engine.DefaultLimits.Set)
+		}
+		st.Remove([]byte("member:1"))
+		s.SetObject(2, k, engine.KindSet, st, 0)
+	})
+	with(eng, "bigset", func(s *engine.Shard, k []byte) {
+		st := engine.NewSet()
+		for i := 0; i < 2000; i++ {
+			st.Add([]byte("member:"+strconv.Itoa(i)), engine.DefaultLimits.Set)
+		}
+		s.SetObject(0, k, engine.KindSet, st, 0)
+	})
+	with(eng, "htints", func(s *engine.Shard, k []byte) {
+		st := engine.NewSet()
+		st.Add([]byte("x"), engine.DefaultLimits.Set)
+		st.Add([]byte("1"), engine.DefaultLimits.Set)
+		st.Remove([]byte("x"))
+		s.SetObject(0, k, engine.KindSet, st, 0)
+	})
 	with(eng, "fixed", func(s *engine.Shard, k []byte) {
 		var sc engine.FixedScratch
 		_, st, exp, _ := engine.DecideFixed(nil, []engine.Rule{{Limit: 5, Window: 60_000}}, now, engine.FixedOptions{Cost: 5}, &sc, nil)
@@ -166,6 +196,18 @@ func TestRoundTripEveryType(t *testing.T) {
 	st.Close()
 	eng2, _ := restart(t, fs, clock)
 	sameDump(t, dump(t, eng2), want)
+	for _, c := range []struct{ key, enc string }{{"intset", "intset"}, {"smallset", "hashtable"}, {"bigset", "hashtable"}, {"htints", "hashtable"}} {
+		db := 0
+		if c.key == "smallset" {
+			db = 2
+		}
+		with(eng2, c.key, func(s *engine.Shard, k []byte) {
+			e, ok := s.Raw(db, k)
+			if !ok || s.Encoding(e) != c.enc {
+				t.Errorf("%s after a restart: found %v, encoding %s, want %s", c.key, ok, s.Encoding(e), c.enc)
+			}
+		})
+	}
 	// An exhausted rate limit is still exhausted after the restart.
 	with(eng2, "fixed", func(s *engine.Shard, k []byte) {
 		old, _, err := s.LimitState(0, k, t0, engine.LimitFixed)
@@ -279,6 +321,33 @@ func TestRefusesForeignNewerAndDamaged(t *testing.T) {
 		_, err := Open(newEngine(engine.NewManualClock(t0)), Options{Dir: "/data", FS: fs, Log: quiet})
 		if !errors.Is(err, ErrNewerFormat) {
 			t.Fatalf("err = %v", err)
+		}
+	})
+	t.Run("format 1 is read and marked 2", func(t *testing.T) {
+		fs := vfs.NewMem()
+		db, _ := pebble.Open("/data", &pebble.Options{FS: fs, Logger: localLogger{quiet, newLogThrottle(time.Minute)}})
+		db.Set(metaKey, append(append([]byte(magic), 0), 1), pebble.Sync)
+		db.Set(dataKey(nil, 0, []byte("k")), []byte{'s', 0, 'v'}, pebble.Sync)
+		db.Close()
+		eng := newEngine(engine.NewManualClock(t0))
+		st, err := Open(eng, Options{Dir: "/data", FS: fs, Log: quiet})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n, err := st.Load(t0); err != nil || n != 1 {
+			t.Fatalf("loaded %d keys, err %v", n, err)
+		}
+		st.Close()
+		db, _ = pebble.Open("/data", &pebble.Options{FS: fs, Logger: localLogger{quiet, newLogThrottle(time.Minute)}})
+		v, closer, err := db.Get(metaKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		version, _ := parseMeta(v)
+		closer.Close()
+		db.Close()
+		if version != formatVersion {
+			t.Fatalf("format marker %d after opening, want %d", version, formatVersion)
 		}
 	})
 	t.Run("damaged value", func(t *testing.T) {
