@@ -136,7 +136,7 @@ func replicationLoad(t testing.TB, addr string, workers, ops int, seed uint64) {
 			key := func(prefix string) string { return prefix + strconv.Itoa(r.IntN(20)) }
 			for i := 0; i < ops; i++ {
 				var err error
-				switch r.IntN(24) {
+				switch r.IntN(29) {
 				case 0:
 					err = c.Set(ctx, key("s:"), r.IntN(1000), 0).Err()
 				case 1:
@@ -196,6 +196,31 @@ func replicationLoad(t testing.TB, addr string, workers, ops int, seed uint64) {
 					err = c.Expire(ctx, key("a:"), time.Duration(r.IntN(2))*time.Second+time.Duration(100+r.IntN(2))*time.Second).Err()
 				case 23:
 					err = c.GetEx(ctx, key("t:"), 900*time.Millisecond).Err()
+				case 24:
+					// Integers and strings: sets move from intset to hashtable.
+					m := strconv.Itoa(r.IntN(40))
+					if r.IntN(8) == 0 {
+						m = "m" + m
+					}
+					err = c.SAdd(ctx, key("set:"), m, r.IntN(600)).Err()
+				case 25:
+					err = c.SRem(ctx, key("set:"), strconv.Itoa(r.IntN(40)), "m"+strconv.Itoa(r.IntN(40))).Err()
+				case 26:
+					// Random choices replicate as what they removed.
+					if r.IntN(2) == 0 {
+						err = c.SPop(ctx, key("set:")).Err()
+					} else {
+						err = c.SPopN(ctx, key("set:"), int64(r.IntN(4))).Err()
+					}
+				case 27:
+					err = c.SMove(ctx, key("set:"), key("set:"), strconv.Itoa(r.IntN(40))).Err()
+				case 28:
+					if r.IntN(2) == 0 {
+						err = c.SUnionStore(ctx, key("set:"), key("set:"), key("set:")).Err()
+					} else {
+						err = c.Eval(ctx, "redis.call('SPOP', KEYS[1], 2); return redis.call('SINTERSTORE', KEYS[2], KEYS[1], KEYS[3])",
+							[]string{key("set:"), key("set:"), key("set:")}).Err()
+					}
 				}
 				if err != nil && err != redis.Nil && !strings.HasPrefix(err.Error(), "WRONGTYPE") {
 					errs <- fmt.Errorf("worker %d op %d: %v", w, i, err)
