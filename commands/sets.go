@@ -362,6 +362,7 @@ func cmdSPop(c *Ctx) {
 		c.Shard(key).Delete(c.DB, key, c.Now)
 		return
 	}
+	size := int64(st.Len())
 	c.W.Set(int(n))
 	var repl [][]byte
 	if c.Srv.Repl.Recording() {
@@ -375,6 +376,22 @@ func cmdSPop(c *Ctx) {
 		}
 	})
 	c.replicateAs(repl...)
+	if !st.IsIntset() && (size-n)*5 <= n {
+		// Redis pops most of a set by building a new one from the
+		// members it keeps, which is an intset again if they allow it.
+		rebuilt := engine.NewSet()
+		lim := c.Srv.Cfg.SetLimits()
+		for m := range st.All() {
+			rebuilt.Add(m, lim)
+		}
+		if rebuilt.IsIntset() {
+			s := c.Shard(key)
+			e, _ := s.Raw(c.DB, key)
+			rebuilt.Fit()
+			s.SetObject(c.DB, key, engine.KindSet, rebuilt, e.ExpireAt())
+			return
+		}
+	}
 	c.setChanged(key, st)
 }
 
