@@ -160,3 +160,27 @@ func TestSetRandomCommands(t *testing.T) {
 		}
 	}
 }
+
+// TestSetsEvicted: sets count in used_memory as they grow, and maxmemory
+// evicts them like any key.
+func TestSetsEvicted(t *testing.T) {
+	kv := startLimitkv(t, "--persistence", "no", "--maxmemory", "4mb", "--maxmemory-policy", "allkeys-lru")
+	c := dialRaw(t, kv.addr)
+	for k := 0; k < 5000; k++ {
+		args := [][]byte{[]byte("SADD"), []byte("set:" + strconv.Itoa(k))}
+		for j := 0; j < 100; j++ {
+			args = append(args, []byte("member:"+strconv.Itoa(j)))
+		}
+		c.send(resp.AppendCommand(nil, args...))
+		if v := c.read(); v.Int != 100 {
+			t.Fatalf("SADD %d: %s", k, v)
+		}
+	}
+	used := infoField(t, c, "memory", "used_memory")
+	evicted := infoField(t, c, "stats", "evicted_keys")
+	keys := c.do("DBSIZE").Int
+	t.Logf("5,000 sets of 100 strings into 4 MB: used_memory %d, %d evicted, %d kept", used, evicted, keys)
+	if evicted == 0 || keys+evicted != 5000 || used > 4<<20+4<<20/10 {
+		t.Fatalf("used_memory %d, %d evicted, %d kept", used, evicted, keys)
+	}
+}
