@@ -24,6 +24,7 @@ func FuzzDispatch(f *testing.F) {
 		"*1\r\n$9223372036854775807\r\nabc\r\n", "SELECT 15\r\nSWAPDB 0 15\r\nFLUSHALL\r\n",
 		"EXPIRE k -9223372036854775808\r\nPEXPIREAT k 9223372036854775807\r\n",
 		"OBJECT ENCODING k\r\nMEMORY USAGE k\r\nDEBUG SLEEP 0\r\nSHUTDOWN\r\n",
+		"SADD s 1 2 a\r\nSPOP s 2\r\nSRANDMEMBER s -5\r\nSINTERCARD 2 s t LIMIT 1\r\nSMOVE s t 1\r\nSSCAN s 0 COUNT 1\r\nSUNIONSTORE s s t\r\nSDIFF t s\r\n",
 	} {
 		f.Add([]byte(seed))
 	}
