@@ -79,12 +79,9 @@ func (c *Ctx) storeSet(key []byte, st *engine.Set) {
 }
 
 // replicateAs makes the command replicate as args (an SREM or DEL for
-// SPOP, whose choice replicas must not make again).
-func (c *Ctx) replicateAs(args ...[]byte) {
-	if c.Srv.Repl.Recording() {
-		c.replArgs = args
-	}
-}
+// SPOP, whose choice replicas must not make again). It is set whether or
+// not a stream is kept now: one may start while the command runs.
+func (c *Ctx) replicateAs(args ...[]byte) { c.replArgs = args }
 
 func cmdSAdd(c *Ctx) {
 	key := c.Args[1]
@@ -364,16 +361,11 @@ func cmdSPop(c *Ctx) {
 	}
 	size := int64(st.Len())
 	c.W.Set(int(n))
-	var repl [][]byte
-	if c.Srv.Repl.Recording() {
-		repl = make([][]byte, 2, 2+n)
-		repl[0], repl[1] = []byte("SREM"), key
-	}
+	repl := make([][]byte, 2, 2+n)
+	repl[0], repl[1] = []byte("SREM"), key
 	st.PopN(int(n), func(m []byte) {
 		c.W.Bulk(m)
-		if repl != nil {
-			repl = append(repl, m)
-		}
+		repl = append(repl, m)
 	})
 	c.replicateAs(repl...)
 	if !st.IsIntset() && (size-n)*5 <= n {
