@@ -2,6 +2,7 @@ package commands
 
 import (
 	"math"
+	"math/rand/v2"
 	"slices"
 	"strconv"
 
@@ -292,8 +293,22 @@ func cmdSRandMember(c *Ctx) {
 		}
 		return
 	}
-	c.W.Array(int(n))
-	st.Sample(int(n), func(m []byte) { c.W.Bulk(m) })
+	// Sample may give the members in the set's order: the reply shuffles
+	// them, as Redis's comes in the order of a new hash table.
+	var flat []byte
+	ends := make([]int, 0, n)
+	st.Sample(int(n), func(m []byte) {
+		flat = append(flat, m...)
+		ends = append(ends, len(flat))
+	})
+	c.W.Array(len(ends))
+	for _, i := range rand.Perm(len(ends)) {
+		start := 0
+		if i > 0 {
+			start = ends[i-1]
+		}
+		c.W.Bulk(flat[start:ends[i]])
+	}
 }
 
 // replyBudget is the most bytes a reply whose size the client chooses may
@@ -363,10 +378,13 @@ func cmdSPop(c *Ctx) {
 	c.W.Set(int(n))
 	repl := make([][]byte, 2, 2+n)
 	repl[0], repl[1] = []byte("SREM"), key
-	st.PopN(int(n), func(m []byte) {
+	st.PopN(int(n), func(m []byte) { repl = append(repl, m) })
+	// PopN may give the members in the set's order: the reply shuffles them.
+	popped := repl[2:]
+	rand.Shuffle(len(popped), func(i, j int) { popped[i], popped[j] = popped[j], popped[i] })
+	for _, m := range popped {
 		c.W.Bulk(m)
-		repl = append(repl, m)
-	})
+	}
 	c.replicateAs(repl...)
 	if !st.IsIntset() && (size-n)*5 <= n {
 		// Redis pops most of a set by building a new one from the
