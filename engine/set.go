@@ -33,7 +33,7 @@ import (
 // intset. Members handed to callbacks are valid only during the call.
 type Set struct {
 	data  []byte
-	count int
+	n     uint32     // members: the index numbers entries in 32 bits
 	width uint8      // 2, 4 or 8 in the intset form; 0 otherwise
 	idx   *hashIndex // the indexed form's index; nil otherwise
 }
@@ -65,7 +65,7 @@ func NewSet() *Set { return &Set{width: 2} }
 func NewStringSet() *Set { return &Set{} }
 
 // Len returns the number of members.
-func (s *Set) Len() int { return s.count }
+func (s *Set) Len() int { return int(s.n) }
 
 // IsIntset reports whether the set is in the intset form.
 func (s *Set) IsIntset() bool { return s.width != 0 }
@@ -124,7 +124,7 @@ func putInt(b []byte, w uint8, v int64) {
 
 // intSearch returns where v is, or where it would go.
 func (s *Set) intSearch(v int64) (int, bool) {
-	lo, hi := 0, s.count
+	lo, hi := 0, s.Len()
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
 		if s.intAt(m) < v {
@@ -133,14 +133,14 @@ func (s *Set) intSearch(v int64) (int, bool) {
 			hi = m
 		}
 	}
-	return lo, lo < s.count && s.intAt(lo) == v
+	return lo, lo < s.Len() && s.intAt(lo) == v
 }
 
 func (s *Set) intAdd(v int64) bool {
 	if w := intWidth(v); w > s.width {
 		// Widen every word first, as Redis upgrades an intset.
-		data := make([]byte, s.count*int(w), (s.count+1)*int(w))
-		for i := 0; i < s.count; i++ {
+		data := make([]byte, s.Len()*int(w), (s.Len()+1)*int(w))
+		for i := 0; i < s.Len(); i++ {
 			putInt(data[i*int(w):], w, s.intAt(i))
 		}
 		s.data, s.width = data, w
@@ -152,16 +152,16 @@ func (s *Set) intAdd(v int64) bool {
 	w := int(s.width)
 	s.grow(w)
 	s.data = s.data[:len(s.data)+w]
-	copy(s.data[(i+1)*w:], s.data[i*w:s.count*w])
+	copy(s.data[(i+1)*w:], s.data[i*w:s.Len()*w])
 	putInt(s.data[i*w:], s.width, v)
-	s.count++
+	s.n++
 	return true
 }
 
 func (s *Set) intRemoveAt(i int) {
 	w := int(s.width)
 	s.data = append(s.data[:i*w], s.data[(i+1)*w:]...)
-	s.count--
+	s.n--
 	s.shrinkData()
 }
 
@@ -199,7 +199,7 @@ func (s *Set) shrinkData() {
 // toStrings moves an intset to the compact form, or to the indexed one
 // when it holds too many members for the compact one.
 func (s *Set) toStrings() {
-	old, n, w := s.data, s.count, s.width
+	old, n, w := s.data, s.Len(), s.width
 	s.data = make([]byte, 0, n*4)
 	s.width = 0
 	var buf [20]byte
@@ -253,7 +253,7 @@ func (s *Set) findIndexed(m []byte, h uint32) (slot uint32, entry int, ok bool) 
 
 // index builds the index over the compact entries, which stay in place.
 func (s *Set) index() {
-	x := &hashIndex{offs: make([]uint64, 0, s.count)}
+	x := &hashIndex{offs: make([]uint64, 0, s.Len())}
 	t := &x.tab
 	for off := 0; off < len(s.data); {
 		e, end := setEntryAt(s.data, off)
@@ -291,7 +291,7 @@ func (s *Set) addIndexed(m []byte) bool {
 	t.slots[i] = mkSlot(h, uint32(len(x.offs)))
 	t.count++
 	s.data = appendLenBytes(s.data, m)
-	s.count++
+	s.n++
 	return true
 }
 
@@ -306,7 +306,7 @@ func (s *Set) removeEntry(slot uint32, n int) {
 	t := &x.tab
 	t.removeAt(slot)
 	t.count--
-	s.count--
+	s.n--
 	if t.count*8 < len(t.slots) {
 		t.shrinkIfSparse()
 	}
@@ -325,7 +325,7 @@ func (s *Set) maybeCompact() {
 	}
 	renum := make([]uint32, len(x.offs))
 	data := make([]byte, 0, len(s.data)-x.deadBytes)
-	offs := make([]uint64, 0, s.count)
+	offs := make([]uint64, 0, s.Len())
 	for n, off := range x.offs {
 		if off == deadEntry {
 			continue
@@ -357,7 +357,7 @@ func (s *Set) Add(m []byte, lim SetLimits) bool {
 			if !s.intAdd(v) {
 				return false
 			}
-			if s.count > lim.maxInts() {
+			if s.Len() > lim.maxInts() {
 				s.toStrings()
 			}
 			return true
@@ -375,8 +375,8 @@ func (s *Set) Add(m []byte, lim SetLimits) bool {
 	}
 	s.grow(uvarintLen(uint64(len(m))) + len(m))
 	s.data = appendLenBytes(s.data, m)
-	s.count++
-	if s.count > setCompactEntries {
+	s.n++
+	if s.Len() > setCompactEntries {
 		s.index()
 	}
 	return true
@@ -420,7 +420,7 @@ func (s *Set) Remove(m []byte) bool {
 		}
 		_, end := setEntryAt(s.data, off)
 		s.data = append(s.data[:off], s.data[end:]...)
-		s.count--
+		s.n--
 		s.shrinkData()
 		return true
 	}
@@ -438,7 +438,7 @@ func (s *Set) All() iter.Seq[[]byte] {
 		switch {
 		case s.width != 0:
 			var buf [20]byte
-			for i := 0; i < s.count; i++ {
+			for i := 0; i < s.Len(); i++ {
 				if !yield(strconv.AppendInt(buf[:0], s.intAt(i), 10)) {
 					return
 				}
@@ -505,9 +505,9 @@ type position int
 func (s *Set) randomPos() position {
 	switch {
 	case s.width != 0:
-		return position(rand.IntN(s.count))
+		return position(rand.IntN(s.Len()))
 	case s.idx == nil:
-		k := rand.IntN(s.count)
+		k := rand.IntN(s.Len())
 		off := 0
 		for ; k > 0; k-- {
 			_, off = setEntryAt(s.data, off)
@@ -567,11 +567,11 @@ func (s *Set) PopN(count int, fn func(m []byte)) {
 		}
 		return
 	}
-	chosen := choosePositions(s.count, count)
+	chosen := choosePositions(s.Len(), count)
 	if s.width != 0 {
 		w := int(s.width)
 		keep := s.data[:0]
-		for i := 0; i < s.count; i++ {
+		for i := 0; i < s.Len(); i++ {
 			if chosen.has(i) {
 				fn(strconv.AppendInt(nil, s.intAt(i), 10))
 				continue
@@ -592,7 +592,7 @@ func (s *Set) PopN(count int, fn func(m []byte)) {
 		}
 		s.data = keep
 	}
-	s.count -= count
+	s.n -= uint32(count)
 	s.shrinkData()
 }
 
@@ -603,8 +603,8 @@ func (s *Set) PopN(count int, fn func(m []byte)) {
 // first draw of each.
 func (s *Set) Sample(count int, fn func(m []byte)) {
 	var buf [20]byte
-	if count*3 > s.count || s.idx == nil {
-		need, left := count, s.count
+	if count*3 > s.Len() || s.idx == nil {
+		need, left := count, s.Len()
 		for m := range s.All() {
 			if rand.IntN(left) < need {
 				fn(m)
