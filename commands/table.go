@@ -320,6 +320,33 @@ func commandTable() []*Spec {
 			Run:   cmdSwapDB,
 		},
 
+		// Keys as values (dump.go, docs/dump.json): DUMP and RESTORE in
+		// Redis's RDB format, MIGRATE, COPY, MOVE.
+		{
+			Name:  "dump",
+			Arity: 2,
+			Flags: ReadOnly,
+			Run:   cmdDump,
+		},
+		{
+			Name:  "restore",
+			Arity: -4,
+			Flags: Write | DenyOOM,
+			Run:   cmdRestore,
+		},
+		{
+			Name:  "copy",
+			Arity: -3,
+			Flags: Write | DenyOOM,
+			Run:   cmdCopy,
+		},
+		{
+			Name:  "move",
+			Arity: 3,
+			Flags: Write | Fast,
+			Run:   cmdMove,
+		},
+
 		// Connection (connection.go, docs/connection.json)
 		{
 			Name:  "ping",
