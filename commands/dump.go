@@ -146,12 +146,13 @@ func cmdRestore(c *Ctx) {
 		c.W.Error("Invalid TTL value, must be >= 0")
 		return
 	}
-	payload, err := rdb.Open(c.Args[3])
-	if err != nil {
+	if _, err := rdb.Open(c.Args[3]); err != nil {
 		c.W.Error(msgBadPayload)
 		return
 	}
-	v, err := rdb.Decode(payload)
+	// Redis reads the value from the whole argument, footer included: a
+	// value that runs into the footer is read as far as it goes.
+	v, err := rdb.Decode(c.Args[3])
 	if err != nil {
 		c.W.Error(msgBadData)
 		return

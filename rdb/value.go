@@ -66,8 +66,10 @@ func (v *Value) Len() int {
 	return len(v.Elems)
 }
 
-// Decode reads a payload Open returned: a type byte and a value. Like
-// Redis's RESTORE it ignores bytes after the value. It refuses with
+// Decode reads a type byte and a value from payload: what Open returned,
+// or, as Redis's RESTORE reads it, the whole DUMP payload, its footer
+// included (a value that claims more bytes than precede the footer is read
+// into it). Like RESTORE it ignores bytes after the value. It refuses with
 // ErrBadData what Redis refuses (or would crash on): truncated or
 // malformed encodings, empty collections, repeated members or fields, NaN
 // scores, and the types limitkv does not hold (streams, modules, the
