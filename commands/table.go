@@ -335,6 +335,12 @@ func commandTable() []*Spec {
 			Run:   cmdRestore,
 		},
 		{
+			Name:  "migrate",
+			Arity: -6,
+			Flags: Write | SelfLock | MayWait,
+			Run:   cmdMigrate,
+		},
+		{
 			Name:  "copy",
 			Arity: -3,
 			Flags: Write | DenyOOM,
