@@ -353,6 +353,14 @@ func commandTable() []*Spec {
 			Run:   cmdMove,
 		},
 
+		// LCS (lcs.go, docs/lcs.json): computed with no lock held.
+		{
+			Name:  "lcs",
+			Arity: -3,
+			Flags: ReadOnly | SelfLock | MayWait,
+			Run:   cmdLCS,
+		},
+
 		// Connection (connection.go, docs/connection.json)
 		{
 			Name:  "ping",
