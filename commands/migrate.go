@@ -357,17 +357,29 @@ func (m *migrateSockets) send(addr string, wait time.Duration, authCmd []byte, d
 			socketErr = true
 			timedOut = errors.Is(err, os.ErrDeadlineExceeded)
 		}
-		for _, part := range [][]byte{buf, body} {
-			for pos := 0; pos < len(part) && !socketErr; {
-				k := min(len(part)-pos, migrateChunk)
+		// One stream, AUTH and SELECT first, written 64 kB at a time.
+		chunk := make([]byte, 0, migrateChunk)
+		flush := func() {
+			if len(chunk) > 0 && !socketErr {
 				s.conn.SetWriteDeadline(time.Now().Add(wait))
-				if _, err := s.conn.Write(part[pos : pos+k]); err != nil {
+				if _, err := s.conn.Write(chunk); err != nil {
 					fail(err)
 					writing = true
 				}
-				pos += k
+			}
+			chunk = chunk[:0]
+		}
+		for _, part := range [][]byte{buf, body} {
+			for len(part) > 0 && !socketErr {
+				k := min(len(part), migrateChunk-len(chunk))
+				chunk = append(chunk, part[:k]...)
+				part = part[k:]
+				if len(chunk) == migrateChunk {
+					flush()
+				}
 			}
 		}
+		flush()
 		readLine := func() []byte {
 			if socketErr {
 				return nil
