@@ -200,3 +200,56 @@ func TestMigrateHoldsNoLock(t *testing.T) {
 		t.Error("a key whose MIGRATE failed was deleted")
 	}
 }
+
+// TestDumpFamilyReplicates: what RESTORE, COPY, MOVE and MIGRATE change
+// on a master reaches its replica, in every database.
+func TestDumpFamilyReplicates(t *testing.T) {
+	m := startMaster(t, "--persistence", "no")
+	r := startReplicaOf(t, m, "", "--persistence", "no")
+	target := startRedis(t)
+	mc, rc := goRedis(t, m.addr, 2), goRedis(t, r.addr, 2)
+	waitInSync(t, mc, rc)
+	k := dialRaw(t, m.addr)
+	_, tport, _ := net.SplitHostPort(target.addr)
+	for _, cmd := range [][]string{
+		{"RPUSH", "l", "a", "b", "c"},
+		{"HSET", "h", "f", "v"},
+		{"ZADD", "z", "1", "a", "2", "b"},
+		{"SET", "s", "v"},
+		{"RL.FIXED", "rl", "5", "1m"},
+	} {
+		k.do(cmd...)
+	}
+	for _, key := range []string{"l", "h", "z", "s"} {
+		p := k.do("DUMP", key)
+		for _, cmd := range [][]string{
+			{"RESTORE", key + "-r", "0", string(p.Str)},
+			{"RESTORE", key + "-t", "100000", string(p.Str)},
+			{"RESTORE", key, "0", string(p.Str), "REPLACE", "IDLETIME", "5"},
+			{"RESTORE", key + "-gone", "1", string(p.Str), "ABSTTL"},
+		} {
+			if v := k.do(cmd...); v.String() != "+OK" {
+				t.Fatalf("%v: %s", cmd[:3], v)
+			}
+		}
+	}
+	for _, cmd := range [][]string{
+		{"COPY", "l", "l-copy"},
+		{"COPY", "h", "h-copy", "DB", "2"},
+		{"COPY", "rl", "rl-copy", "DB", "3", "REPLACE"},
+		{"MOVE", "z", "4"},
+		{"MOVE", "rl", "5"},
+		{"MIGRATE", "127.0.0.1", tport, "s", "0", "1000"},
+		{"MIGRATE", "127.0.0.1", tport, "", "0", "1000", "COPY", "KEYS", "l", "h"},
+		{"MIGRATE", "127.0.0.1", tport, "", "0", "1000", "REPLACE", "KEYS", "l-r", "h-r"},
+	} {
+		if v := k.do(cmd...); v.Type == '-' {
+			t.Fatalf("%v: %s", cmd, v)
+		}
+	}
+	if v := k.do("EXISTS", "s", "l-r", "h-r"); v.Int != 0 {
+		t.Fatalf("migrated keys still on the master: %d", v.Int)
+	}
+	waitInSync(t, mc, rc)
+	sameKeyspace(t, mc, rc)
+}
