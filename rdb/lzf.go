@@ -1,6 +1,9 @@
 package rdb
 
-import "errors"
+import (
+	"errors"
+	"sync"
+)
 
 // LZF as Redis ships it (src/lzf_c.c, lzf_d.c, lzfP.h with Redis's
 // settings: HLOG 16, VERY_FAST, the table of offsets). Compress follows the
@@ -25,6 +28,34 @@ const (
 
 var errLZF = errors.New("invalid LZF data")
 
+// lzfTable is LZF's hash table of offsets, as if cleared for every call:
+// an entry written in another call (another generation) reads as empty.
+// Clearing 64 k entries for each string would cost more than compressing
+// a short one; a generation number costs nothing.
+type lzfTable struct {
+	gen  uint32
+	slot [lzfHSize]uint64 // generation << 32 | offset
+}
+
+var lzfTables = sync.Pool{New: func() any { return new(lzfTable) }}
+
+func (t *lzfTable) next() {
+	t.gen++
+	if t.gen == 0 { // wrapped: old entries could pass for new ones
+		clear(t.slot[:])
+		t.gen = 1
+	}
+}
+
+func (t *lzfTable) get(i uint32) int {
+	if e := t.slot[i]; uint32(e>>32) == t.gen {
+		return int(uint32(e))
+	}
+	return 0
+}
+
+func (t *lzfTable) set(i uint32, off int) { t.slot[i] = uint64(t.gen)<<32 | uint64(uint32(off)) }
+
 // lzfIdx is IDX(h) for VERY_FAST, in C's unsigned int arithmetic.
 func lzfIdx(h uint32) uint32 { return (h>>(3*8-lzfHLog) - h*5) & (lzfHSize - 1) }
 
@@ -39,7 +70,9 @@ func LZFCompress(in []byte, outLen int) []byte {
 	// may write up to 3 bytes past a check, so the buffer has that slack
 	// and the checks below are the C ones, made on indices.
 	out := make([]byte, outLen+4)
-	htab := make([]uint32, lzfHSize) // offsets into in; 0 is empty
+	h := lzfTables.Get().(*lzfTable)
+	defer lzfTables.Put(h)
+	h.next()
 	ip, op, lit := 0, 0, 0
 	op++ // start run
 	hval := uint32(in[0])<<8 | uint32(in[1%inLen])
@@ -49,8 +82,8 @@ func LZFCompress(in []byte, outLen int) []byte {
 	for ip < inLen-2 {
 		hval = hval<<8 | uint32(in[ip+2])
 		slot := lzfIdx(hval)
-		ref := int(htab[slot]) // 0 means none: ref > 0 below fails too
-		htab[slot] = uint32(ip)
+		ref := h.get(slot) // 0 means none: ref > 0 below fails too
+		h.set(slot, ip)
 		off := ip - ref - 1
 		if ref > 0 && ref < ip && off < lzfMaxOff &&
 			in[ref+2] == in[ip+2] && in[ref] == in[ip] && in[ref+1] == in[ip+1] {
@@ -110,10 +143,10 @@ func LZFCompress(in []byte, outLen int) []byte {
 			ip -= 2
 			hval = uint32(in[ip])<<8 | uint32(in[ip+1])
 			hval = hval<<8 | uint32(in[ip+2])
-			htab[lzfIdx(hval)] = uint32(ip)
+			h.set(lzfIdx(hval), ip)
 			ip++
 			hval = hval<<8 | uint32(in[ip+2])
-			htab[lzfIdx(hval)] = uint32(ip)
+			h.set(lzfIdx(hval), ip)
 			ip++
 		} else {
 			if op >= outLen {

@@ -288,27 +288,30 @@ const (
 // elements one by one at the tail would have split them, each stored as a
 // string (so compressed when that pays). n is the number of elements.
 func AppendList(dst []byte, elems iter.Seq[[]byte]) []byte {
-	var nodes [][]byte
-	lp := newListpack()
+	// The node count comes first: the nodes are encoded after it, in
+	// place, and the count is written in front of them at the end.
+	var body []byte
+	nodes := 0
+	lp := listpack{b: make([]byte, lpHeader, quicklistNodeMax)}
+	flush := func() {
+		body = AppendLen(body, quicklistPacked)
+		body = AppendString(body, lp.finish())
+		lp.b, lp.n = lp.b[:lpHeader], 0
+		nodes++
+	}
 	for e := range elems {
 		// An element of 1 GB or more is a plain node in Redis; a
 		// listpack holds it here too (limitkv's strings stop at 512 MB).
 		if lp.n > 0 && lp.size()+len(e)+quicklistOverhead > quicklistNodeMax {
-			nodes = append(nodes, lp.finish())
-			lp = newListpack()
+			flush()
 		}
 		lp.add(e)
 	}
 	if lp.n > 0 {
-		nodes = append(nodes, lp.finish())
+		flush()
 	}
-	dst = append(dst, TypeListQuicklist2)
-	dst = AppendLen(dst, uint64(len(nodes)))
-	for _, node := range nodes {
-		dst = AppendLen(dst, quicklistPacked)
-		dst = AppendString(dst, node)
-	}
-	return dst
+	dst = AppendLen(append(dst, TypeListQuicklist2), uint64(nodes))
+	return append(dst, body...)
 }
 
 // AppendHashListpack appends a small hash (RDB_TYPE_HASH_LISTPACK): its
