@@ -127,64 +127,67 @@ func parseRestoreOpts(c *Ctx, i int) (restoreOpts, bool) {
 	return o, true
 }
 
+// cmdRestore reads and checks the payload, and builds the value in the
+// engine's encoding, before it takes the key's lock: that work grows with
+// the payload, which the client chose. Under the lock it only checks the
+// key, and stores. Its errors come in Redis's order all the same: options,
+// BUSYKEY, the TTL, the payload.
 func cmdRestore(c *Ctx) {
 	key := c.Args[1]
 	o, ok := parseRestoreOpts(c, 4)
 	if !ok {
 		return
 	}
-	sh := c.Shard(key)
-	if !o.replace && sh.Exists(c.DB, key, c.Now) {
-		c.W.Error(msgBusyKey)
-		return
-	}
-	ttl, ok := c.Int(2)
-	if !ok {
-		return
-	}
-	if ttl < 0 {
-		c.W.Error("Invalid TTL value, must be >= 0")
-		return
-	}
+	ttl, ttlOK := engine.ParseInt(c.Args[2])
+	var enc []byte
+	payloadErr := ""
 	if _, err := rdb.Open(c.Args[3]); err != nil {
-		c.W.Error(msgBadPayload)
-		return
-	}
-	// Redis reads the value from the whole argument, footer included: a
-	// value that runs into the footer is read as far as it goes.
-	v, err := rdb.Decode(c.Args[3])
-	if err != nil {
-		c.W.Error(msgBadData)
-		return
-	}
-	if ttl != 0 && !o.absTTL {
-		if ttl > math.MaxInt64-c.Now {
-			ttl = math.MaxInt64 // as far as it goes; Redis's sum would wrap
-		} else {
-			ttl += c.Now
+		payloadErr = msgBadPayload
+	} else if v, err := rdb.Decode(c.Args[3]); err != nil {
+		// Redis reads the value from the whole argument, footer
+		// included: a value that runs into the footer is read as far as
+		// it goes.
+		payloadErr = msgBadData
+	} else {
+		if ttl != 0 && !o.absTTL && ttlOK && ttl > 0 {
+			if ttl > math.MaxInt64-c.Now {
+				ttl = math.MaxInt64 // as far as it goes; Redis's sum would wrap
+			} else {
+				ttl += c.Now
+			}
 		}
+		enc, payloadErr = c.engineValue(&v, ttl)
 	}
-	if ttl != 0 && ttl <= c.Now && !c.Client.master {
-		// Already expired: the key is gone (REPLACE deletes the old one).
-		if o.replace {
-			sh.Delete(c.DB, key, c.Now)
+	lim := c.limits()
+	c.withShards(c.Srv.Eng.MaskOf(key), func() {
+		sh := c.Shard(key)
+		switch {
+		case !o.replace && sh.Exists(c.DB, key, c.Now):
+			c.W.Error(msgBusyKey)
+		case !ttlOK:
+			c.W.Error(msgNotInteger)
+		case ttl < 0:
+			c.W.Error("Invalid TTL value, must be >= 0")
+		case payloadErr != "":
+			c.W.Error(payloadErr)
+		case ttl != 0 && ttl <= c.Now && !c.Client.master:
+			// Already expired: the key is gone (REPLACE deletes the
+			// old one).
+			if o.replace {
+				sh.Delete(c.DB, key, c.Now)
+			}
+			c.W.OK()
+		default:
+			if err := sh.StoreValue(c.DB, key, enc, lim); err != nil {
+				c.W.Error(msgBadData)
+				return
+			}
+			if e, ok := sh.Raw(c.DB, key); ok {
+				sh.SetAccess(e, o.idle, int(o.freq), c.Now)
+			}
+			c.W.OK()
 		}
-		c.W.OK()
-		return
-	}
-	enc, msg := c.engineValue(&v, ttl)
-	if msg != "" {
-		c.W.Error(msg)
-		return
-	}
-	if err := sh.StoreValue(c.DB, key, enc, c.limits()); err != nil {
-		c.W.Error(msgBadData)
-		return
-	}
-	if e, ok := sh.Raw(c.DB, key); ok {
-		sh.SetAccess(e, o.idle, int(o.freq), c.Now)
-	}
-	c.W.OK()
+	})
 }
 
 // limits are the compact encodings' bounds as configured now.
@@ -196,7 +199,13 @@ func (c *Ctx) limits() engine.Limits {
 // (engine/codec.go) with expiry exp, for StoreValue, which then builds the
 // value in the form its size calls for, as Redis's loader does.
 func (c *Ctx) engineValue(v *rdb.Value, exp int64) ([]byte, string) {
-	var b []byte
+	// One allocation of the right size: a big value's encoding would
+	// otherwise be copied at each growth, under the shard's lock.
+	size := 1 + 2*binary.MaxVarintLen64 + 1 + len(v.Str)
+	for _, x := range v.Elems {
+		size += binary.MaxVarintLen64 + len(x) + 8
+	}
+	b := make([]byte, 0, size)
 	head := func(t byte) {
 		b = append(b, t)
 		b = binary.AppendUvarint(b, uint64(max(exp, 0)))

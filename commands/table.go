@@ -331,7 +331,7 @@ func commandTable() []*Spec {
 		{
 			Name:  "restore",
 			Arity: -4,
-			Flags: Write | DenyOOM,
+			Flags: Write | DenyOOM | SelfLock,
 			Run:   cmdRestore,
 		},
 		{

@@ -56,6 +56,13 @@ type Value struct {
 	// values, a sorted set's members), which with the count decides the
 	// compact encoding on the receiving side.
 	MaxLen int
+
+	// While decoding, elements go into one buffer without pointers, cut
+	// into Elems at the end: growing a slice of a million slices copies
+	// pointers under the garbage collector's write barriers, many times
+	// slower.
+	arena []byte
+	ends  []int
 }
 
 // Len is the number of elements: list elements, members, hash fields.
@@ -182,6 +189,7 @@ func Decode(payload []byte) (Value, error) {
 	default:
 		return v, ErrBadData
 	}
+	v.cut()
 	if !ok || r.err != nil || !v.check() {
 		return Value{}, ErrBadData
 	}
@@ -201,11 +209,20 @@ func (r *Reader) count() int {
 }
 
 func (v *Value) add(s []byte) {
-	if s == nil {
-		s = []byte{}
-	}
-	v.Elems = append(v.Elems, s)
+	v.arena = append(v.arena, s...)
+	v.ends = append(v.ends, len(v.arena))
 	v.MaxLen = max(v.MaxLen, len(s))
+}
+
+// cut makes Elems from the decoding buffer.
+func (v *Value) cut() {
+	v.Elems = make([][]byte, len(v.ends))
+	start := 0
+	for i, end := range v.ends {
+		v.Elems[i] = v.arena[start:end:end]
+		start = end
+	}
+	v.arena, v.ends = nil, nil
 }
 
 func (v *Value) addElement(e lpElement) bool {
