@@ -39,6 +39,7 @@ type Server struct {
 	limits    memoryLimits
 	release   memRelease
 	scripts   scriptEngine
+	migrate   migrateSockets // MIGRATE's cached connections (migrate.go)
 	// shutdownSpec is SHUTDOWN, which may stop a busy script.
 	shutdownSpec *Spec
 

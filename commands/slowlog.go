@@ -212,6 +212,8 @@ func secretArgs(spec *Spec, args [][]byte) func(int) bool {
 		}
 	case "acl|setuser":
 		return func(j int) bool { return j >= 2 }
+	case "migrate":
+		return migrateSecrets(args)
 	}
 	return none
 }

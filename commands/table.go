@@ -320,6 +320,47 @@ func commandTable() []*Spec {
 			Run:   cmdSwapDB,
 		},
 
+		// Keys as values (dump.go, docs/dump.json): DUMP and RESTORE in
+		// Redis's RDB format, MIGRATE, COPY, MOVE.
+		{
+			Name:  "dump",
+			Arity: 2,
+			Flags: ReadOnly,
+			Run:   cmdDump,
+		},
+		{
+			Name:  "restore",
+			Arity: -4,
+			Flags: Write | DenyOOM | SelfLock,
+			Run:   cmdRestore,
+		},
+		{
+			Name:  "migrate",
+			Arity: -6,
+			Flags: Write | SelfLock | MayWait,
+			Run:   cmdMigrate,
+		},
+		{
+			Name:  "copy",
+			Arity: -3,
+			Flags: Write | DenyOOM,
+			Run:   cmdCopy,
+		},
+		{
+			Name:  "move",
+			Arity: 3,
+			Flags: Write | Fast,
+			Run:   cmdMove,
+		},
+
+		// LCS (lcs.go, docs/lcs.json): computed with no lock held.
+		{
+			Name:  "lcs",
+			Arity: -3,
+			Flags: ReadOnly | SelfLock | MayWait,
+			Run:   cmdLCS,
+		},
+
 		// Connection (connection.go, docs/connection.json)
 		{
 			Name:  "ping",

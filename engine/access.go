@@ -104,3 +104,26 @@ func (s *Shard) Frequency(e Entry, now int64) int {
 func (s *Shard) Peek(db int, key []byte, now int64) (Entry, bool) {
 	return s.findLive(db, key, now, false)
 }
+
+// SetAccess sets e's access stamp as RESTORE's IDLETIME and FREQ do
+// (Redis's objectSetLRUOrLFU): under an LFU policy the counter becomes
+// freq, if freq >= 0; under any other, the last access becomes idle
+// seconds before now, if idle >= 0. The option that does not fit the
+// policy is ignored, as in Redis.
+func (s *Shard) SetAccess(e Entry, idle int64, freq int, now int64) {
+	if s.eng.Policy().LFU() {
+		if freq >= 0 {
+			setStamp(e.rec, lfuMinutes(now)<<8|uint32(min(freq, 255)))
+		}
+		return
+	}
+	if idle < 0 {
+		return
+	}
+	clock := int64(lruClock(now))
+	abs := clock - idle
+	if idle > clock { // wrapped: as Redis, half a clock's turn from now
+		abs = (clock + lruClockMax/2) % lruClockMax
+	}
+	setStamp(e.rec, uint32(abs))
+}

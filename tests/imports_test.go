@@ -25,7 +25,10 @@ var allowedImports = map[string]struct {
 	"lua51":    {ours: []string{"resp"}},
 	"persist":  {ours: []string{"engine"}},
 	"tlsconf":  {stdOnly: true},
-	"commands": {ours: []string{"engine", "resp", "lua51", "tlsconf", "replication"}},
+	"commands": {ours: []string{"engine", "resp", "lua51", "tlsconf", "replication", "rdb"}},
+	// rdb is Redis's RDB value format over plain Go values (DUMP, RESTORE,
+	// MIGRATE, FUNCTION DUMP); commands translates to and from the engine.
+	"rdb": {stdOnly: true},
 	// replication runs the links and the stream; commands drive it.
 	"replication": {ours: []string{"engine", "resp"}},
 	// metrics reads the server's counters through commands' exported
@@ -108,6 +111,8 @@ func TestForbiddenImportsCatches(t *testing.T) {
 		{"metrics", "limitkv/persist"},
 		{"replication", "limitkv/commands"},
 		{"replication", "limitkv/persist"},
+		{"rdb", "limitkv/engine"},
+		{"rdb", "limitkv/commands"},
 	} {
 		r := allowedImports[c.pkg]
 		if importAllowed(c.path, r.ours, r.stdOnly) {

@@ -1,0 +1,359 @@
+package commands
+
+import (
+	"encoding/binary"
+	"math"
+	"slices"
+
+	"limitkv/engine"
+	"limitkv/rdb"
+)
+
+// DUMP, RESTORE, MIGRATE, COPY and MOVE: keys leaving and entering as
+// values. DUMP and RESTORE speak Redis 7.0's RDB value format (package
+// rdb), so that payloads move between limitkv and redis-server either way.
+
+const (
+	msgBadPayload = "ERR DUMP payload version or checksum are wrong"
+	msgBadData    = "Bad data format"
+	msgBusyKey    = "BUSYKEY Target key name already exists."
+	msgSameObject = "source and destination objects are the same"
+	// msgDumpLimit: limitkv's rate-limit values have no counterpart among
+	// Redis's types, so no RDB payload can carry them (a made-up type
+	// number could collide with one of Redis's later versions).
+	msgDumpLimit = "rate-limit values have no Redis type: DUMP, MIGRATE cannot carry them (COPY, MOVE and RENAME can)"
+)
+
+// dumpValue appends the RDB payload of e (type byte and value, no
+// envelope). The shard is locked. It fails with a reply text for a value
+// that has no RDB form.
+func dumpValue(dst []byte, sh *engine.Shard, e engine.Entry) ([]byte, string) {
+	switch e.Kind() {
+	case engine.KindString:
+		var scratch [24]byte
+		v, err := e.StringOf(scratch[:0])
+		if err != nil {
+			return dst, err.Error()
+		}
+		return rdb.AppendStringValue(dst, v), ""
+	case engine.KindList:
+		return rdb.AppendList(dst, sh.Object(e).(*engine.List).All()), ""
+	case engine.KindHash:
+		h := sh.Object(e).(*engine.Hash)
+		if h.Encoding() == "listpack" {
+			return rdb.AppendHashListpack(dst, h.All()), ""
+		}
+		return rdb.AppendHash(dst, h.Len(), h.All()), ""
+	case engine.KindZSet:
+		z := sh.Object(e).(*engine.ZSet)
+		if z.Encoding() == "listpack" {
+			return rdb.AppendZSetListpack(dst, z.All()), ""
+		}
+		desc := func(yield func([]byte, float64) bool) { z.Range(0, z.Len(), true, nil, yield) }
+		return rdb.AppendZSet2(dst, z.Len(), desc), ""
+	case engine.KindSet:
+		st := sh.Object(e).(*engine.Set)
+		if st.IsIntset() {
+			// All formats an intset's members in one buffer: each is
+			// read back at once.
+			ints := make([]int64, 0, st.Len())
+			for m := range st.All() {
+				v, _ := rdb.ParseInt(m)
+				ints = append(ints, v)
+			}
+			return rdb.AppendSetIntset(dst, ints), ""
+		}
+		members := make([][]byte, 0, st.Len())
+		for m := range st.All() {
+			members = append(members, m)
+		}
+		return rdb.AppendSet(dst, members), ""
+	case engine.KindLimit:
+		return dst, msgDumpLimit
+	}
+	return dst, msgDumpLimit
+}
+
+func cmdDump(c *Ctx) {
+	key := c.Args[1]
+	sh := c.Shard(key)
+	e, ok := sh.Lookup(c.DB, key, c.Now)
+	if !ok {
+		c.W.Null()
+		return
+	}
+	payload, msg := dumpValue(nil, sh, e)
+	if msg != "" {
+		c.W.Error(msg)
+		return
+	}
+	c.W.Bulk(rdb.Seal(payload))
+}
+
+// restoreOpts are RESTORE's options after its payload.
+type restoreOpts struct {
+	replace, absTTL bool
+	idle            int64 // -1: not given
+	freq            int64 // -1: not given
+}
+
+// parseRestoreOpts reads the options from argument i on as restoreCommand
+// does: IDLETIME and FREQ exclude each other (the second is a syntax
+// error), and each value is checked as it is read.
+func parseRestoreOpts(c *Ctx, i int) (restoreOpts, bool) {
+	o := restoreOpts{idle: -1, freq: -1}
+	for ; i < len(c.Args); i++ {
+		more := len(c.Args) - i - 1
+		switch {
+		case is(c.Args[i], "REPLACE"):
+			o.replace = true
+		case is(c.Args[i], "ABSTTL"):
+			o.absTTL = true
+		case is(c.Args[i], "IDLETIME") && more >= 1 && o.freq == -1:
+			n, ok := c.Int(i + 1)
+			if !ok {
+				return o, false
+			}
+			if n < 0 {
+				c.W.Error("Invalid IDLETIME value, must be >= 0")
+				return o, false
+			}
+			o.idle = n
+			i++
+		case is(c.Args[i], "FREQ") && more >= 1 && o.idle == -1:
+			n, ok := c.Int(i + 1)
+			if !ok {
+				return o, false
+			}
+			if n < 0 || n > 255 {
+				c.W.Error("Invalid FREQ value, must be >= 0 and <= 255")
+				return o, false
+			}
+			o.freq = n
+			i++
+		default:
+			c.W.Error(msgSyntax)
+			return o, false
+		}
+	}
+	return o, true
+}
+
+// cmdRestore reads and checks the payload, and builds the value in the
+// engine's encoding, before it takes the key's lock: that work grows with
+// the payload, which the client chose. Under the lock it only checks the
+// key, and stores. Its errors come in Redis's order all the same: options,
+// BUSYKEY, the TTL, the payload.
+func cmdRestore(c *Ctx) {
+	key := c.Args[1]
+	o, ok := parseRestoreOpts(c, 4)
+	if !ok {
+		return
+	}
+	ttl, ttlOK := engine.ParseInt(c.Args[2])
+	var enc []byte
+	payloadErr := ""
+	if _, err := rdb.Open(c.Args[3]); err != nil {
+		payloadErr = msgBadPayload
+	} else if v, err := rdb.Decode(c.Args[3]); err != nil {
+		// Redis reads the value from the whole argument, footer
+		// included: a value that runs into the footer is read as far as
+		// it goes.
+		payloadErr = msgBadData
+	} else {
+		if ttl != 0 && !o.absTTL && ttlOK && ttl > 0 {
+			if ttl > math.MaxInt64-c.Now {
+				ttl = math.MaxInt64 // as far as it goes; Redis's sum would wrap
+			} else {
+				ttl += c.Now
+			}
+		}
+		enc, payloadErr = c.engineValue(&v, ttl)
+	}
+	lim := c.limits()
+	c.withShards(c.Srv.Eng.MaskOf(key), func() {
+		sh := c.Shard(key)
+		switch {
+		case !o.replace && sh.Exists(c.DB, key, c.Now):
+			c.W.Error(msgBusyKey)
+		case !ttlOK:
+			c.W.Error(msgNotInteger)
+		case ttl < 0:
+			c.W.Error("Invalid TTL value, must be >= 0")
+		case payloadErr != "":
+			c.W.Error(payloadErr)
+		case ttl != 0 && ttl <= c.Now && !c.Client.master:
+			// Already expired: the key is gone (REPLACE deletes the
+			// old one).
+			if o.replace {
+				sh.Delete(c.DB, key, c.Now)
+			}
+			c.W.OK()
+		default:
+			if err := sh.StoreValue(c.DB, key, enc, lim); err != nil {
+				c.W.Error(msgBadData)
+				return
+			}
+			if e, ok := sh.Raw(c.DB, key); ok {
+				sh.SetAccess(e, o.idle, int(o.freq), c.Now)
+			}
+			c.W.OK()
+		}
+	})
+}
+
+// limits are the compact encodings' bounds as configured now.
+func (c *Ctx) limits() engine.Limits {
+	return engine.Limits{Hash: c.hashLimits(), ZSet: c.zsetLimits(), Set: c.Srv.Cfg.SetLimits()}
+}
+
+// engineValue turns a decoded payload into the engine's value encoding
+// (engine/codec.go) with expiry exp, for StoreValue, which then builds the
+// value in the form its size calls for, as Redis's loader does.
+func (c *Ctx) engineValue(v *rdb.Value, exp int64) ([]byte, string) {
+	// One allocation of the right size: a big value's encoding would
+	// otherwise be copied at each growth, under the shard's lock.
+	size := 1 + 2*binary.MaxVarintLen64 + 1 + len(v.Str)
+	for _, x := range v.Elems {
+		size += binary.MaxVarintLen64 + len(x) + 8
+	}
+	b := make([]byte, 0, size)
+	head := func(t byte) {
+		b = append(b, t)
+		b = binary.AppendUvarint(b, uint64(max(exp, 0)))
+	}
+	addAll := func(xs [][]byte) {
+		for _, x := range xs {
+			b = binary.AppendUvarint(b, uint64(len(x)))
+			b = append(b, x...)
+		}
+	}
+	switch v.Kind {
+	case rdb.KindString:
+		head('s')
+		b = append(b, v.Str...)
+	case rdb.KindList:
+		head('l')
+		b = binary.AppendUvarint(b, uint64(len(v.Elems)))
+		addAll(v.Elems)
+	case rdb.KindHash:
+		head('h')
+		b = binary.AppendUvarint(b, uint64(v.Len()))
+		addAll(v.Elems)
+	case rdb.KindZSet:
+		// Members in rank order: a ZSET_2 payload lists them from the
+		// top down.
+		ms, ss := v.Elems, v.Scores
+		if v.Type == rdb.TypeZSet2 || v.Type == rdb.TypeZSet {
+			ms, ss = slices.Clone(ms), slices.Clone(ss)
+			slices.Reverse(ms)
+			slices.Reverse(ss)
+		}
+		lim := c.zsetLimits()
+		head('z')
+		large := byte(0)
+		if len(ms) > lim.Entries || v.MaxLen > lim.Value {
+			large = 1
+		}
+		b = append(b, large)
+		b = binary.AppendUvarint(b, uint64(len(ms)))
+		for i, m := range ms {
+			b = binary.AppendUvarint(b, uint64(len(m)))
+			b = append(b, m...)
+			b = binary.LittleEndian.AppendUint64(b, math.Float64bits(ss[i]))
+		}
+	case rdb.KindSet:
+		// As Redis's loader: a set longer than set-max-intset-entries
+		// starts as a hashtable; a shorter one starts as an intset and
+		// becomes a hashtable at its first member that is not an integer
+		// (Shard.Restore adds them with the limits).
+		head('S')
+		hashtable := byte(0)
+		if len(v.Elems) > c.Srv.Cfg.SetLimits().IntsetEntries {
+			hashtable = 1
+		}
+		b = append(b, hashtable)
+		b = binary.AppendUvarint(b, uint64(len(v.Elems)))
+		addAll(v.Elems)
+	default:
+		return nil, msgBadData
+	}
+	return b, ""
+}
+
+func cmdCopy(c *Ctx) {
+	src, dst := c.Args[1], c.Args[2]
+	db, replace := c.DB, false
+	for i := 3; i < len(c.Args); i++ {
+		switch {
+		case is(c.Args[i], "REPLACE"):
+			replace = true
+		case is(c.Args[i], "DB") && i+1 < len(c.Args):
+			n, ok := c.dbIndex(i+1, msgNotInteger)
+			if !ok {
+				return
+			}
+			db = n
+			i++
+		default:
+			c.W.Error(msgSyntax)
+			return
+		}
+	}
+	if db == c.DB && string(src) == string(dst) {
+		c.W.Error(msgSameObject)
+		return
+	}
+	from, to := c.Shard(src), c.Shard(dst)
+	if _, ok := from.Lookup(c.DB, src, c.Now); !ok {
+		c.W.Int(0)
+		return
+	}
+	if !replace && to.Exists(db, dst, c.Now) {
+		c.W.Int(0)
+		return
+	}
+	// Looking dst up may have expired it and moved src's slot: find again.
+	e, ok := from.Peek(c.DB, src, c.Now)
+	if !ok {
+		c.W.Int(0)
+		return
+	}
+	v, err := engine.AppendValue(nil, from, e)
+	if err == nil {
+		err = to.StoreValue(db, dst, v, c.limits())
+	}
+	if err != nil {
+		c.Err(err)
+		return
+	}
+	c.W.Int(1)
+}
+
+func cmdMove(c *Ctx) {
+	key := c.Args[1]
+	db, ok := c.dbIndex(2, msgNotInteger)
+	if !ok {
+		return
+	}
+	if db == c.DB {
+		c.W.Error(msgSameObject)
+		return
+	}
+	sh := c.Shard(key)
+	if _, ok := sh.Find(c.DB, key, c.Now); !ok {
+		c.W.Int(0)
+		return
+	}
+	if sh.Exists(db, key, c.Now) {
+		c.W.Int(0)
+		return
+	}
+	e, ok := sh.Find(c.DB, key, c.Now)
+	if !ok {
+		c.W.Int(0)
+		return
+	}
+	engine.Move(sh, e, sh, db, key)
+	c.W.Int(1)
+}
