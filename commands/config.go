@@ -49,6 +49,7 @@ type Config struct {
 	lfuDecayTime  atomic.Int64
 	evictTenacity atomic.Int64
 	listpack      [4]atomic.Int64 // hash entries, hash value, zset entries, zset value
+	hllSparseMax  atomic.Int64    // hll-sparse-max-bytes (hll.go)
 	aclLogMax     atomic.Int64
 	// users are the config file's "user" lines (Server.LoadUsers).
 	users []userLine
@@ -222,6 +223,9 @@ func configParams() []*param {
 		{name: "list-max-listpack-size", alias: "list-max-ziplist-size", kind: pInt, def: "-2", min: -5, max: 1<<31 - 1,
 			help: "accepted for compatibility"},
 		{name: "list-compress-depth", kind: pInt, def: "0", min: 0, max: 1<<31 - 1, help: "accepted for compatibility"},
+		{name: "hll-sparse-max-bytes", kind: pMemory, def: "3000", min: 0, max: 1<<63 - 1,
+			help:  "a sparse HyperLogLog that would grow past this many bytes turns dense",
+			apply: func(c *Config, _ string, n int64) { c.hllSparseMax.Store(n) }},
 		{name: "set-max-intset-entries", kind: pInt, def: "512", min: 0, max: 1<<63 - 1, help: "accepted for compatibility"},
 		{name: "save", def: "", help: "accepted for compatibility; snapshots follow snapshot-interval"},
 		{name: "appendonly", kind: pBool, def: "no", help: "accepted for compatibility; limitkv persists by snapshots"},

@@ -1210,6 +1210,26 @@ func commandTable() []*Spec {
 			Run:   cmdBitOp,
 		},
 
+		// HyperLogLog (hll.go, docs/hll.json)
+		{
+			Name:  "pfadd",
+			Arity: -2,
+			Flags: Write | DenyOOM | Fast | AsIs,
+			Run:   cmdPFAdd,
+		},
+		{
+			Name:  "pfcount",
+			Arity: -2,
+			Flags: ReadOnly | AsIs,
+			Run:   cmdPFCount,
+		},
+		{
+			Name:  "pfmerge",
+			Arity: -2,
+			Flags: Write | DenyOOM | AsIs,
+			Run:   cmdPFMerge,
+		},
+
 		// Sorted sets (zsets.go, docs/zsets.json)
 		{
 			Name:  "zadd",
