@@ -212,7 +212,7 @@ func (r *luaRunner) resolveCall(argv [][]byte) (*Spec, string) {
 		spec.reject.Add(1)
 		return nil, msg
 	}
-	if r.readOnly && spec.Flags&Write != 0 {
+	if r.readOnly && spec.Flags&(Write|MayReplicate) != 0 {
 		spec.reject.Add(1)
 		return nil, "Write commands are not allowed from read-only scripts."
 	}

@@ -59,6 +59,11 @@ const (
 	// commands that need no authentication (AUTH's penalty sleeps) are
 	// counted as waiting without saying so. COMMAND does not show it.
 	MayWait
+	// MayReplicate: a read that may change its key (PFCOUNT caches the
+	// count in the string): scripts count it as a write, so read-only
+	// ones refuse it, as Redis's CMD_MAY_REPLICATE. COMMAND does not show
+	// it.
+	MayReplicate
 )
 
 // flagNames lists the flags COMMAND shows, in the order Redis shows them.

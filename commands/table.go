@@ -1220,7 +1220,7 @@ func commandTable() []*Spec {
 		{
 			Name:  "pfcount",
 			Arity: -2,
-			Flags: ReadOnly | AsIs,
+			Flags: ReadOnly | MayReplicate | AsIs,
 			Run:   cmdPFCount,
 		},
 		{
