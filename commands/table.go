@@ -1210,6 +1210,20 @@ func commandTable() []*Spec {
 			Run:   cmdBitOp,
 		},
 
+		// BITFIELD (bitfield.go, docs/bitfield.json)
+		{
+			Name:  "bitfield",
+			Arity: -2,
+			Flags: Write | DenyOOM | AsIs,
+			Run:   cmdBitfield,
+		},
+		{
+			Name:  "bitfield_ro",
+			Arity: -2,
+			Flags: ReadOnly | Fast,
+			Run:   cmdBitfieldRO,
+		},
+
 		// HyperLogLog (hll.go, docs/hll.json)
 		{
 			Name:  "pfadd",
