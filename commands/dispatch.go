@@ -439,6 +439,9 @@ func (s *Server) runLocked(c *Ctx) {
 	for _, i := range spec.keyPositions(c.Args, pos[:0]) {
 		m = s.Eng.Add(m, c.Args[i])
 	}
+	if spec.LockAll != nil && spec.LockAll(c.Args) {
+		m = engine.AllShards
+	}
 	if !c.held {
 		s.Eng.Lock(m)
 		defer s.Eng.Unlock(m)

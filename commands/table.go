@@ -1210,6 +1210,25 @@ func commandTable() []*Spec {
 			Run:   cmdBitOp,
 		},
 
+		// SORT (sort.go, docs/sort.json): key functions find the STORE key,
+		// and BY and GET patterns lock every shard.
+		{
+			Name:    "sort",
+			Arity:   -2,
+			Flags:   Write | DenyOOM | MayWait,
+			Run:     cmdSort,
+			Keys:    sortKeys,
+			LockAll: sortReadsPatterns(false),
+		},
+		{
+			Name:    "sort_ro",
+			Arity:   -2,
+			Flags:   ReadOnly | MayWait,
+			Run:     cmdSortRO,
+			Keys:    sortROKeys,
+			LockAll: sortReadsPatterns(true),
+		},
+
 		// BITFIELD (bitfield.go, docs/bitfield.json)
 		{
 			Name:  "bitfield",
