@@ -32,7 +32,7 @@ const (
 
 // sortOpts are SORT's parsed options.
 type sortOpts struct {
-	desc, alpha, dontsort bool
+	desc, alpha, dontsort  bool
 	limitStart, limitCount int64
 	hasBy, hasStore        bool
 	by, store              []byte

@@ -34,7 +34,7 @@ type argDoc struct {
 	// MultipleToken: the token repeats with each repetition ("[GET
 	// pattern]...": GET a GET b), Redis's multiple_token.
 	MultipleToken bool
-	Args     []*argDoc
+	Args          []*argDoc
 }
 
 var integerNames = map[string]bool{
