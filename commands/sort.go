@@ -2,7 +2,6 @@ package commands
 
 import (
 	"bytes"
-	"slices"
 
 	"limitkv/engine"
 )
@@ -366,6 +365,7 @@ func sortCommand(c *Ctx, readOnly bool) {
 	}
 
 	var keyBuf []byte
+	var order []int32 // the sorted order of items; nil: as loaded
 	if !o.dontsort {
 		badScore := false
 		var wbuf []byte
@@ -400,7 +400,13 @@ func sortCommand(c *Ctx, readOnly bool) {
 			c.W.Error(msgSortScores)
 			return
 		}
-		sortItems(items, &o, start, end)
+		order = sortItems(items, &o, start, end)
+	}
+	at := func(j int64) *sortItem {
+		if order != nil {
+			return &items[order[j]]
+		}
+		return &items[j]
 	}
 
 	outLen := max(end-start+1, 0)
@@ -411,7 +417,7 @@ func sortCommand(c *Ctx, readOnly bool) {
 		c.W.Array(int(outLen))
 		var vbuf []byte
 		for j := start; j <= end; j++ {
-			it := &items[j]
+			it := at(j)
 			if len(o.gets) == 0 {
 				c.W.Bulk(it.elem)
 			}
@@ -437,7 +443,7 @@ func sortCommand(c *Ctx, readOnly bool) {
 	out := engine.NewList()
 	var vbuf []byte
 	for j := start; j <= end; j++ {
-		it := &items[j]
+		it := at(j)
 		if len(o.gets) == 0 {
 			out.PushTail(it.elem)
 			continue
@@ -452,14 +458,14 @@ func sortCommand(c *Ctx, readOnly bool) {
 	c.W.Int(outLen)
 }
 
-// sortItems sorts as Redis's sortCompare orders: numbers by score, ties
-// by the elements' bytes; ALPHA by the elements, or by the weights (a
-// missing one first); strings compared as C's strcoll in the C locale
-// (up to a NUL) unless the result is stored (all bytes). Elements whose
-// ALPHA weights are equal come out in the order Redis's sorts leave them:
-// a stable sort, as glibc's qsort (a merge sort) is; with BY and a LIMIT
-// window, Redis's partial quicksort (pqsort.c), ported as it is.
-func sortItems(items []sortItem, o *sortOpts, start, end int64) {
+// sortItems returns the order in which Redis's sortCompare puts items:
+// numbers by score, ties by the elements' bytes; ALPHA by the elements,
+// or by the weights (a missing one first); strings compared as C's
+// strcoll in the C locale (up to a NUL) unless the result is stored (all
+// bytes). Items that compare equal (ALPHA weights) come out where Redis's
+// sorts leave them: a stable merge sort, as glibc's qsort is; with BY and a
+// LIMIT window, Redis's partial quicksort (pqsort.c), ported as it is.
+func sortItems(items []sortItem, o *sortOpts, start, end int64) []int32 {
 	strcmp := func(a, b []byte) int {
 		if o.hasStore {
 			return bytes.Compare(a, b)
@@ -489,21 +495,60 @@ func sortItems(items []sortItem, o *sortOpts, start, end int64) {
 		}
 		return strcmp(a.elem, b.elem)
 	}
-	order := cmp
-	if o.desc {
-		order = func(a, b *sortItem) int { return -cmp(a, b) }
+	order := make([]int32, len(items))
+	for i := range order {
+		order[i] = int32(i)
 	}
+	sign := 1
+	if o.desc {
+		sign = -1
+	}
+	byIndex := func(a, b int32) int { return sign * cmp(&items[a], &items[b]) }
 	if o.hasBy && (start != 0 || end != int64(len(items))-1) {
-		pqsort(items, 0, len(items), order, int(start), int(end))
+		pqsort(order, 0, len(order), byIndex, int(start), int(end))
+		return order
+	}
+	mergeSort(order, make([]int32, len(order)), byIndex)
+	return order
+}
+
+// mergeSort sorts v stably (tmp: scratch as long as v): a top-down merge
+// sort as glibc's qsort does, runs of up to 12 by insertion.
+func mergeSort(v, tmp []int32, cmp func(a, b int32) int) {
+	if len(v) <= 12 {
+		for i := 1; i < len(v); i++ {
+			for j := i; j > 0 && cmp(v[j-1], v[j]) > 0; j-- {
+				v[j-1], v[j] = v[j], v[j-1]
+			}
+		}
 		return
 	}
-	slices.SortStableFunc(items, func(a, b sortItem) int { return order(&a, &b) })
+	h := len(v) / 2
+	mergeSort(v[:h], tmp[:h], cmp)
+	mergeSort(v[h:], tmp[h:], cmp)
+	if cmp(v[h-1], v[h]) <= 0 {
+		return // already in order
+	}
+	copy(tmp, v)
+	a, b, k := 0, h, 0
+	for a < h && b < len(v) {
+		if cmp(tmp[a], tmp[b]) <= 0 {
+			v[k] = tmp[a]
+			a++
+		} else {
+			v[k] = tmp[b]
+			b++
+		}
+		k++
+	}
+	k += copy(v[k:], tmp[a:h])
+	copy(v[k:], tmp[b:])
 }
 
 // pqsort is Redis's pqsort.c (Bentley and McIlroy's quicksort, skipping
 // the partitions that lie outside ranks lo..hi) on v[base:base+n], in
 // indexes rather than byte pointers.
-func pqsort(v []sortItem, base, n int, cmp func(a, b *sortItem) int, lo, hi int) {
+func pqsort(v []int32, base, n int, cmp func(a, b int32) int, lo, hi int) {
 	swap := func(i, j int) { v[i], v[j] = v[j], v[i] }
 	vecswap := func(i, j, n int) {
 		for ; n > 0; n-- {
@@ -513,19 +558,19 @@ func pqsort(v []sortItem, base, n int, cmp func(a, b *sortItem) int, lo, hi int)
 		}
 	}
 	med3 := func(a, b, c int) int {
-		if cmp(&v[a], &v[b]) < 0 {
-			if cmp(&v[b], &v[c]) < 0 {
+		if cmp(v[a], v[b]) < 0 {
+			if cmp(v[b], v[c]) < 0 {
 				return b
 			}
-			if cmp(&v[a], &v[c]) < 0 {
+			if cmp(v[a], v[c]) < 0 {
 				return c
 			}
 			return a
 		}
-		if cmp(&v[b], &v[c]) > 0 {
+		if cmp(v[b], v[c]) > 0 {
 			return b
 		}
-		if cmp(&v[a], &v[c]) < 0 {
+		if cmp(v[a], v[c]) < 0 {
 			return a
 		}
 		return c
@@ -536,7 +581,7 @@ func pqsort(v []sortItem, base, n int, cmp func(a, b *sortItem) int, lo, hi int)
 	for {
 		if n < 7 {
 			for pm := base + 1; pm < base+n; pm++ {
-				for pl := pm; pl > base && cmp(&v[pl-1], &v[pl]) > 0; pl-- {
+				for pl := pm; pl > base && cmp(v[pl-1], v[pl]) > 0; pl-- {
 					swap(pl, pl-1)
 				}
 			}
@@ -558,7 +603,7 @@ func pqsort(v []sortItem, base, n int, cmp func(a, b *sortItem) int, lo, hi int)
 		pc, pd := base+n-1, base+n-1
 		for {
 			for pb <= pc {
-				r := cmp(&v[pb], &v[base])
+				r := cmp(v[pb], v[base])
 				if r > 0 {
 					break
 				}
@@ -569,7 +614,7 @@ func pqsort(v []sortItem, base, n int, cmp func(a, b *sortItem) int, lo, hi int)
 				pb++
 			}
 			for pb <= pc {
-				r := cmp(&v[pc], &v[base])
+				r := cmp(v[pc], v[base])
 				if r < 0 {
 					break
 				}

@@ -12,6 +12,9 @@ import (
 // empty string is 0; NaN and results out of range (overflow, and underflow
 // to zero or to a subnormal, for which strtod sets ERANGE) are refused.
 func ParseSortWeight(b []byte) (float64, bool) {
+	if v, ok := ParseInt(b); ok && v < 1<<53 && v > -1<<53 {
+		return float64(v), true // the common case, exact, without strconv
+	}
 	if i := bytes.IndexByte(b, 0); i >= 0 {
 		b = b[:i]
 	}
