@@ -260,12 +260,10 @@ func sortCommand(c *Ctx, readOnly bool) {
 		case engine.KindZSet:
 			zset = s.Object(e).(*engine.ZSet)
 		case engine.KindSet:
-			// i16-sets: read the set here. isSet = true, then load its
-			// members into items below (any order), where the
-			// "KindSet members" marker is. As Redis does, a set sorted
-			// BY a constant with STORE (or from a script) is sorted
-			// ALPHA anyway, so that replicas and scripts see one order:
-			// that is the isSet test after this switch.
+			// SETS GO HERE (branch i16-sets, wired at the merge):
+			//	set = s.Object(e).(*engine.Set); isSet = true
+			// with n = set.Len() below and the members loaded at the
+			// "SET MEMBERS" marker. Until then no key is a set.
 			c.W.Error(msgWrongType)
 			return
 		default:
@@ -273,6 +271,9 @@ func sortCommand(c *Ctx, readOnly bool) {
 			return
 		}
 	}
+	// A set sorted BY a constant is sorted ALPHA anyway when stored (and,
+	// in Redis, when called from a script: add that test with the sets),
+	// so that replicas and scripts see one order.
 	if isSet && o.dontsort && o.hasStore {
 		o.dontsort, o.alpha, o.hasBy = false, true, false
 	}
@@ -307,7 +308,7 @@ func sortCommand(c *Ctx, readOnly bool) {
 		arena = append(arena, v...)
 		items = append(items, sortItem{elem: arena[off:len(arena):len(arena)]})
 	}
-	if o.dontsort && (start != 0 || end != vlen-1) {
+	if (list != nil || zset != nil) && o.dontsort && (start != 0 || end != vlen-1) {
 		vlen = max(end-start+1, 0)
 	}
 	items = make([]sortItem, 0, vlen)
@@ -353,7 +354,7 @@ func sortCommand(c *Ctx, readOnly bool) {
 			add(m)
 			return true
 		})
-		// KindSet members: the set's members go here, when sets exist.
+		// SET MEMBERS: case set != nil: for m := range set.All() { add(m) }
 	}
 	// The arena may have moved as it grew: point the items at its final
 	// bytes.
