@@ -459,6 +459,16 @@ func sortCommand(c *Ctx, readOnly bool) {
 	c.W.Int(outLen)
 }
 
+// sortKey is what an item sorts by, packed for the sort to move: its
+// score, or the string ALPHA compares (cut at a NUL as strcoll reads it,
+// unless the result is stored), and the item's index.
+type sortKey struct {
+	score float64
+	s     []byte // ALPHA: the string; numbers: the element, for ties
+	has   bool   // ALPHA with BY: the weight exists
+	idx   int32
+}
+
 // sortItems returns the order in which Redis's sortCompare puts items:
 // numbers by score, ties by the elements' bytes; ALPHA by the elements,
 // or by the weights (a missing one first); strings compared as C's
@@ -467,58 +477,72 @@ func sortCommand(c *Ctx, readOnly bool) {
 // sorts leave them: a stable merge sort, as glibc's qsort is; with BY and a
 // LIMIT window, Redis's partial quicksort (pqsort.c), ported as it is.
 func sortItems(items []sortItem, o *sortOpts, start, end int64) []int32 {
-	strcmp := func(a, b []byte) int {
-		if o.hasStore {
-			return bytes.Compare(a, b)
-		}
-		return bytes.Compare(cstr(a), cstr(b))
-	}
-	cmp := func(a, b *sortItem) int {
+	keys := make([]sortKey, len(items))
+	for i := range items {
+		it := &items[i]
+		k := &keys[i]
+		k.idx = int32(i)
 		switch {
 		case !o.alpha:
+			k.score, k.s = it.score, it.elem
+		case o.hasBy:
+			k.s, k.has = it.cmp, it.hasCmp
+		default:
+			k.s = it.elem
+		}
+		if o.alpha && !o.hasStore {
+			k.s = cstr(k.s)
+		}
+	}
+	var cmp func(a, b *sortKey) int
+	switch {
+	case !o.alpha:
+		cmp = func(a, b *sortKey) int {
 			switch {
 			case a.score > b.score:
 				return 1
 			case a.score < b.score:
 				return -1
 			}
-			return bytes.Compare(a.elem, b.elem)
-		case o.hasBy:
+			return bytes.Compare(a.s, b.s)
+		}
+	case o.hasBy:
+		cmp = func(a, b *sortKey) int {
 			switch {
-			case !a.hasCmp && !b.hasCmp:
+			case !a.has && !b.has:
 				return 0
-			case !a.hasCmp:
+			case !a.has:
 				return -1
-			case !b.hasCmp:
+			case !b.has:
 				return 1
 			}
-			return strcmp(a.cmp, b.cmp)
+			return bytes.Compare(a.s, b.s)
 		}
-		return strcmp(a.elem, b.elem)
+	default:
+		cmp = func(a, b *sortKey) int { return bytes.Compare(a.s, b.s) }
 	}
-	order := make([]int32, len(items))
-	for i := range order {
-		order[i] = int32(i)
-	}
-	sign := 1
 	if o.desc {
-		sign = -1
+		asc := cmp
+		cmp = func(a, b *sortKey) int { return -asc(a, b) }
 	}
-	byIndex := func(a, b int32) int { return sign * cmp(&items[a], &items[b]) }
 	if o.hasBy && (start != 0 || end != int64(len(items))-1) {
-		pqsort(order, 0, len(order), byIndex, int(start), int(end))
-		return order
+		pqsort(keys, 0, len(keys), cmp, int(start), int(end))
+	} else {
+		mergeSort(keys, make([]sortKey, len(keys)), cmp)
 	}
-	mergeSort(order, make([]int32, len(order)), byIndex)
+	order := make([]int32, len(keys))
+	for i := range keys {
+		order[i] = keys[i].idx
+	}
 	return order
 }
 
 // mergeSort sorts v stably (tmp: scratch as long as v): a top-down merge
 // sort as glibc's qsort does, runs of up to 12 by insertion.
-func mergeSort(v, tmp []int32, cmp func(a, b int32) int) {
+func mergeSort(v, tmp []sortKey, cmp func(a, b *sortKey) int) {
 	if len(v) <= 12 {
 		for i := 1; i < len(v); i++ {
-			for j := i; j > 0 && cmp(v[j-1], v[j]) > 0; j-- {
+			for j := i; j > 0 && cmp(&v[j-1], &v[j]) > 0; j-- {
 				v[j-1], v[j] = v[j], v[j-1]
 			}
 		}
@@ -527,13 +551,13 @@ func mergeSort(v, tmp []int32, cmp func(a, b int32) int) {
 	h := len(v) / 2
 	mergeSort(v[:h], tmp[:h], cmp)
 	mergeSort(v[h:], tmp[h:], cmp)
-	if cmp(v[h-1], v[h]) <= 0 {
+	if cmp(&v[h-1], &v[h]) <= 0 {
 		return // already in order
 	}
 	copy(tmp, v)
 	a, b, k := 0, h, 0
 	for a < h && b < len(v) {
-		if cmp(tmp[a], tmp[b]) <= 0 {
+		if cmp(&tmp[a], &tmp[b]) <= 0 {
 			v[k] = tmp[a]
 			a++
 		} else {
@@ -549,7 +573,7 @@ func mergeSort(v, tmp []int32, cmp func(a, b int32) int) {
 // pqsort is Redis's pqsort.c (Bentley and McIlroy's quicksort, skipping
 // the partitions that lie outside ranks lo..hi) on v[base:base+n], in
 // indexes rather than byte pointers.
-func pqsort(v []int32, base, n int, cmp func(a, b int32) int, lo, hi int) {
+func pqsort(v []sortKey, base, n int, cmp func(a, b *sortKey) int, lo, hi int) {
 	swap := func(i, j int) { v[i], v[j] = v[j], v[i] }
 	vecswap := func(i, j, n int) {
 		for ; n > 0; n-- {
@@ -559,19 +583,19 @@ func pqsort(v []int32, base, n int, cmp func(a, b int32) int, lo, hi int) {
 		}
 	}
 	med3 := func(a, b, c int) int {
-		if cmp(v[a], v[b]) < 0 {
-			if cmp(v[b], v[c]) < 0 {
+		if cmp(&v[a], &v[b]) < 0 {
+			if cmp(&v[b], &v[c]) < 0 {
 				return b
 			}
-			if cmp(v[a], v[c]) < 0 {
+			if cmp(&v[a], &v[c]) < 0 {
 				return c
 			}
 			return a
 		}
-		if cmp(v[b], v[c]) > 0 {
+		if cmp(&v[b], &v[c]) > 0 {
 			return b
 		}
-		if cmp(v[a], v[c]) < 0 {
+		if cmp(&v[a], &v[c]) < 0 {
 			return a
 		}
 		return c
@@ -582,7 +606,7 @@ func pqsort(v []int32, base, n int, cmp func(a, b int32) int, lo, hi int) {
 	for {
 		if n < 7 {
 			for pm := base + 1; pm < base+n; pm++ {
-				for pl := pm; pl > base && cmp(v[pl-1], v[pl]) > 0; pl-- {
+				for pl := pm; pl > base && cmp(&v[pl-1], &v[pl]) > 0; pl-- {
 					swap(pl, pl-1)
 				}
 			}
@@ -604,7 +628,7 @@ func pqsort(v []int32, base, n int, cmp func(a, b int32) int, lo, hi int) {
 		pc, pd := base+n-1, base+n-1
 		for {
 			for pb <= pc {
-				r := cmp(v[pb], v[base])
+				r := cmp(&v[pb], &v[base])
 				if r > 0 {
 					break
 				}
@@ -615,7 +639,7 @@ func pqsort(v []int32, base, n int, cmp func(a, b int32) int, lo, hi int) {
 				pb++
 			}
 			for pb <= pc {
-				r := cmp(v[pc], v[base])
+				r := cmp(&v[pc], &v[base])
 				if r < 0 {
 					break
 				}

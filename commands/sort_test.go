@@ -3,6 +3,7 @@ package commands
 import (
 	"math/rand"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -67,23 +68,26 @@ func TestSortLocksEveryShard(t *testing.T) {
 // right items in its window, whatever the ties.
 func TestSortOrders(t *testing.T) {
 	rng := rand.New(rand.NewSource(1))
+	cmp := func(a, b *sortKey) int { return int(a.score - b.score) }
+	idxs := func(v []sortKey) []int32 {
+		out := make([]int32, len(v))
+		for i := range v {
+			out[i] = v[i].idx
+		}
+		return out
+	}
 	for round := 0; round < 300; round++ {
 		n := rng.Intn(200)
-		keys := make([]int, n)
-		for i := range keys {
-			keys[i] = rng.Intn(1 + n/3)
-		}
-		cmp := func(a, b int32) int { return keys[a] - keys[b] }
-		v := make([]int32, n)
+		v := make([]sortKey, n)
 		for i := range v {
-			v[i] = int32(i)
+			v[i] = sortKey{score: float64(rng.Intn(1 + n/3)), idx: int32(i)}
 		}
 		want := slices.Clone(v)
-		slices.SortStableFunc(want, cmp)
+		slices.SortStableFunc(want, func(a, b sortKey) int { return cmp(&a, &b) })
 		got := slices.Clone(v)
-		mergeSort(got, make([]int32, n), cmp)
-		if !slices.Equal(got, want) {
-			t.Fatalf("mergeSort of %v: %v, want %v", keys, got, want)
+		mergeSort(got, make([]sortKey, n), cmp)
+		if !slices.Equal(idxs(got), idxs(want)) {
+			t.Fatalf("mergeSort: %v, want %v", idxs(got), idxs(want))
 		}
 		if n == 0 {
 			continue
@@ -93,14 +97,39 @@ func TestSortOrders(t *testing.T) {
 		p := slices.Clone(v)
 		pqsort(p, 0, n, cmp, lo, hi)
 		for i := lo; i <= hi; i++ {
-			if keys[p[i]] != keys[want[i]] {
-				t.Fatalf("pqsort window %d..%d of %v: rank %d holds %d, want %d", lo, hi, keys, i, keys[p[i]], keys[want[i]])
+			if p[i].score != want[i].score {
+				t.Fatalf("pqsort window %d..%d: rank %d holds %v, want %v", lo, hi, i, p[i].score, want[i].score)
 			}
 		}
-		sorted := slices.Clone(p)
+		sorted := idxs(p)
 		slices.Sort(sorted)
-		if !slices.Equal(sorted, v) {
-			t.Fatalf("pqsort lost or duplicated items: %v", p)
+		if !slices.Equal(sorted, idxs(v)) {
+			t.Fatalf("pqsort lost or duplicated items: %v", idxs(p))
 		}
+	}
+}
+
+// BenchmarkSortMillion sorts a list of a million random integers, as
+// SORT big LIMIT 0 10 does: the time the key's shard is held.
+func BenchmarkSortMillion(b *testing.B) {
+	p := newInProcess()
+	rng := rand.New(rand.NewSource(7))
+	args := words("RPUSH", "big")
+	for i := 0; i < 1000000; i++ {
+		args = append(args, []byte(strconv.Itoa(rng.Intn(1e9))))
+		if len(args) == 1002 {
+			p.do(args...)
+			args = args[:2]
+		}
+	}
+	for _, mode := range [][]string{{}, {"ALPHA"}} {
+		b.Run(strings.Join(append([]string{"SORT"}, mode...), " "), func(b *testing.B) {
+			cmd := append(words("SORT", "big", "LIMIT", "0", "10"), words(mode...)...)
+			for i := 0; i < b.N; i++ {
+				if r := p.do(cmd...); r[0] != '*' {
+					b.Fatalf("%q", r)
+				}
+			}
+		})
 	}
 }
