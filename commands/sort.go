@@ -171,12 +171,14 @@ func (c *Ctx) fullKeyRead() bool {
 	return false
 }
 
-// sortItem is one element being sorted, with what it sorts by.
+// sortItem is one element being sorted, with what it sorts by. It holds
+// no pointers (the bytes are in arenas), so that a million of them cost
+// the garbage collector nothing to scan.
 type sortItem struct {
-	elem   []byte
-	score  float64
-	cmp    []byte // ALPHA with BY: the weight, nil if it has none
-	hasCmp bool
+	off, cmpOff int // the element in the elements' arena; ALPHA BY's weight in the weights'
+	n, cmpN     int32
+	hasCmp      bool // ALPHA with BY: the weight exists
+	score       float64
 }
 
 // lookupByPattern is Redis's lookupKeyByPattern: "#" is subst itself;
@@ -304,9 +306,8 @@ func sortCommand(c *Ctx, readOnly bool) {
 	var items []sortItem
 	var arena []byte
 	add := func(v []byte) {
-		off := len(arena)
+		items = append(items, sortItem{off: len(arena), n: int32(len(v))})
 		arena = append(arena, v...)
-		items = append(items, sortItem{elem: arena[off:len(arena):len(arena)]})
 	}
 	if (list != nil || zset != nil) && o.dontsort && (start != 0 || end != vlen-1) {
 		vlen = max(end-start+1, 0)
@@ -356,16 +357,9 @@ func sortCommand(c *Ctx, readOnly bool) {
 		})
 		// SET MEMBERS: case set != nil: for m := range set.All() { add(m) }
 	}
-	// The arena may have moved as it grew: point the items at its final
-	// bytes.
-	off := 0
-	for i := range items {
-		l := len(items[i].elem)
-		items[i].elem = arena[off : off+l : off+l]
-		off += l
-	}
+	elem := func(it *sortItem) []byte { return arena[it.off : it.off+int(it.n) : it.off+int(it.n)] }
 
-	var keyBuf []byte
+	var keyBuf, weights []byte
 	var order []int32 // the sorted order of items; nil: as loaded
 	if !o.dontsort {
 		badScore := false
@@ -374,17 +368,19 @@ func sortCommand(c *Ctx, readOnly bool) {
 			it := &items[i]
 			var w []byte
 			if o.hasBy {
-				v, ok := c.lookupByPattern(o.by, it.elem, &keyBuf, wbuf[:0])
+				v, ok := c.lookupByPattern(o.by, elem(it), &keyBuf, wbuf[:0])
 				if !ok {
 					continue
 				}
 				w = v
 			} else {
-				w = it.elem
+				w = elem(it)
 			}
 			if o.alpha {
 				if o.hasBy {
-					it.cmp, it.hasCmp = append([]byte(nil), w...), true
+					it.cmpOff, it.cmpN, it.hasCmp = len(weights), int32(len(w)), true
+					weights = append(weights, w...)
+					wbuf = w
 				}
 				continue
 			}
@@ -401,7 +397,7 @@ func sortCommand(c *Ctx, readOnly bool) {
 			c.W.Error(msgSortScores)
 			return
 		}
-		order = sortItems(items, &o, start, end)
+		order = sortItems(items, arena, weights, &o, start, end)
 	}
 	at := func(j int64) *sortItem {
 		if order != nil {
@@ -420,10 +416,10 @@ func sortCommand(c *Ctx, readOnly bool) {
 		for j := start; j <= end; j++ {
 			it := at(j)
 			if len(o.gets) == 0 {
-				c.W.Bulk(it.elem)
+				c.W.Bulk(elem(it))
 			}
 			for _, g := range o.gets {
-				v, ok := c.lookupByPattern(g, it.elem, &keyBuf, vbuf[:0])
+				v, ok := c.lookupByPattern(g, elem(it), &keyBuf, vbuf[:0])
 				if !ok {
 					c.W.Null()
 				} else {
@@ -446,11 +442,11 @@ func sortCommand(c *Ctx, readOnly bool) {
 	for j := start; j <= end; j++ {
 		it := at(j)
 		if len(o.gets) == 0 {
-			out.PushTail(it.elem)
+			out.PushTail(elem(it))
 			continue
 		}
 		for _, g := range o.gets {
-			v, _ := c.lookupByPattern(g, it.elem, &keyBuf, vbuf[:0])
+			v, _ := c.lookupByPattern(g, elem(it), &keyBuf, vbuf[:0])
 			out.PushTail(v) // a missing value is stored as ""
 			vbuf = v
 		}
@@ -460,12 +456,14 @@ func sortCommand(c *Ctx, readOnly bool) {
 }
 
 // sortKey is what an item sorts by, packed for the sort to move: its
-// score, or the string ALPHA compares (cut at a NUL as strcoll reads it,
-// unless the result is stored), and the item's index.
+// score, or where the string ALPHA compares lies (cut at a NUL as strcoll
+// reads it, unless the result is stored), and the item's index. Numbers
+// tie-break on the element, which the string then locates.
 type sortKey struct {
 	score float64
-	s     []byte // ALPHA: the string; numbers: the element, for ties
-	has   bool   // ALPHA with BY: the weight exists
+	off   int
+	n     int32
+	has   bool // ALPHA with BY: the weight exists
 	idx   int32
 }
 
@@ -476,24 +474,26 @@ type sortKey struct {
 // bytes). Items that compare equal (ALPHA weights) come out where Redis's
 // sorts leave them: a stable merge sort, as glibc's qsort is; with BY and a
 // LIMIT window, Redis's partial quicksort (pqsort.c), ported as it is.
-func sortItems(items []sortItem, o *sortOpts, start, end int64) []int32 {
+// arena holds the elements, weights ALPHA BY's weights.
+func sortItems(items []sortItem, arena, weights []byte, o *sortOpts, start, end int64) []int32 {
+	src := arena
+	if o.alpha && o.hasBy {
+		src = weights
+	}
 	keys := make([]sortKey, len(items))
 	for i := range items {
 		it := &items[i]
 		k := &keys[i]
-		k.idx = int32(i)
-		switch {
-		case !o.alpha:
-			k.score, k.s = it.score, it.elem
-		case o.hasBy:
-			k.s, k.has = it.cmp, it.hasCmp
-		default:
-			k.s = it.elem
+		k.idx, k.score = int32(i), it.score
+		k.off, k.n = it.off, it.n
+		if o.alpha && o.hasBy {
+			k.off, k.n, k.has = it.cmpOff, it.cmpN, it.hasCmp
 		}
 		if o.alpha && !o.hasStore {
-			k.s = cstr(k.s)
+			k.n = int32(len(cstr(src[k.off : k.off+int(k.n)])))
 		}
 	}
+	str := func(k *sortKey) []byte { return src[k.off : k.off+int(k.n)] }
 	var cmp func(a, b *sortKey) int
 	switch {
 	case !o.alpha:
@@ -504,7 +504,7 @@ func sortItems(items []sortItem, o *sortOpts, start, end int64) []int32 {
 			case a.score < b.score:
 				return -1
 			}
-			return bytes.Compare(a.s, b.s)
+			return bytes.Compare(str(a), str(b))
 		}
 	case o.hasBy:
 		cmp = func(a, b *sortKey) int {
@@ -516,10 +516,10 @@ func sortItems(items []sortItem, o *sortOpts, start, end int64) []int32 {
 			case !b.has:
 				return 1
 			}
-			return bytes.Compare(a.s, b.s)
+			return bytes.Compare(str(a), str(b))
 		}
 	default:
-		cmp = func(a, b *sortKey) int { return bytes.Compare(a.s, b.s) }
+		cmp = func(a, b *sortKey) int { return bytes.Compare(str(a), str(b)) }
 	}
 	if o.desc {
 		asc := cmp
