@@ -859,6 +859,13 @@ func (cmd *Spec) aclKeys(args [][]byte, out []aclKey) []aclKey {
 // that have one, EVAL and its kin: numkeys read as atoi would, no keys if
 // it is out of range. Other commands have no keys then.
 func (cmd *Spec) aclKeysFallback(args [][]byte, out []aclKey) []aclKey {
+	if cmd.Keys != nil {
+		var buf [4]KeyRef
+		for _, k := range cmd.Keys(args, buf[:0]) {
+			out = append(out, aclKey{k.Pos, cmd.keyNeed[k.Spec] &^ aclNotKey})
+		}
+		return out
+	}
 	specs := cmd.keySpecs()
 	if len(specs) != 1 || !specs[0].KeyNum || len(args) < 3 {
 		return out

@@ -251,8 +251,12 @@ func writeArgDocs(c *Ctx, args []*argDoc) {
 		if a.Multiple {
 			flags = append(flags, "multiple")
 		}
+		if a.MultipleToken {
+			flags = append(flags, "multiple_token")
+		}
 		n := 2
-		for _, present := range []bool{a.Type == "key", a.Token != "", a.Since != "", len(flags) > 0, len(a.Args) > 0} {
+		hasSpec := a.Type == "key" || a.Type == "pattern" && a.KeySpec > 0 // SORT's BY and GET
+		for _, present := range []bool{hasSpec, a.Token != "", a.Since != "", len(flags) > 0, len(a.Args) > 0} {
 			if present {
 				n++
 			}
@@ -262,7 +266,7 @@ func writeArgDocs(c *Ctx, args []*argDoc) {
 		w.BulkString(a.Name)
 		w.BulkString("type")
 		w.BulkString(a.Type)
-		if a.Type == "key" {
+		if hasSpec {
 			w.BulkString("key_spec_index")
 			w.Int(int64(a.KeySpec))
 		}
@@ -398,6 +402,14 @@ func keyFlagsAt(s *Spec, args [][]byte, i int) string {
 			}
 		}
 		return "OW update"
+	}
+	if s.Keys != nil {
+		for _, k := range s.Keys(args, nil) {
+			if k.Pos == i {
+				return s.keySpecs()[k.Spec].Flags
+			}
+		}
+		return ""
 	}
 	for _, ks := range s.keySpecs() {
 		for _, p := range keysOf([]KeySpec{ks}, args, nil) {

@@ -50,6 +50,7 @@ type Config struct {
 	evictTenacity atomic.Int64
 	listpack      [4]atomic.Int64 // hash entries, hash value, zset entries, zset value
 	intsetEntries atomic.Int64    // set-max-intset-entries
+	hllSparseMax  atomic.Int64    // hll-sparse-max-bytes (hll.go)
 	aclLogMax     atomic.Int64
 	// users are the config file's "user" lines (Server.LoadUsers).
 	users []userLine
@@ -224,6 +225,9 @@ func configParams() []*param {
 			help: "accepted for compatibility"},
 		{name: "list-compress-depth", kind: pInt, def: "0", min: 0, max: 1<<31 - 1, help: "accepted for compatibility"},
 		{name: "set-max-intset-entries", kind: pInt, def: "512", min: 0, max: 1<<63 - 1},
+		{name: "hll-sparse-max-bytes", kind: pMemory, def: "3000", min: 0, max: 1<<63 - 1,
+			help:  "a sparse HyperLogLog that would grow past this many bytes turns dense",
+			apply: func(c *Config, _ string, n int64) { c.hllSparseMax.Store(n) }},
 		{name: "save", def: "", help: "accepted for compatibility; snapshots follow snapshot-interval"},
 		{name: "appendonly", kind: pBool, def: "no", help: "accepted for compatibility; limitkv persists by snapshots"},
 		{name: "appendfsync", kind: pEnum, def: "everysec", enum: []string{"always", "everysec", "no"}, help: "accepted for compatibility"},

@@ -165,6 +165,9 @@ type Ctx struct {
 	Spec   *Spec
 	// held: every shard is already locked (EXEC, scripts), take none.
 	held bool
+	// script: the request is a script's redis.call (SORT orders a set
+	// for it, as Redis does, so that its effects replicate).
+	script bool
 	buf  [64]byte // scratch for formatting
 
 	// errorsCounted: the handler counted the error replies it wrote
@@ -442,6 +445,9 @@ func (s *Server) runLocked(c *Ctx) {
 	var pos [8]int
 	for _, i := range spec.keyPositions(c.Args, pos[:0]) {
 		m = s.Eng.Add(m, c.Args[i])
+	}
+	if spec.LockAll != nil && spec.LockAll(c.Args) {
+		m = engine.AllShards
 	}
 	if !c.held {
 		s.Eng.Lock(m)

@@ -46,6 +46,7 @@ var groupTitles = []struct{ group, title string }{
 	{"ratelimit", "Rate limiting (limitkv)"},
 	{"string", "Strings"},
 	{"bitmap", "Bitmaps"},
+	{"hyperloglog", "HyperLogLog"},
 	{"list", "Lists"},
 	{"hash", "Hashes"},
 	{"set", "Sets"},

@@ -167,7 +167,7 @@ func (r *luaRunner) call(L *lua.LState, raise bool) int {
 		L.Error(lua51.ErrorTable(L, "-"+errScriptKilled.Error()), 0)
 	}
 	r.replies.Reset()
-	r.sub = Ctx{Srv: r.srv, Client: r.client, W: r.replies, Args: argv, Now: r.caller.Now, DB: r.db, Spec: spec, held: true}
+	r.sub = Ctx{Srv: r.srv, Client: r.client, W: r.replies, Args: argv, Now: r.caller.Now, DB: r.db, Spec: spec, held: true, script: true}
 	r.srv.runGuarded(&r.sub)
 	r.db = r.sub.DB
 	r.sub = Ctx{}
@@ -212,7 +212,7 @@ func (r *luaRunner) resolveCall(argv [][]byte) (*Spec, string) {
 		spec.reject.Add(1)
 		return nil, msg
 	}
-	if r.readOnly && spec.Flags&Write != 0 {
+	if r.readOnly && spec.Flags&(Write|MayReplicate) != 0 {
 		spec.reject.Add(1)
 		return nil, "Write commands are not allowed from read-only scripts."
 	}

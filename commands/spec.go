@@ -57,8 +57,15 @@ const (
 	// event loop, where it would hold up every connection of the loop
 	// (Server.Inline). Blocking commands, scripts, pub/sub and the
 	// commands that need no authentication (AUTH's penalty sleeps) are
-	// counted as waiting without saying so. COMMAND does not show it.
+	// counted as waiting without saying so. So are commands whose run
+	// time a client drives (SORT of a million elements). COMMAND does not
+	// show it.
 	MayWait
+	// MayReplicate: a read that may change its key (PFCOUNT caches the
+	// count in the string): scripts count it as a write, so read-only
+	// ones refuse it, as Redis's CMD_MAY_REPLICATE. COMMAND does not show
+	// it.
+	MayReplicate
 )
 
 // flagNames lists the flags COMMAND shows, in the order Redis shows them.
@@ -84,6 +91,14 @@ type Spec struct {
 	Flags Flag   // Movable is derived from the key specs, not stated
 	Run   func(*Ctx)
 	Sub   []*Spec
+	// Keys, for a command some of whose keys no key spec can find (SORT's
+	// STORE), is Redis's getkeys_proc: it finds every key of args, for
+	// dispatch's locks, ACL checks and COMMAND GETKEYS.
+	Keys func(args [][]byte, out []KeyRef) []KeyRef
+	// LockAll, if set, tells whether a request reads keys that no
+	// argument names (SORT's BY and GET patterns): dispatch then locks
+	// every shard.
+	LockAll func(args [][]byte) bool
 
 	parent *Spec
 	doc    *cmdDoc
@@ -331,8 +346,19 @@ func (s *Spec) keyPositions(args [][]byte, out []int) []int {
 	if !s.keyed {
 		return out
 	}
+	if s.Keys != nil {
+		var buf [4]KeyRef
+		for _, k := range s.Keys(args, buf[:0]) {
+			out = append(out, k.Pos)
+		}
+		return out
+	}
 	return keysOf(s.keySpecs(), args, out)
 }
+
+// KeyRef is a key a Spec.Keys function found: its argument, and the index
+// of the key spec that describes it.
+type KeyRef struct{ Pos, Spec int }
 
 // hasKeys reports whether any of the command's key specs finds keys, not
 // only not_key arguments.

@@ -31,7 +31,10 @@ type argDoc struct {
 	KeySpec  int // for keys: the index of the key spec that finds it
 	Optional bool
 	Multiple bool
-	Args     []*argDoc
+	// MultipleToken: the token repeats with each repetition ("[GET
+	// pattern]...": GET a GET b), Redis's multiple_token.
+	MultipleToken bool
+	Args          []*argDoc
 }
 
 var integerNames = map[string]bool{
@@ -171,6 +174,7 @@ func (p *syntaxParser) item() (*argDoc, error) {
 	if p.peek() == "..." {
 		p.pos++
 		a.Multiple = true
+		a.MultipleToken = (t == "[" || t == "<") && a.Token != ""
 	}
 	return a, nil
 }
@@ -203,6 +207,11 @@ func (p *syntaxParser) group(closer string) (*argDoc, error) {
 			return nil, errors.New("syntax: expected " + closer)
 		}
 		break
+	}
+	if len(alts) == 1 && name != "" && len(alts[0]) == 1 && alts[0][0].Type == "pure-token" {
+		// "[sorting=ALPHA]": a token with a name of its own.
+		alts[0][0].Name = name
+		return alts[0][0], nil
 	}
 	if len(alts) == 1 && name != "" && len(alts[0]) == 1 {
 		// "<pattern=pattern>...": a block of one argument, as Redis

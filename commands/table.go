@@ -1251,6 +1251,59 @@ func commandTable() []*Spec {
 			Run:   cmdBitOp,
 		},
 
+		// SORT (sort.go, docs/sort.json): key functions find the STORE key,
+		// and BY and GET patterns lock every shard.
+		{
+			Name:    "sort",
+			Arity:   -2,
+			Flags:   Write | DenyOOM | MayWait,
+			Run:     cmdSort,
+			Keys:    sortKeys,
+			LockAll: sortReadsPatterns(false),
+		},
+		{
+			Name:    "sort_ro",
+			Arity:   -2,
+			Flags:   ReadOnly | MayWait,
+			Run:     cmdSortRO,
+			Keys:    sortROKeys,
+			LockAll: sortReadsPatterns(true),
+		},
+
+		// BITFIELD (bitfield.go, docs/bitfield.json)
+		{
+			Name:  "bitfield",
+			Arity: -2,
+			Flags: Write | DenyOOM | AsIs,
+			Run:   cmdBitfield,
+		},
+		{
+			Name:  "bitfield_ro",
+			Arity: -2,
+			Flags: ReadOnly | Fast,
+			Run:   cmdBitfieldRO,
+		},
+
+		// HyperLogLog (hll.go, docs/hll.json)
+		{
+			Name:  "pfadd",
+			Arity: -2,
+			Flags: Write | DenyOOM | Fast | AsIs,
+			Run:   cmdPFAdd,
+		},
+		{
+			Name:  "pfcount",
+			Arity: -2,
+			Flags: ReadOnly | MayReplicate | AsIs,
+			Run:   cmdPFCount,
+		},
+		{
+			Name:  "pfmerge",
+			Arity: -2,
+			Flags: Write | DenyOOM | AsIs,
+			Run:   cmdPFMerge,
+		},
+
 		// Sorted sets (zsets.go, docs/zsets.json)
 		{
 			Name:  "zadd",

@@ -1,0 +1,139 @@
+package commands
+
+import (
+	"limitkv/engine"
+)
+
+// BITFIELD and BITFIELD_RO: integers of any width at any bit offset of a
+// string (engine/bitfield.go). Every operation is parsed before any runs,
+// so a bad one changes nothing.
+
+const (
+	msgBitfieldType     = "Invalid bitfield type. Use something like i16 u8. Note that u64 is not supported but i64 is."
+	msgBitfieldOverflow = "Invalid OVERFLOW type specified"
+	msgBitfieldRO       = "BITFIELD_RO only supports the GET subcommand"
+)
+
+// bitfieldType parses i1..i64 or u1..u63.
+func bitfieldType(a []byte) (signed bool, bits uint8, ok bool) {
+	if len(a) == 0 || (a[0] != 'i' && a[0] != 'u') {
+		return false, 0, false
+	}
+	signed = a[0] == 'i'
+	n, ok := engine.ParseInt(a[1:])
+	if !ok || n < 1 || (signed && n > 64) || (!signed && n > 63) {
+		return false, 0, false
+	}
+	return signed, uint8(n), true
+}
+
+// bitfieldOffset parses a bit offset, "#n" meaning n fields of bits
+// bits, within the longest string Redis builds.
+func (c *Ctx) bitfieldOffset(a []byte, bits uint8) (uint64, bool) {
+	hash := len(a) > 0 && a[0] == '#'
+	if hash {
+		a = a[1:]
+	}
+	n, ok := engine.ParseInt(a)
+	if hash {
+		n *= int64(bits) // wraps as Redis's long long does; caught below
+	}
+	if !ok || n < 0 || n>>3 >= c.maxStringLen() {
+		c.W.Error(msgBitOffset)
+		return 0, false
+	}
+	return uint64(n), true
+}
+
+// parseBitfield parses the operations of BITFIELD key ...; maxBit is the
+// last bit a SET or INCRBY writes, -1 if none does. ok is false when it
+// replied with an error.
+func (c *Ctx) parseBitfield() (ops []engine.BitfieldOp, maxBit int64, ok bool) {
+	maxBit = -1
+	ow := engine.OverflowWrap
+	for j := 2; j < len(c.Args); j++ {
+		rem := len(c.Args) - j - 1
+		var kind engine.BitfieldOpKind
+		switch a := c.Args[j]; {
+		case is(a, "GET") && rem >= 2:
+			kind = engine.BitfieldGet
+		case is(a, "SET") && rem >= 3:
+			kind = engine.BitfieldSet
+		case is(a, "INCRBY") && rem >= 3:
+			kind = engine.BitfieldIncrBy
+		case is(a, "OVERFLOW") && rem >= 1:
+			j++
+			switch t := c.Args[j]; {
+			case is(t, "WRAP"):
+				ow = engine.OverflowWrap
+			case is(t, "SAT"):
+				ow = engine.OverflowSat
+			case is(t, "FAIL"):
+				ow = engine.OverflowFail
+			default:
+				c.W.Error(msgBitfieldOverflow)
+				return nil, 0, false
+			}
+			continue
+		default:
+			c.W.Error(msgSyntax)
+			return nil, 0, false
+		}
+		signed, bits, ok := bitfieldType(c.Args[j+1])
+		if !ok {
+			c.W.Error(msgBitfieldType)
+			return nil, 0, false
+		}
+		offset, ok := c.bitfieldOffset(c.Args[j+2], bits)
+		if !ok {
+			return nil, 0, false
+		}
+		op := engine.BitfieldOp{Op: kind, Signed: signed, Bits: bits, Overflow: ow, Offset: offset}
+		if kind != engine.BitfieldGet {
+			maxBit = max(maxBit, int64(offset)+int64(bits)-1)
+			if op.Value, ok = c.Int(j + 3); !ok {
+				return nil, 0, false
+			}
+			j++
+		}
+		ops = append(ops, op)
+		j += 2
+	}
+	return ops, maxBit, true
+}
+
+func cmdBitfield(c *Ctx)   { bitfield(c, false) }
+func cmdBitfieldRO(c *Ctx) { bitfield(c, true) }
+
+func bitfield(c *Ctx, readOnly bool) {
+	ops, maxBit, ok := c.parseBitfield()
+	if !ok {
+		return
+	}
+	if maxBit >= 0 && readOnly {
+		c.W.Error(msgBitfieldRO)
+		return
+	}
+	key := c.Args[1]
+	if maxBit >= 0 {
+		grow, ok := c.reserveGrowth(key, maxBit>>3+1)
+		if !ok {
+			return
+		}
+		defer c.Srv.releaseGrowth(grow)
+	}
+	var buf [8]engine.BitfieldResult
+	res, err := c.Shard(key).Bitfield(c.DB, key, c.Now, ops, maxBit, buf[:0])
+	if err != nil {
+		c.Err(err)
+		return
+	}
+	c.W.Array(len(res))
+	for _, r := range res {
+		if r.Null {
+			c.W.Null()
+		} else {
+			c.W.Int(r.Value)
+		}
+	}
+}

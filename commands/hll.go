@@ -1,0 +1,96 @@
+package commands
+
+import (
+	"limitkv/engine"
+)
+
+// HyperLogLog commands: PFADD PFCOUNT PFMERGE. HyperLogLogs are strings in
+// Redis's own layout (engine/hll.go), so GET, SET, DUMP and RESTORE carry
+// them between limitkv and Redis.
+
+const (
+	msgNotHLL     = "WRONGTYPE Key is not a valid HyperLogLog string value."
+	msgHLLCorrupt = "INVALIDOBJ Corrupted HLL object detected"
+)
+
+// hllErr replies for an error of the HyperLogLog operations.
+func (c *Ctx) hllErr(err error) {
+	switch err {
+	case engine.ErrNotHLL:
+		c.W.Error(msgNotHLL)
+	case engine.ErrHLLCorrupt:
+		c.W.Error(msgHLLCorrupt)
+	default:
+		c.Err(err)
+	}
+}
+
+// hllSparseMax is hll-sparse-max-bytes as configured now.
+func (c *Ctx) hllSparseMax() int {
+	return int(min(c.Srv.Cfg.hllSparseMax.Load(), 1<<31))
+}
+
+func cmdPFAdd(c *Ctx) {
+	key := c.Args[1]
+	updated, err := c.Shard(key).PFAdd(c.DB, key, c.Now, c.Args[2:], c.hllSparseMax())
+	if err != nil {
+		c.hllErr(err)
+		return
+	}
+	if updated {
+		c.W.Int(1)
+	} else {
+		c.W.Int(0)
+	}
+}
+
+func cmdPFCount(c *Ctx) {
+	if len(c.Args) == 2 {
+		n, err := c.Shard(c.Args[1]).PFCount(c.DB, c.Args[1], c.Now)
+		if err != nil {
+			c.hllErr(err)
+			return
+		}
+		c.W.Int(n)
+		return
+	}
+	// Several keys: the count of their union, leaving every key as it is.
+	var regs [engine.HLLRegisters]uint8
+	if _, ok := c.mergeHLLs(c.Args[1:], regs[:]); !ok {
+		return
+	}
+	c.W.Int(engine.HLLCountRegisters(regs[:]))
+}
+
+// mergeHLLs raises regs to the registers of the HyperLogLogs at keys
+// (missing ones count as empty) and reports whether one of them was dense.
+// ok is false when it replied with an error.
+func (c *Ctx) mergeHLLs(keys [][]byte, regs []uint8) (dense, ok bool) {
+	for _, k := range keys {
+		v, err := c.Shard(k).HLLSource(c.DB, k, c.Now)
+		if err == nil && v != nil {
+			dense = dense || v[4] == 0
+			err = engine.HLLMerge(regs, v)
+		}
+		if err != nil {
+			c.hllErr(err)
+			return false, false
+		}
+	}
+	return dense, true
+}
+
+func cmdPFMerge(c *Ctx) {
+	// The destination is a source too.
+	var regs [engine.HLLRegisters]uint8
+	dense, ok := c.mergeHLLs(c.Args[1:], regs[:])
+	if !ok {
+		return
+	}
+	dest := c.Args[1]
+	if err := c.Shard(dest).PFMergeStore(c.DB, dest, c.Now, regs[:], dense, c.hllSparseMax()); err != nil {
+		c.hllErr(err)
+		return
+	}
+	c.W.OK()
+}

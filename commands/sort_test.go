@@ -1,0 +1,135 @@
+package commands
+
+import (
+	"math/rand"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+func splitArgs(s string) [][]byte {
+	var out [][]byte
+	for _, f := range strings.Fields(s) {
+		out = append(out, []byte(f))
+	}
+	return out
+}
+
+// TestSortKeys: the keys SORT locks and ACL checks, as Redis's
+// sortGetKeys finds them (COMMAND GETKEYS in tests/testdata/diff/sort.txt
+// compares with Redis).
+func TestSortKeys(t *testing.T) {
+	for _, c := range []struct {
+		args string
+		want []KeyRef
+	}{
+		{"SORT k", []KeyRef{{1, 0}}},
+		{"SORT k STORE d", []KeyRef{{1, 0}, {3, 2}}},
+		{"SORT k STORE d LIMIT 0 1 GET # BY w STORE e", []KeyRef{{1, 0}, {12, 2}}},
+		{"SORT k LIMIT STORE d STORE", []KeyRef{{1, 0}}},
+		{"SORT k GET STORE", []KeyRef{{1, 0}}},
+		{"SORT k BY STORE STORE x", []KeyRef{{1, 0}, {5, 2}}},
+		{"SORT k STORE", []KeyRef{{1, 0}}},
+	} {
+		if got := sortKeys(splitArgs(c.args), nil); !slices.Equal(got, c.want) {
+			t.Errorf("%s: %v, want %v", c.args, got, c.want)
+		}
+	}
+}
+
+// TestSortLocksEveryShard: only patterns that read keys lock every shard.
+func TestSortLocksEveryShard(t *testing.T) {
+	for _, c := range []struct {
+		args     string
+		readOnly bool
+		want     bool
+	}{
+		{"SORT k", false, false},
+		{"SORT k BY nosort", false, false},
+		{"SORT k BY w_*", false, true},
+		{"SORT k BY w_* BY nosort", false, false}, // a constant BY stops the sorting for good
+		{"SORT k BY nosort BY w_*", false, false},
+		{"SORT k GET #", false, false},
+		{"SORT k GET nostar", false, false},
+		{"SORT k GET # GET h_*->f", false, true},
+		{"SORT k STORE d BY w_*", false, true},
+		{"SORT k STORE d BY w_*", true, false}, // a syntax error: nothing read
+		{"SORT k BY w_* FOO", false, false},
+		{"SORT k LIMIT 0 x GET *", false, false},
+	} {
+		if got := sortReadsPatterns(c.readOnly)(splitArgs(c.args)); got != c.want {
+			t.Errorf("%s (read-only %v): %v, want %v", c.args, c.readOnly, got, c.want)
+		}
+	}
+}
+
+// TestSortOrders: the merge sort is stable and sorts; pqsort puts the
+// right items in its window, whatever the ties.
+func TestSortOrders(t *testing.T) {
+	rng := rand.New(rand.NewSource(1))
+	cmp := func(a, b *sortKey) int { return int(a.score - b.score) }
+	idxs := func(v []sortKey) []int32 {
+		out := make([]int32, len(v))
+		for i := range v {
+			out[i] = v[i].idx
+		}
+		return out
+	}
+	for round := 0; round < 300; round++ {
+		n := rng.Intn(200)
+		v := make([]sortKey, n)
+		for i := range v {
+			v[i] = sortKey{score: float64(rng.Intn(1 + n/3)), idx: int32(i)}
+		}
+		want := slices.Clone(v)
+		slices.SortStableFunc(want, func(a, b sortKey) int { return cmp(&a, &b) })
+		got := slices.Clone(v)
+		mergeSort(got, make([]sortKey, n), cmp)
+		if !slices.Equal(idxs(got), idxs(want)) {
+			t.Fatalf("mergeSort: %v, want %v", idxs(got), idxs(want))
+		}
+		if n == 0 {
+			continue
+		}
+		lo := rng.Intn(n)
+		hi := lo + rng.Intn(n-lo)
+		p := slices.Clone(v)
+		pqsort(p, 0, n, cmp, lo, hi)
+		for i := lo; i <= hi; i++ {
+			if p[i].score != want[i].score {
+				t.Fatalf("pqsort window %d..%d: rank %d holds %v, want %v", lo, hi, i, p[i].score, want[i].score)
+			}
+		}
+		sorted := idxs(p)
+		slices.Sort(sorted)
+		if !slices.Equal(sorted, idxs(v)) {
+			t.Fatalf("pqsort lost or duplicated items: %v", idxs(p))
+		}
+	}
+}
+
+// BenchmarkSortMillion sorts a list of a million random integers, as
+// SORT big LIMIT 0 10 does: the time the key's shard is held.
+func BenchmarkSortMillion(b *testing.B) {
+	p := newInProcess()
+	rng := rand.New(rand.NewSource(7))
+	args := words("RPUSH", "big")
+	for i := 0; i < 1000000; i++ {
+		args = append(args, []byte(strconv.Itoa(rng.Intn(1e9))))
+		if len(args) == 1002 {
+			p.do(args...)
+			args = args[:2]
+		}
+	}
+	for _, mode := range [][]string{{}, {"ALPHA"}} {
+		b.Run(strings.Join(append([]string{"SORT"}, mode...), " "), func(b *testing.B) {
+			cmd := append(words("SORT", "big", "LIMIT", "0", "10"), words(mode...)...)
+			for i := 0; i < b.N; i++ {
+				if r := p.do(cmd...); r[0] != '*' {
+					b.Fatalf("%q", r)
+				}
+			}
+		})
+	}
+}
