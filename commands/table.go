@@ -1344,6 +1344,69 @@ func commandTable() []*Spec {
 			Run:   cmdZScan,
 		},
 
+		// Sorted-set algebra and random members (zalgebra.go,
+		// docs/zalgebra.json); HRANDFIELD shares ZRANDMEMBER's rules.
+		{
+			Name:  "zunion",
+			Arity: -3,
+			Flags: ReadOnly,
+			Run:   cmdZUnion,
+		},
+		{
+			Name:  "zinter",
+			Arity: -3,
+			Flags: ReadOnly,
+			Run:   cmdZInter,
+		},
+		{
+			Name:  "zdiff",
+			Arity: -3,
+			Flags: ReadOnly,
+			Run:   cmdZDiff,
+		},
+		{
+			Name:  "zunionstore",
+			Arity: -4,
+			Flags: Write | DenyOOM | AsIs,
+			Run:   cmdZUnionStore,
+		},
+		{
+			Name:  "zinterstore",
+			Arity: -4,
+			Flags: Write | DenyOOM | AsIs,
+			Run:   cmdZInterStore,
+		},
+		{
+			Name:  "zdiffstore",
+			Arity: -4,
+			Flags: Write | DenyOOM | AsIs,
+			Run:   cmdZDiffStore,
+		},
+		{
+			Name:  "zintercard",
+			Arity: -3,
+			Flags: ReadOnly,
+			Run:   cmdZInterCard,
+		},
+		{
+			Name:  "zrangestore",
+			Arity: -5,
+			Flags: Write | DenyOOM | AsIs,
+			Run:   cmdZRangeStore,
+		},
+		{
+			Name:  "zrandmember",
+			Arity: -2,
+			Flags: ReadOnly,
+			Run:   cmdZRandMember,
+		},
+		{
+			Name:  "hrandfield",
+			Arity: -2,
+			Flags: ReadOnly,
+			Run:   cmdHRandField,
+		},
+
 		// Scripting (scripting.go, docs/scripting.json)
 		{
 			Name:  "eval",
