@@ -1407,6 +1407,68 @@ func commandTable() []*Spec {
 			Run:   cmdHRandField,
 		},
 
+		// Geo, on sorted sets (geo.go, docs/geo.json)
+		{
+			Name:  "geoadd",
+			Arity: -5,
+			Flags: Write | DenyOOM | AsIs,
+			Run:   cmdGeoAdd,
+		},
+		{
+			Name:  "geopos",
+			Arity: -2,
+			Flags: ReadOnly,
+			Run:   cmdGeoPos,
+		},
+		{
+			Name:  "geodist",
+			Arity: -4,
+			Flags: ReadOnly,
+			Run:   cmdGeoDist,
+		},
+		{
+			Name:  "geohash",
+			Arity: -2,
+			Flags: ReadOnly,
+			Run:   cmdGeoHash,
+		},
+		{
+			Name:  "geosearch",
+			Arity: -7,
+			Flags: ReadOnly,
+			Run:   cmdGeoSearch,
+		},
+		{
+			Name:  "geosearchstore",
+			Arity: -8,
+			Flags: Write | DenyOOM | AsIs,
+			Run:   cmdGeoSearchStore,
+		},
+		{
+			Name:  "georadius",
+			Arity: -6,
+			Flags: Write | DenyOOM | AsIs,
+			Run:   cmdGeoRadius,
+		},
+		{
+			Name:  "georadius_ro",
+			Arity: -6,
+			Flags: ReadOnly,
+			Run:   cmdGeoRadiusRO,
+		},
+		{
+			Name:  "georadiusbymember",
+			Arity: -5,
+			Flags: Write | DenyOOM | AsIs,
+			Run:   cmdGeoRadiusByMember,
+		},
+		{
+			Name:  "georadiusbymember_ro",
+			Arity: -5,
+			Flags: ReadOnly,
+			Run:   cmdGeoRadiusByMemberRO,
+		},
+
 		// Scripting (scripting.go, docs/scripting.json)
 		{
 			Name:  "eval",
