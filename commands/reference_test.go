@@ -49,6 +49,7 @@ var groupTitles = []struct{ group, title string }{
 	{"list", "Lists"},
 	{"hash", "Hashes"},
 	{"sorted-set", "Sorted sets"},
+	{"geo", "Geo"},
 	{"generic", "Keys"},
 	{"transactions", "Transactions"},
 	{"scripting", "Scripting"},
