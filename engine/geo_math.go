@@ -32,16 +32,34 @@ func (a dd) add(b dd) dd {
 	return quickTwoSum(s.hi, s.lo)
 }
 
+// split cuts a into two halves of 26 bits (Dekker), so that products of
+// halves are exact: math.FMA would do, but it is emulated in software on
+// processors without the instruction, 100 times slower.
+func split(a float64) (hi, lo float64) {
+	t := 134217729.0 * a // 2^27 + 1
+	hi = t - (t - a)
+	return hi, a - hi
+}
+
+// twoProd returns a*b exactly as p + e.
+func twoProd(a, b float64) (p, e float64) {
+	p = a * b
+	ah, al := split(a)
+	bh, bl := split(b)
+	e = ((ah*bh - p) + ah*bl + al*bh) + al*bl
+	return p, e
+}
+
 func (a dd) mul(b dd) dd {
-	p := a.hi * b.hi
-	e := math.FMA(a.hi, b.hi, -p)
+	p, e := twoProd(a.hi, b.hi)
 	e += a.hi*b.lo + a.lo*b.hi
 	return quickTwoSum(p, e)
 }
 
 func (a dd) divFloat(b float64) dd {
 	q1 := a.hi / b
-	r := math.FMA(-q1, b, a.hi) + a.lo
+	p, e := twoProd(q1, b)
+	r := ((a.hi - p) - e) + a.lo
 	q2 := r / b
 	return quickTwoSum(q1, q2)
 }
@@ -53,24 +71,49 @@ var ddPi = dd{3.141592653589793116e+00, 1.224646799147353207e-16}
 
 // taylor evaluates 1 - x2/(d(1)) (1 - x2/d(2) (1 - ...)) with n terms,
 // the shape of both series.
+//
+// Only the outer terms need double-double: from the sixth on, a term is
+// below 2^-13 of the sum for |x| <= pi/2, so the inner ones, evaluated in
+// float64, add an error under 2^-66; five double-double steps then carry
+// the sum to about 2^-100.
 func taylor(x2 dd, n int, d func(k int) float64) dd {
-	p := dd{1, 0}
-	for k := n; k >= 1; k-- {
+	const exact = 5
+	f := 1.0
+	for k := n; k > exact; k-- {
+		f = 1 - x2.hi*f/d(k)
+	}
+	p := dd{f, 0}
+	for k := min(n, exact); k >= 1; k-- {
 		p = dd{1, 0}.add(x2.mul(p).divFloat(d(k)).neg())
 	}
 	return p
 }
 
-const taylorTerms = 27 // enough below 2^-106 for |x| <= pi/2
+// taylorTerms returns how many terms of the series for |x| <= pi/2 bring
+// the next one below 2^-110 of the first: 27 at pi/2, a handful for the
+// small angles of nearby points.
+func taylorTerms(x float64) int {
+	x2 := x * x
+	t := 1.0
+	for k := 1; k < 30; k++ {
+		t *= x2 / float64((2*k)*(2*k+1))
+		if t < 0x1p-110 {
+			return k
+		}
+	}
+	return 30
+}
 
 func sinDD(x dd) dd {
 	x2 := x.mul(x)
-	return x.mul(taylor(x2, taylorTerms, func(k int) float64 { return float64(2*k) * float64(2*k+1) }))
+	n := taylorTerms(x.hi)
+	return x.mul(taylor(x2, n, func(k int) float64 { return float64(2*k) * float64(2*k+1) }))
 }
 
 func cosDD(x dd) dd {
 	x2 := x.mul(x)
-	return taylor(x2, taylorTerms, func(k int) float64 { return float64(2*k-1) * float64(2*k) })
+	n := taylorTerms(x.hi) + 1
+	return taylor(x2, n, func(k int) float64 { return float64(2*k-1) * float64(2*k) })
 }
 
 // geoSin is sin(x), correctly rounded for |x| <= pi.

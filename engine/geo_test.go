@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bufio"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -98,4 +99,27 @@ func TestGeoFormats(t *testing.T) {
 			t.Errorf("distance %v: %s, want %s", c.f, g, c.dst)
 		}
 	}
+}
+
+// BenchmarkGeoDistance measures the haversine in double-double (what
+// searches and GEODIST pay per point) against Go's math library.
+func BenchmarkGeoDistance(b *testing.B) {
+	b.Run("double-double", func(b *testing.B) {
+		var sum float64
+		for i := 0; i < b.N; i++ {
+			sum += GeoDistance(13.361389, 38.115556, 15.087269+float64(i&7)*1e-3, 37.502669)
+		}
+		_ = sum
+	})
+	b.Run("math", func(b *testing.B) {
+		var sum float64
+		for i := 0; i < b.N; i++ {
+			lon2 := 15.087269 + float64(i&7)*1e-3
+			v := math.Sin((degRad(lon2) - degRad(13.361389)) / 2)
+			u := math.Sin((degRad(37.502669) - degRad(38.115556)) / 2)
+			a := u*u + math.Cos(degRad(38.115556))*math.Cos(degRad(37.502669))*v*v
+			sum += 2 * earthRadius * math.Asin(math.Sqrt(a))
+		}
+		_ = sum
+	})
 }
