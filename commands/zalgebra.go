@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"iter"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -422,6 +423,18 @@ func (c *Ctx) randOptions(word string) (with, ok bool) {
 	return len(c.Args) == 4, true
 }
 
+// compactPairs copies the pairs of a compact set or hash (a few hundred
+// at most, as the encoding's limits allow) for repeated random draws.
+func compactPairs[V any](all iter.Seq2[[]byte, V]) ([][]byte, []V) {
+	var ks [][]byte
+	var vs []V
+	for k, v := range all {
+		ks = append(ks, append([]byte(nil), k...))
+		vs = append(vs, v)
+	}
+	return ks, vs
+}
+
 // randRanks picks count distinct numbers below n (count < n) in random
 // order: a partial Fisher-Yates over a map, so its cost follows count,
 // not n.
@@ -499,9 +512,15 @@ func cmdZRandMember(c *Ctx) {
 		k := int(max(count, -count))
 		start := c.W.Len()
 		header(k)
+		pick := func(r int) { z.Range(r, r+1, false, c.buf[:0], emit) }
+		if k > 1 && z.Encoding() == "listpack" {
+			// Reaching a rank walks the compact encoding: take its
+			// members once, so that each draw costs O(1).
+			ms, scores := compactPairs(z.All())
+			pick = func(r int) { emit(ms[r], scores[r]) }
+		}
 		for i := 0; i < k; i++ {
-			r := rand.IntN(size)
-			z.Range(r, r+1, false, c.buf[:0], emit)
+			pick(rand.IntN(size))
 			if i%1024 == 1023 && c.randReplyTooLong(start) {
 				return
 			}
@@ -574,8 +593,13 @@ func cmdHRandField(c *Ctx) {
 		k := int(max(count, -count))
 		start := c.W.Len()
 		header(k)
+		pick := func() { emit(h.Random()) }
+		if k > 1 && h.Encoding() == "listpack" {
+			fs, vs := compactPairs(h.All())
+			pick = func() { r := rand.IntN(len(fs)); emit(fs[r], vs[r]) }
+		}
 		for i := 0; i < k; i++ {
-			emit(h.Random())
+			pick()
 			if i%1024 == 1023 && c.randReplyTooLong(start) {
 				return
 			}

@@ -157,8 +157,9 @@ func geoAsin(x float64) float64 {
 		return r0
 	}
 	s := sinDD(dd{r0, 0})
-	c := cosDD(dd{r0, 0})
 	diff := s.add(dd{-x, 0})
-	delta := diff.hi / (c.hi + c.lo)
+	// The step is a few ulps of r0: its own few bits need no more than
+	// math.Cos.
+	delta := diff.hi / math.Cos(r0)
 	return r0 - delta
 }
