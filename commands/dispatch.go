@@ -168,7 +168,7 @@ type Ctx struct {
 	// script: the request is a script's redis.call (SORT orders a set
 	// for it, as Redis does, so that its effects replicate).
 	script bool
-	buf  [64]byte // scratch for formatting
+	buf    [64]byte // scratch for formatting
 
 	// errorsCounted: the handler counted the error replies it wrote
 	// itself (a script's reply, with errors at any depth), and

@@ -51,6 +51,7 @@ var groupTitles = []struct{ group, title string }{
 	{"hash", "Hashes"},
 	{"set", "Sets"},
 	{"sorted-set", "Sorted sets"},
+	{"geo", "Geo"},
 	{"generic", "Keys"},
 	{"transactions", "Transactions"},
 	{"scripting", "Scripting"},
@@ -129,8 +130,11 @@ func renderArg(a *argDoc) string {
 			alts = append(alts, renderArg(x))
 		}
 		s = strings.Join(alts, " | ")
-		if !a.Optional {
+		if !a.Optional || a.Token != "" {
 			s = "<" + s + ">"
+		}
+		if a.Token != "" {
+			s = a.Token + " " + s // ZUNION's "AGGREGATE <SUM | MIN | MAX>"
 		}
 	case "block":
 		var inner []string
@@ -143,6 +147,14 @@ func renderArg(a *argDoc) string {
 		s = strings.Join(inner, " ")
 	default:
 		s = a.Name
+		if a.Token != "" && a.Multiple {
+			// The token once, then the arguments: "WEIGHTS weight [weight ...]".
+			s = a.Token + " " + s + " [" + s + " ...]"
+			if a.Optional {
+				s = "[" + s + "]"
+			}
+			return s
+		}
 		if a.Token != "" {
 			s = a.Token + " " + s
 		}

@@ -367,6 +367,9 @@ func (s *Spec) hasKeys() bool { return s.keyed }
 // keysOf appends the argument indexes that specs find in args.
 func keysOf(specs []KeySpec, args [][]byte, out []int) []int {
 	for _, ks := range specs {
+		if ks.Keyword != "" {
+			ks.Begin = keywordBegin(ks, args)
+		}
 		if ks.Unknown || ks.Begin <= 0 || ks.Begin >= len(args) {
 			continue
 		}
@@ -397,6 +400,31 @@ func keysOf(specs []KeySpec, args [][]byte, out []int) []int {
 		}
 	}
 	return out
+}
+
+// keywordBegin finds where a key spec that begins at a keyword finds its
+// keys (GEORADIUS's STORE): after the keyword, searched for from
+// KeywordFrom as Redis's getKeysUsingKeySpecs does, forwards or, when
+// negative, backwards from the end; 0 when it is not there.
+func keywordBegin(ks KeySpec, args [][]byte) int {
+	from, end := ks.KeywordFrom, len(args)-1
+	if from <= 0 {
+		from, end = len(args)+from, 1
+	}
+	for i := from; i != end; {
+		if i >= len(args) || i < 1 {
+			break
+		}
+		if strings.EqualFold(string(args[i]), ks.Keyword) {
+			return i + 1
+		}
+		if from <= end {
+			i++
+		} else {
+			i--
+		}
+	}
+	return 0
 }
 
 // Categories returns the command's ACL categories: those its entry in the

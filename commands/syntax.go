@@ -23,6 +23,10 @@ import (
 //	  - "@version" right after an item or group gives the version that
 //	    added it ("[GET@6.2.0]"); "#n" after a key gives the index of the
 //	    key spec that finds it ("newkey#1").
+//	  - "TOKEN^ <group>" gives the group itself the token, as Redis
+//	    documents ZUNION's "AGGREGATE SUM|MIN|MAX" (a oneof with a
+//	    token); "[name=TOKEN]" names a lone token otherwise than after
+//	    itself (GEOADD's CH is "change").
 type argDoc struct {
 	Name     string
 	Type     string // string integer double key pattern unix-time pure-token oneof block
@@ -35,6 +39,7 @@ type argDoc struct {
 	// pattern]...": GET a GET b), Redis's multiple_token.
 	MultipleToken bool
 	Args          []*argDoc
+	glue          bool // "TOKEN^": the token belongs to the group after it
 }
 
 var integerNames = map[string]bool{
@@ -149,8 +154,10 @@ func (p *syntaxParser) item() (*argDoc, error) {
 	default:
 		word, since, _ := strings.Cut(t, "@")
 		word, spec, _ := strings.Cut(word, "#")
+		glue := strings.HasSuffix(word, "^")
+		word = strings.TrimSuffix(word, "^")
 		if strings.ToUpper(word) == word && strings.ToLower(word) != word {
-			a = &argDoc{Name: strings.ToLower(word), Type: "pure-token", Token: word}
+			a = &argDoc{Name: strings.ToLower(word), Type: "pure-token", Token: word, glue: glue}
 		} else {
 			name, typ, _ := strings.Cut(word, ":")
 			if typ == "" {
@@ -208,10 +215,11 @@ func (p *syntaxParser) group(closer string) (*argDoc, error) {
 		}
 		break
 	}
-	if len(alts) == 1 && name != "" && len(alts[0]) == 1 && alts[0][0].Type == "pure-token" {
+	if len(alts) == 1 && name != "" && len(alts[0]) == 1 && alts[0][0].Type == "pure-token" && !alts[0][0].Multiple {
 		// "[sorting=ALPHA]": a token with a name of its own.
-		alts[0][0].Name = name
-		return alts[0][0], nil
+		a := alts[0][0]
+		a.Name = name
+		return a, nil
 	}
 	if len(alts) == 1 && name != "" && len(alts[0]) == 1 {
 		// "<pattern=pattern>...": a block of one argument, as Redis
@@ -246,6 +254,10 @@ func collapse(s []*argDoc) *argDoc {
 	switch {
 	case len(s) == 1:
 		return s[0]
+	case len(s) == 2 && s[0].glue && (s[1].Type == "oneof" || s[1].Type == "block") && s[1].Token == "":
+		a := s[1]
+		a.Token = s[0].Token
+		return a
 	case allTokens(s):
 		return &argDoc{Name: s[0].Name, Type: "block", Args: s}
 	case len(s) == 2 && s[0].Type == "pure-token" && !s[0].Multiple &&

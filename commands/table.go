@@ -1543,6 +1543,131 @@ func commandTable() []*Spec {
 			Run:   cmdSInterCard,
 		},
 
+		// Sorted-set algebra and random members (zalgebra.go,
+		// docs/zalgebra.json); HRANDFIELD shares ZRANDMEMBER's rules.
+		{
+			Name:  "zunion",
+			Arity: -3,
+			Flags: ReadOnly,
+			Run:   cmdZUnion,
+		},
+		{
+			Name:  "zinter",
+			Arity: -3,
+			Flags: ReadOnly,
+			Run:   cmdZInter,
+		},
+		{
+			Name:  "zdiff",
+			Arity: -3,
+			Flags: ReadOnly,
+			Run:   cmdZDiff,
+		},
+		{
+			Name:  "zunionstore",
+			Arity: -4,
+			Flags: Write | DenyOOM | AsIs,
+			Run:   cmdZUnionStore,
+		},
+		{
+			Name:  "zinterstore",
+			Arity: -4,
+			Flags: Write | DenyOOM | AsIs,
+			Run:   cmdZInterStore,
+		},
+		{
+			Name:  "zdiffstore",
+			Arity: -4,
+			Flags: Write | DenyOOM | AsIs,
+			Run:   cmdZDiffStore,
+		},
+		{
+			Name:  "zintercard",
+			Arity: -3,
+			Flags: ReadOnly,
+			Run:   cmdZInterCard,
+		},
+		{
+			Name:  "zrangestore",
+			Arity: -5,
+			Flags: Write | DenyOOM | AsIs,
+			Run:   cmdZRangeStore,
+		},
+		{
+			Name:  "zrandmember",
+			Arity: -2,
+			Flags: ReadOnly,
+			Run:   cmdZRandMember,
+		},
+		{
+			Name:  "hrandfield",
+			Arity: -2,
+			Flags: ReadOnly,
+			Run:   cmdHRandField,
+		},
+
+		// Geo, on sorted sets (geo.go, docs/geo.json)
+		{
+			Name:  "geoadd",
+			Arity: -5,
+			Flags: Write | DenyOOM | AsIs,
+			Run:   cmdGeoAdd,
+		},
+		{
+			Name:  "geopos",
+			Arity: -2,
+			Flags: ReadOnly,
+			Run:   cmdGeoPos,
+		},
+		{
+			Name:  "geodist",
+			Arity: -4,
+			Flags: ReadOnly,
+			Run:   cmdGeoDist,
+		},
+		{
+			Name:  "geohash",
+			Arity: -2,
+			Flags: ReadOnly,
+			Run:   cmdGeoHash,
+		},
+		{
+			Name:  "geosearch",
+			Arity: -7,
+			Flags: ReadOnly,
+			Run:   cmdGeoSearch,
+		},
+		{
+			Name:  "geosearchstore",
+			Arity: -8,
+			Flags: Write | DenyOOM | AsIs,
+			Run:   cmdGeoSearchStore,
+		},
+		{
+			Name:  "georadius",
+			Arity: -6,
+			Flags: Write | DenyOOM | AsIs,
+			Run:   cmdGeoRadius,
+		},
+		{
+			Name:  "georadius_ro",
+			Arity: -6,
+			Flags: ReadOnly,
+			Run:   cmdGeoRadiusRO,
+		},
+		{
+			Name:  "georadiusbymember",
+			Arity: -5,
+			Flags: Write | DenyOOM | AsIs,
+			Run:   cmdGeoRadiusByMember,
+		},
+		{
+			Name:  "georadiusbymember_ro",
+			Arity: -5,
+			Flags: ReadOnly,
+			Run:   cmdGeoRadiusByMemberRO,
+		},
+
 		// Scripting (scripting.go, docs/scripting.json)
 		{
 			Name:  "eval",

@@ -307,13 +307,20 @@ func cmdZRevRangeByLex(c *Ctx)   { zrange(c, zrangeLex, zrangeReverse) }
 // zrange implements ZRANGE and its older forms, which Redis runs through
 // one parser: a form that fixes the kind of range or the direction simply
 // does not accept the option that would set it.
-func zrange(c *Ctx, by zrangeBy, dir zrangeDir) {
+func zrange(c *Ctx, by zrangeBy, dir zrangeDir) { zrangeFrom(c, 1, nil, by, dir) }
+
+// zrangeFrom runs a range whose source key is argument src, its ends the
+// two arguments after it. With a destination (ZRANGESTORE) the members
+// and scores go to dst, replacing its value, instead of into the reply,
+// and WITHSCORES is not an option.
+func zrangeFrom(c *Ctx, src int, dst []byte, by zrangeBy, dir zrangeDir) {
+	store := dst != nil
 	withScores := false
 	offset, limit := int64(0), int64(-1)
-	for j := 4; j < len(c.Args); j++ {
+	for j := src + 3; j < len(c.Args); j++ {
 		a := c.Args[j]
 		switch {
-		case is(a, "WITHSCORES"):
+		case !store && is(a, "WITHSCORES"):
 			withScores = true
 		case is(a, "LIMIT") && j+2 < len(c.Args):
 			var ok bool
@@ -347,7 +354,7 @@ func zrange(c *Ctx, by zrangeBy, dir zrangeDir) {
 		c.W.Error(msgZLexScores)
 		return
 	}
-	minArg, maxArg := c.Args[2], c.Args[3]
+	minArg, maxArg := c.Args[src+1], c.Args[src+2]
 	if rev && by != zrangeRank {
 		minArg, maxArg = maxArg, minArg // given as max, min
 	}
@@ -355,8 +362,12 @@ func zrange(c *Ctx, by zrangeBy, dir zrangeDir) {
 	if !ok {
 		return
 	}
-	_, _, z, ok := c.zsetAt(c.Args[1], false)
+	_, _, z, ok := c.zsetAt(c.Args[src], false)
 	if !ok {
+		return
+	}
+	if store {
+		zrangeStore(c, dst, z, &sp, rev, offset, limit)
 		return
 	}
 	if z == nil {
@@ -375,15 +386,18 @@ type zspan struct {
 	lex         engine.LexRange
 }
 
-// parseZSpan reads a range of kind by from its two ends (ranks are always
-// arguments 2 and 3), replying with Redis's error if one is malformed.
+// parseZSpan reads a range of kind by from its two ends, replying with
+// Redis's error if one is malformed.
 func parseZSpan(c *Ctx, by zrangeBy, minArg, maxArg []byte) (zspan, bool) {
 	sp := zspan{by: by}
 	var ok bool
 	switch by {
 	case zrangeRank:
-		if sp.start, ok = c.Int(2); ok {
-			sp.stop, ok = c.Int(3)
+		if sp.start, ok = engine.ParseInt(minArg); ok {
+			sp.stop, ok = engine.ParseInt(maxArg)
+		}
+		if !ok {
+			c.W.Error(msgNotInteger)
 		}
 	case zrangeScore:
 		if sp.score, ok = engine.ParseScoreRange(minArg, maxArg); !ok {

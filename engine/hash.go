@@ -6,6 +6,7 @@ import (
 	"iter"
 	"math"
 	"math/big"
+	"math/rand/v2"
 	"strconv"
 	"unsafe"
 )
@@ -488,4 +489,30 @@ func (s *Shard) FindHash(db int, key []byte, now int64) (Entry, *Hash, error) {
 	}
 	h, err := s.hashOf(e)
 	return e, h, err
+}
+
+// Random returns a field and its value picked uniformly at random from a
+// hash that is not empty. A compact hash is walked to the chosen entry
+// (it is short); an indexed one draws entry numbers until a live one
+// comes up, fewer than two draws on average since compaction keeps dead
+// entries at most half of them.
+func (h *Hash) Random() (field, value []byte) {
+	if h.idx == nil {
+		k := rand.IntN(h.count)
+		for off := 0; off < len(h.data); k-- {
+			f, vs, end := hashEntryAt(h.data, off)
+			if k == 0 {
+				return f, h.data[vs:end]
+			}
+			off = end
+		}
+		return nil, nil
+	}
+	offs := h.idx.offs
+	for {
+		if off := offs[rand.IntN(len(offs))]; off != deadEntry {
+			f, vs, end := hashEntryAt(h.data, int(off))
+			return f, h.data[vs:end]
+		}
+	}
 }

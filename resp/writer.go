@@ -175,6 +175,18 @@ func (w *Writer) Double(f float64) {
 	}
 }
 
+// DoubleText writes a double already formatted (Redis's human long double
+// form, as GEOPOS replies): a bulk string in RESP2, a double in RESP3.
+func (w *Writer) DoubleText(d []byte) {
+	if w.proto == 3 {
+		w.b = append(w.b, ',')
+		w.b = append(w.b, d...)
+		w.b = append(w.b, '\r', '\n')
+	} else {
+		w.b = redcon.AppendBulk(w.b, d)
+	}
+}
+
 // AppendDouble formats f the way Redis 7.0 replies with doubles.
 func AppendDouble(dst []byte, f float64) []byte {
 	switch {
