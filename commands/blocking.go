@@ -51,6 +51,7 @@ const (
 	opMPop                 // BLMPOP: [key, [elements]]
 	opZPop                 // BZPOPMIN, BZPOPMAX: [key, member, score]
 	opZMPop                // BZMPOP: [key, [[member, score] ...]]
+	opWait                 // WAIT: on no key, for CLIENT UNBLOCK only
 )
 
 // waiter is a client blocked on keys.
@@ -67,6 +68,7 @@ type waiter struct {
 	count int64    // BLMPOP, BZMPOP: at most count elements
 	// timeout: 0 waits for ever.
 	timeout time.Duration
+	woff    int64        // WAIT: the offset its client waits for
 	out     *resp.Writer // the reply, written by whoever claims the waiter
 	done    chan struct{}
 	claimed bool // under blockRegistry.mu
@@ -495,6 +497,16 @@ func (c *Ctx) block(w *waiter, keys [][]byte, timeout time.Duration) {
 	c.Client.blocked = w
 }
 
+// blockOnNothing registers a client blocked in WAIT, on no key: for
+// INFO, CLIENT LIST and CLIENT UNBLOCK. The handler claims it back when
+// its wait ends.
+func (c *Ctx) blockOnNothing() *waiter {
+	w := &waiter{cl: c.Client, db: c.DB, spec: c.Spec, op: opWait, woff: c.Client.woff,
+		out: resp.NewWriter(c.W.Proto()), done: make(chan struct{})}
+	c.Srv.blocks.add(w)
+	return w
+}
+
 // awaitBlocked waits, holding nothing, for the end of the client's block,
 // and writes the reply it got into w.
 func (s *Server) awaitBlocked(cl *Client, w *resp.Writer, wt *waiter) {
@@ -835,9 +847,13 @@ func cmdClientUnblock(c *Ctx) {
 		c.W.Int(0)
 		return
 	}
-	if withError {
+	switch {
+	case withError:
 		w.out.Error("UNBLOCKED client unblocked via CLIENT UNBLOCK")
-	} else {
+	case w.op == opWait:
+		w.out.Int(int64(s.Repl.CountAcked(w.woff)))
+		w.spec.failed.Add(1)
+	default:
 		w.out.NullArray()
 		w.spec.failed.Add(1) // as Redis's updateStatsOnUnblock(..., had_errors=1)
 	}

@@ -225,6 +225,21 @@ func TestClientUnblock(t *testing.T) {
 			t.Errorf("%v again: %s", args, v)
 		}
 	}
+	// WAIT, blocked on no key: TIMEOUT answers the replicas counted so far.
+	for _, tc := range []struct{ how, want string }{
+		{"TIMEOUT", ":0"},
+		{"ERROR", "-UNBLOCKED client unblocked via CLIENT UNBLOCK"},
+	} {
+		b.send(t, []string{"WAIT", "1", "0"})
+		waitFor(t, "WAIT to block", func() bool { return h.blockedNow() == 1 })
+		main.send(t, []string{"CLIENT", "UNBLOCK", id, tc.how})
+		if v := main.read(t); v.Int != 1 {
+			t.Errorf("CLIENT UNBLOCK of WAIT: %s", v)
+		}
+		if v := b.read(t); v.String() != tc.want {
+			t.Errorf("WAIT unblocked with %s: %s, want %s", tc.how, v, tc.want)
+		}
+	}
 	// Still usable, and nothing left waiting.
 	b.send(t, []string{"PING"})
 	if v := b.read(t); v.String() != "+PONG" {
@@ -234,7 +249,7 @@ func TestClientUnblock(t *testing.T) {
 		t.Errorf("%d keys still blocked", k)
 	}
 	main.send(t, []string{"INFO", "errorstats"})
-	if s := string(main.read(t).Str); !strings.Contains(s, "errorstat_UNBLOCKED:count=1") {
+	if s := string(main.read(t).Str); !strings.Contains(s, "errorstat_UNBLOCKED:count=2") {
 		t.Errorf("errorstats: %s", s)
 	}
 }

@@ -399,7 +399,9 @@ func cmdWait(c *Ctx) {
 		return
 	}
 	// Blocked: the replies before this one leave now; no lock is held.
+	// The client counts as blocked, which CLIENT UNBLOCK may end.
 	cl.conn.Flush()
+	bw := c.blockOnNothing()
 	var deadline <-chan time.Time
 	if timeout > 0 {
 		t := time.NewTimer(timeout)
@@ -415,11 +417,17 @@ func cmdWait(c *Ctx) {
 		select {
 		case <-wake:
 			continue
+		case <-bw.done:
 		case <-deadline:
 		case <-cl.conn.Done():
 		}
 		acked = n.CountAcked(cl.woff)
 		break
+	}
+	if !c.Srv.blocks.claim(bw) {
+		<-bw.done // CLIENT UNBLOCK answered for it
+		c.W.Raw(bw.out.Bytes())
+		return
 	}
 	c.W.Int(int64(acked))
 }
