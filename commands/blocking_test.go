@@ -365,3 +365,19 @@ func TestBlockingDisconnectAll(t *testing.T) {
 	waitFor(t, "all to be freed", func() bool { return h.blockedNow() == 0 && h.blockedKeys() == 0 })
 	waitFor(t, "the connections to close", func() bool { return h.srv.clients.count() <= 1 })
 }
+
+// TestClientNoEvict: the flag shows in CLIENT INFO as Redis's e.
+func TestClientNoEvict(t *testing.T) {
+	h := newHarness(t)
+	c := dialSub(t, h)
+	for _, tc := range []struct{ arg, flags string }{{"on", "flags=e "}, {"OFF", "flags=N "}, {"On", "flags=e "}} {
+		c.send(t, []string{"CLIENT", "NO-EVICT", tc.arg})
+		if v := c.read(t); v.String() != "+OK" {
+			t.Fatalf("CLIENT NO-EVICT %s: %s", tc.arg, v)
+		}
+		c.send(t, []string{"CLIENT", "INFO"})
+		if s := string(c.read(t).Str); !strings.Contains(s, tc.flags) {
+			t.Errorf("after NO-EVICT %s: %s", tc.arg, s)
+		}
+	}
+}
