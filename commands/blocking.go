@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/big"
 	"math/bits"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -68,10 +69,12 @@ type waiter struct {
 	count int64    // BLMPOP, BZMPOP: at most count elements
 	// timeout: 0 waits for ever.
 	timeout time.Duration
-	woff    int64        // WAIT: the offset its client waits for
-	out     *resp.Writer // the reply, written by whoever claims the waiter
-	done    chan struct{}
-	claimed bool // under blockRegistry.mu
+	// closeAfter: the connection closes once the reply is sent.
+	closeAfter bool
+	woff       int64        // WAIT: the offset its client waits for
+	out        *resp.Writer // the reply, written by whoever claims the waiter
+	done       chan struct{}
+	claimed    bool // under blockRegistry.mu
 }
 
 // blockRegistry holds the waiters by key.
@@ -497,6 +500,33 @@ func (c *Ctx) block(w *waiter, keys [][]byte, timeout time.Duration) {
 	c.Client.blocked = w
 }
 
+// unblockForReplica ends, with an error, the blocks of the clients
+// waiting on keys of a master that became a replica, and closes their
+// connections, as Redis's disconnectAllBlockedClients: the pops they
+// wait for would not be theirs to make.
+func (s *Server) unblockForReplica() {
+	r := &s.blocks
+	r.mu.Lock()
+	var all []*waiter
+	for _, m := range r.dbs {
+		for _, q := range m {
+			for _, w := range q {
+				if !slices.Contains(all, w) {
+					all = append(all, w)
+				}
+			}
+		}
+	}
+	r.mu.Unlock()
+	for _, w := range all {
+		if s.blocks.claim(w) {
+			w.out.Error("UNBLOCKED force unblock from blocking operation, instance state changed (master -> replica?)")
+			w.closeAfter = true
+			close(w.done)
+		}
+	}
+}
+
 // blockOnNothing registers a client blocked in WAIT, on no key: for
 // INFO, CLIENT LIST and CLIENT UNBLOCK. The handler claims it back when
 // its wait ends.
@@ -538,6 +568,9 @@ func (s *Server) awaitBlocked(cl *Client, w *resp.Writer, wt *waiter) {
 	}
 	<-wt.done
 	stop()
+	if wt.closeAfter {
+		conn.CloseAfterReply()
+	}
 	b := wt.out.Bytes()
 	if len(b) > 0 && b[0] == '-' {
 		s.countError(b)

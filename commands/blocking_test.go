@@ -366,6 +366,29 @@ func TestBlockingDisconnectAll(t *testing.T) {
 	waitFor(t, "the connections to close", func() bool { return h.srv.clients.count() <= 1 })
 }
 
+// TestBlockedWhenReplica: a master that becomes a replica ends its
+// clients' blocks with an error and closes their connections.
+func TestBlockedWhenReplica(t *testing.T) {
+	h := newHarness(t)
+	b := dialSub(t, h)
+	b.send(t, []string{"BLPOP", "k", "0"})
+	waitFor(t, "the client to block", func() bool { return h.blockedNow() == 1 })
+	main := dialSub(t, h)
+	main.send(t, []string{"REPLICAOF", "127.0.0.1", "1"})
+	if v := main.read(t); v.String() != "+OK" {
+		t.Fatalf("REPLICAOF: %s", v)
+	}
+	if v := b.read(t); v.String() != "-UNBLOCKED force unblock from blocking operation, instance state changed (master -> replica?)" {
+		t.Errorf("blocked client: %s", v)
+	}
+	b.c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := b.r.ReadByte(); err == nil {
+		t.Error("the connection stayed open")
+	}
+	main.send(t, []string{"REPLICAOF", "NO", "ONE"})
+	main.read(t)
+}
+
 // TestClientNoEvict: the flag shows in CLIENT INFO as Redis's e.
 func TestClientNoEvict(t *testing.T) {
 	h := newHarness(t)

@@ -56,6 +56,9 @@ func (s *Server) listeningPort() int {
 // roleChanged releases the clients blocked in WAIT: on a replica they
 // have nothing to wait for.
 func (s *Server) roleChanged() {
+	if s.Repl.Replica() {
+		s.unblockForReplica()
+	}
 	s.Repl.RequestAcks()
 }
 
