@@ -68,6 +68,17 @@ type Client struct {
 	replica atomic.Bool
 	master  bool
 
+	// Blocking pops (blocking.go): blocked is the waiter the current
+	// request registered, for request to wait on; blocking the same for
+	// other goroutines (CLIENT UNBLOCK, CLIENT LIST) while it waits;
+	// ready the keys its commands made ready, to serve at their end.
+	// paused: waiting for a CLIENT PAUSE to end; noEvict: CLIENT NO-EVICT.
+	blocked  *waiter
+	blocking atomic.Pointer[waiter]
+	ready    []readyKey
+	paused   atomic.Bool
+	noEvict  atomic.Bool
+
 	ps   clientSubs // pub/sub subscriptions (pubsub.go)
 	ctx  Ctx        // reused for every request
 	rl   rlScratch  // rate-limit decisions' buffers
@@ -193,6 +204,12 @@ func (cl *Client) flags() string {
 	}
 	if cl.multiLen.Load() >= 0 {
 		f += "x"
+	}
+	if cl.blocking.Load() != nil || cl.paused.Load() {
+		f += "b"
+	}
+	if cl.noEvict.Load() {
+		f += "e"
 	}
 	if f == "" {
 		f = "N"

@@ -390,8 +390,12 @@ func cmdClientHelp(c *Ctx) {
 		"LIST [options ...]", "    Return information about client connections. Options:",
 		"    * TYPE (NORMAL|MASTER|REPLICA|PUBSUB)", "      Return clients of specified type.",
 		"    * ID <client-id> [<client-id> ...]", "      Return clients of specified IDs only.",
+		"UNPAUSE", "    Stop the current client pause, resuming traffic.",
+		"PAUSE <timeout> [WRITE|ALL]", "    Suspend all, or just write, clients for <timeout> milliseconds.",
 		"SETNAME <name>", "    Assign the name <name> to the current connection.",
 		"SETINFO <LIB-NAME|LIB-VER> <value>", "    Set client library name or version.",
+		"UNBLOCK <clientid> [TIMEOUT|ERROR]", "    Unblock the specified blocked client.",
+		"NO-EVICT (ON|OFF)", "    Protect current client connection from eviction.",
 	})
 }
 

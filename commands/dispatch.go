@@ -40,6 +40,8 @@ type Server struct {
 	release   memRelease
 	scripts   scriptEngine
 	migrate   migrateSockets // MIGRATE's cached connections (migrate.go)
+	blocks    blockRegistry  // clients blocked on keys (blocking.go)
+	pause     pauseState     // CLIENT PAUSE (pause.go)
 	// shutdownSpec is SHUTDOWN, which may stop a busy script.
 	shutdownSpec *Spec
 
@@ -177,9 +179,6 @@ type Ctx struct {
 	// start is when the request began (monoNow), read with the request's
 	// clock; 0 for a command inside EXEC or a script, timed on its own.
 	start int64
-	// replArgs, when a handler sets it, is what an AsIs command replicates
-	// instead of itself: the effect of a random choice (SPOP as SREM).
-	replArgs [][]byte
 }
 
 // Shard returns the shard that owns key. Dispatch has already locked it.
@@ -263,6 +262,10 @@ func (s *Server) Inline(conn *resp.Conn, args [][]byte) bool {
 	if spec.Flags&(MayWait|Blocking|RunsScript|PubSub|NoAuth) != 0 {
 		return false
 	}
+	// A pause under way: the command may have to wait for its end.
+	if s.pause.kind.Load() != pauseOff {
+		return false
+	}
 	// A script under way: the command waits for it, or answers BUSY.
 	return s.scripts.running.Load() == nil
 }
@@ -287,6 +290,11 @@ func (s *Server) request(cl *Client, w *resp.Writer, args [][]byte) {
 	n := w.Len()
 	cl.dispatched = false
 	s.execute(cl, w, args, now)
+	if b := cl.blocked; b != nil {
+		// Outside every lock and the script gate, as the penalty below.
+		cl.blocked = nil
+		s.awaitBlocked(cl, w, b)
+	}
 	if !cl.dispatched {
 		// Refused before it ran (unknown, arity, NOAUTH, BUSY, ...): its
 		// error counts here; run counts those of commands that ran.
@@ -354,6 +362,11 @@ func (s *Server) execute(cl *Client, w *resp.Writer, args [][]byte, now int64) {
 	// RESET; in RESP3 any command goes.
 	if w.Proto() == 2 && cl.subscribed() && !allowedWhileSubscribed(spec) {
 		s.reject(cl, w, spec, msgSubscribedMode(spec))
+		return
+	}
+	// A CLIENT PAUSE holds the command back, before it is queued inside
+	// MULTI too, as Redis does; the wait is outside the script gate.
+	if s.pause.kind.Load() != pauseOff && !s.awaitPause(cl, spec) {
 		return
 	}
 	// While a script runs, commands wait for it and get BUSY once it runs
@@ -439,11 +452,18 @@ func (s *Server) runLocked(c *Ctx) {
 	spec := c.Spec
 	if spec.Flags&SelfLock != 0 {
 		spec.Run(c) // EXEC, scripts, WATCH: they lock and replicate
+		// Clients blocked on keys such a command made (SWAPDB) are served
+		// now; EXEC and scripts serve theirs before they unlock.
+		s.noteWritten(c, nil)
+		if !c.held && len(c.Client.ready) > 0 {
+			s.Eng.Unlock(s.serveReady(c, 0))
+		}
 		return
 	}
 	var m engine.Mask
 	var pos [8]int
-	for _, i := range spec.keyPositions(c.Args, pos[:0]) {
+	keys := spec.keyPositions(c.Args, pos[:0])
+	for _, i := range keys {
 		m = s.Eng.Add(m, c.Args[i])
 	}
 	if spec.LockAll != nil && spec.LockAll(c.Args) {
@@ -451,19 +471,26 @@ func (s *Server) runLocked(c *Ctx) {
 	}
 	if !c.held {
 		s.Eng.Lock(m)
-		defer s.Eng.Unlock(m)
+		// Serving blocked clients may lock more shards: m is read at the end.
+		defer func() { s.Eng.Unlock(m) }()
 	}
 	if !s.Repl.Recording() {
 		spec.Run(c)
-		return
+	} else {
+		if spec.Flags&AsIs != 0 {
+			// What others left in these shards (a lazy expiry) goes first:
+			// the command that follows stands for its own changes only.
+			s.propagate(c, m, false)
+		}
+		spec.Run(c)
+		s.propagate(c, m, spec.Flags&AsIs != 0)
 	}
-	if spec.Flags&AsIs != 0 {
-		// What others left in these shards (a lazy expiry) goes first:
-		// the command that follows stands for its own changes only.
-		s.propagate(c, m, false)
+	// Clients blocked on the keys it wrote are served before the locks
+	// go (blocking.go); inside EXEC or a script, at their end.
+	s.noteWritten(c, keys)
+	if !c.held && len(c.Client.ready) > 0 {
+		m = s.serveReady(c, m)
 	}
-	spec.Run(c)
-	s.propagate(c, m, spec.Flags&AsIs != 0)
 }
 
 // clockAt returns the server's time, in ms, at t: t's own unless DEBUG

@@ -107,7 +107,9 @@ func (s *Server) memoryTick() {
 // a script runs (it holds every shard): Redis skips this check then too.
 func (s *Server) rejectOOM(cl *Client, spec *Spec, args [][]byte, now int64) bool {
 	max := s.Cfg.maxMemory.Load()
-	if max == 0 || s.scripts.running.Load() != nil {
+	// While clients are paused nothing is evicted, and nothing refused
+	// for it, as Redis's performEvictions: the dataset stays still.
+	if max == 0 || s.scripts.running.Load() != nil || s.pause.kind.Load() != pauseOff {
 		cl.oomAtStart = false
 		return false
 	}

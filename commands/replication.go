@@ -56,6 +56,9 @@ func (s *Server) listeningPort() int {
 // roleChanged releases the clients blocked in WAIT: on a replica they
 // have nothing to wait for.
 func (s *Server) roleChanged() {
+	if s.Repl.Replica() {
+		s.unblockForReplica()
+	}
 	s.Repl.RequestAcks()
 }
 
@@ -126,11 +129,7 @@ func (s *Server) propagate(c *Ctx, m engine.Mask, asIs bool) {
 			}
 		}
 		if changed {
-			args := c.Args
-			if c.replArgs != nil {
-				args = c.replArgs
-			}
-			b.Command(c.DB, args...)
+			b.Command(c.DB, c.Args...)
 		}
 	} else {
 		for i, mm := 0, m; mm != 0; i, mm = i+1, mm>>1 {
@@ -403,7 +402,9 @@ func cmdWait(c *Ctx) {
 		return
 	}
 	// Blocked: the replies before this one leave now; no lock is held.
+	// The client counts as blocked, which CLIENT UNBLOCK may end.
 	cl.conn.Flush()
+	bw := c.blockOnNothing()
 	var deadline <-chan time.Time
 	if timeout > 0 {
 		t := time.NewTimer(timeout)
@@ -419,11 +420,17 @@ func cmdWait(c *Ctx) {
 		select {
 		case <-wake:
 			continue
+		case <-bw.done:
 		case <-deadline:
 		case <-cl.conn.Done():
 		}
 		acked = n.CountAcked(cl.woff)
 		break
+	}
+	if !c.Srv.blocks.claim(bw) {
+		<-bw.done // CLIENT UNBLOCK answered for it
+		c.W.Raw(bw.out.Bytes())
+		return
 	}
 	c.W.Int(int64(acked))
 }

@@ -418,8 +418,18 @@ func (se *scriptEngine) run(c *Ctx, sc *luaScript, keys, argv [][]byte, readOnly
 	case run.state.Load() == runKilled:
 		c.Srv.dropEffects(r.client)
 	case c.held:
+		// Inside EXEC: the clients blocked on keys the script pushed to
+		// are served at the transaction's end.
+		c.Client.ready = append(c.Client.ready, r.client.ready...)
+		clear(r.client.ready)
+		r.client.ready = r.client.ready[:0]
 		c.Srv.joinEffects(c.Client, r.client)
 	default:
+		if len(r.client.ready) > 0 {
+			// Served at the script's end, every shard still held.
+			sc := Ctx{Srv: c.Srv, Client: r.client, W: c.W, Now: c.Now, DB: c.DB, Spec: c.Spec, held: true}
+			c.Srv.serveReady(&sc, engine.AllShards)
+		}
 		if off := c.Srv.propagateHeld(r.client); off != 0 {
 			c.Client.woff = off
 		}

@@ -79,11 +79,6 @@ func (c *Ctx) storeSet(key []byte, st *engine.Set) {
 	c.W.Int(int64(st.Len()))
 }
 
-// replicateAs makes the command replicate as args (an SREM or DEL for
-// SPOP, whose choice replicas must not make again). It is set whether or
-// not a stream is kept now: one may start while the command runs.
-func (c *Ctx) replicateAs(args ...[]byte) { c.replArgs = args }
-
 func cmdSAdd(c *Ctx) {
 	key := c.Args[1]
 	st, ok := c.setAt(key, true)

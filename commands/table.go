@@ -439,6 +439,18 @@ func commandTable() []*Spec {
 					Run:   cmdClientList,
 				},
 				{
+					Name:  "no-evict",
+					Arity: 3,
+					Flags: Admin | NoScript | Loading | Stale,
+					Run:   cmdClientNoEvict,
+				},
+				{
+					Name:  "pause",
+					Arity: -3,
+					Flags: Admin | NoScript | Loading | Stale,
+					Run:   cmdClientPause,
+				},
+				{
 					Name:  "setname",
 					Arity: 3,
 					Flags: NoScript | Loading | Stale,
@@ -449,6 +461,18 @@ func commandTable() []*Spec {
 					Arity: 4,
 					Flags: NoScript | Loading | Stale,
 					Run:   cmdClientSetInfo,
+				},
+				{
+					Name:  "unblock",
+					Arity: -3,
+					Flags: Admin | NoScript | Loading | Stale,
+					Run:   cmdClientUnblock,
+				},
+				{
+					Name:  "unpause",
+					Arity: 2,
+					Flags: Admin | NoScript | Loading | Stale,
+					Run:   cmdClientUnpause,
 				},
 			},
 		},
@@ -1439,7 +1463,7 @@ func commandTable() []*Spec {
 		},
 
 		// Sets (sets.go, docs/sets.json). SPOP is AsIs but replicates the
-		// SREM (or DEL) of what it chose, not itself (Ctx.replArgs).
+		// SREM (or DEL) of what it chose, not itself (Ctx.replicateAs).
 		{
 			Name:  "sadd",
 			Arity: -3,
@@ -1666,6 +1690,70 @@ func commandTable() []*Spec {
 			Arity: -5,
 			Flags: ReadOnly,
 			Run:   cmdGeoRadiusByMemberRO,
+		},
+
+		// Blocking pops and the multi-key pops (blocking.go,
+		// docs/blocking.json); CLIENT PAUSE, UNPAUSE, UNBLOCK and NO-EVICT
+		// are under CLIENT, their handlers in blocking.go and pause.go.
+		{
+			Name:  "blpop",
+			Arity: -3,
+			Flags: Write | NoScript | Blocking,
+			Run:   cmdBLPop,
+		},
+		{
+			Name:  "brpop",
+			Arity: -3,
+			Flags: Write | NoScript | Blocking,
+			Run:   cmdBRPop,
+		},
+		{
+			Name:  "brpoplpush",
+			Arity: 4,
+			Flags: Write | DenyOOM | NoScript | Blocking,
+			Run:   cmdBRPopLPush,
+		},
+		{
+			Name:  "blmove",
+			Arity: 6,
+			Flags: Write | DenyOOM | NoScript | Blocking,
+			Run:   cmdBLMove,
+		},
+		{
+			Name:  "blmpop",
+			Arity: -5,
+			Flags: Write | Blocking,
+			Run:   cmdBLMPop,
+		},
+		{
+			Name:  "lmpop",
+			Arity: -4,
+			Flags: Write,
+			Run:   cmdLMPop,
+		},
+		{
+			Name:  "bzpopmin",
+			Arity: -3,
+			Flags: Write | NoScript | Fast | Blocking,
+			Run:   cmdBZPopMin,
+		},
+		{
+			Name:  "bzpopmax",
+			Arity: -3,
+			Flags: Write | NoScript | Fast | Blocking,
+			Run:   cmdBZPopMax,
+		},
+		{
+			Name:  "bzmpop",
+			Arity: -5,
+			Flags: Write | Blocking,
+			Run:   cmdBZMPop,
+		},
+		{
+			Name:  "zmpop",
+			Arity: -4,
+			Flags: Write,
+			Run:   cmdZMPop,
 		},
 
 		// Scripting (scripting.go, docs/scripting.json)

@@ -69,6 +69,13 @@ func cmdExec(c *Ctx) {
 	// A SUBSCRIBE among the commands kept the pub/sub registry so that no
 	// message could come before this reply; it is complete now.
 	c.Srv.pubsub.execDone(cl)
+	// Clients blocked on keys the transaction pushed to are served at its
+	// end, as in Redis, before anything else can see those keys.
+	if len(cl.ready) > 0 {
+		hc := *c
+		hc.held = true // every shard is locked; the transaction commits it all
+		c.Srv.serveReady(&hc, engine.AllShards)
+	}
 	if off := c.Srv.propagateHeld(cl); off != 0 {
 		cl.woff = off
 	}

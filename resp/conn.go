@@ -162,6 +162,10 @@ func (c *Conn) Done() <-chan struct{} { return c.done }
 // with it. It reports whether the connection is still open.
 func (c *Conn) Flush() bool { return c.flush() }
 
+// OnLoop reports whether an event loop is serving the connection's
+// request now, where nothing may wait (Inliner said it would not).
+func (c *Conn) OnLoop() bool { return c.onLoop.Load() }
+
 func (c *Conn) signalDone() { c.stop.Do(func() { close(c.done) }) }
 
 // Kill closes the connection from any goroutine (CLIENT KILL, timeouts).

@@ -36,6 +36,9 @@ import (
 //	         latencystats' percentiles): lines are sorted, timings masked
 //	shape:   every integer and every client address is masked (SLOWLOG
 //	         GET: ids, times, durations, ports), the rest compared
+//	block:   a blocking command: sent, its reply left for a later "<" on
+//	         the same connection, and the next line waits until both
+//	         servers count it among their blocked clients
 //
 // Each file starts on empty servers.
 
@@ -124,7 +127,7 @@ func runDiffFile(t *testing.T, path, redisAddr, kvAddr string) int {
 			continue
 		}
 		mode := ""
-		for _, m := range []string{"sort:", "approx:", "ignore:", "acllog:", "aclrules:", "stats:", "shape:"} {
+		for _, m := range []string{"sort:", "approx:", "ignore:", "acllog:", "aclrules:", "stats:", "shape:", "block:"} {
 			if strings.HasPrefix(line, m) {
 				mode, line = m, strings.TrimSpace(line[len(m):])
 			}
@@ -134,8 +137,18 @@ func runDiffFile(t *testing.T, path, redisAddr, kvAddr string) int {
 			t.Fatalf("%s:%d: cannot parse %q", path, n+1, line)
 		}
 		req := resp.AppendCommand(nil, args...)
+		var blockedBefore [2]int64
+		if mode == "block:" {
+			blockedBefore = blockedClients(open("\x00poll"))
+		}
 		cur.redis.send(req)
 		cur.kv.send(req)
+		if mode == "block:" {
+			// Its reply is read by a later "<"; the lines after it run
+			// once both servers count one more blocked client.
+			awaitBlocked(t, open("\x00poll"), blockedBefore)
+			continue
+		}
 		want, got := cur.redis.read(), cur.kv.read()
 		if reason, ok := knownDifference(line); ok {
 			t.Logf("%s:%d: %s: not compared: %s", filepath.Base(path), n+1, line, reason)
@@ -291,4 +304,32 @@ func sortValue(v resp.Value) resp.Value {
 	sort.Slice(elems, func(i, j int) bool { return elems[i].String() < elems[j].String() })
 	v.Elems = elems
 	return v
+}
+
+// blockedClients returns INFO's blocked_clients of both servers, asked on
+// connection p.
+func blockedClients(p *diffPair) [2]int64 {
+	var n [2]int64
+	for i, c := range []*rawConn{p.redis, p.kv} {
+		v := c.do("INFO", "clients")
+		for _, l := range strings.Split(string(v.Str), "\r\n") {
+			if f, ok := strings.CutPrefix(l, "blocked_clients:"); ok {
+				n[i], _ = strconv.ParseInt(f, 10, 64)
+			}
+		}
+	}
+	return n
+}
+
+// awaitBlocked waits, 10 s at most, until both servers count more blocked
+// clients than before.
+func awaitBlocked(t *testing.T, p *diffPair, before [2]int64) {
+	for i := 0; i < 2000; i++ {
+		n := blockedClients(p)
+		if n[0] > before[0] && n[1] > before[1] {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatalf("a blocking command did not block: blocked_clients %v, before %v", blockedClients(p), before)
 }
