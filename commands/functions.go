@@ -838,13 +838,14 @@ func (s *Server) RestoreFunctions(payload []byte) error {
 }
 
 // functionsForSync is the replication's hook for a full sync: the
-// libraries as FUNCTION DUMP's payload, read under the registry's lock,
+// command that gives a replica the libraries, read under the registry's lock,
 // which release lets go once the sync has read its offset, so that a
 // change is either in the payload or in the stream after that offset.
-func (s *Server) functionsForSync() ([]byte, func()) {
+func (s *Server) functionsForSync() ([][]byte, func()) {
 	reg := &s.scripts.funcs
 	reg.mu.RLock()
-	return reg.dumpFunctions(), reg.mu.RUnlock
+	entry := [][]byte{[]byte("FUNCTION"), []byte("RESTORE"), reg.dumpFunctions(), []byte("FLUSH")}
+	return entry, reg.mu.RUnlock
 }
 
 func cmdFCall(c *Ctx)   { fcallGeneric(c, false) }
