@@ -101,6 +101,36 @@ type functionRegistry struct {
 	// it runs (redis.register_function adds to it).
 	runner  *luaRunner
 	loading *library
+	// vmBytes is the runner's state's size after its last use
+	// (used_memory_vm_functions).
+	vmBytes atomic.Int64
+}
+
+// stats returns the number of functions and libraries and the bytes of
+// their code and names (INFO's used_memory_functions).
+func (reg *functionRegistry) stats() (funcs, libs int, bytes int64) {
+	reg.mu.RLock()
+	defer reg.mu.RUnlock()
+	if reg.cur == nil {
+		return 0, 0, 0
+	}
+	for _, lib := range reg.cur.libs {
+		bytes += int64(len(lib.name) + len(lib.code))
+		for _, f := range lib.fns {
+			bytes += int64(len(f.name) + len(f.desc))
+		}
+	}
+	return len(reg.cur.funcs), len(reg.cur.libs), bytes
+}
+
+// noteMemory records the runner's state's size; the caller holds every
+// shard lock.
+func (reg *functionRegistry) noteMemory() {
+	if reg.runner != nil {
+		reg.vmBytes.Store(int64(reg.runner.state.Memory()))
+	} else {
+		reg.vmBytes.Store(0)
+	}
 }
 
 func (reg *functionRegistry) current() *functionLibs {
@@ -420,6 +450,7 @@ func (c *Ctx) changeFunctions(fn func(reg *functionRegistry) bool) {
 		reg.gen.Add(1)
 		c.replicate(-1, c.Args...)
 	}
+	reg.noteMemory()
 }
 
 func cmdFunctionLoad(c *Ctx) {
@@ -831,6 +862,7 @@ func (s *Server) RestoreFunctions(payload []byte) error {
 	reg := &s.scripts.funcs
 	reg.mu.Lock()
 	defer reg.mu.Unlock()
+	defer reg.noteMemory()
 	if msg := reg.restore(s, body, restoreFlush); msg != "" {
 		return errReply(msg)
 	}

@@ -478,6 +478,7 @@ func (se *scriptEngine) run(c *Ctx, sc *luaScript, f *libFunction, keys, argv []
 		if broken || r.state.Oversized() {
 			se.funcs.rebuild(c.Srv)
 		}
+		se.funcs.noteMemory()
 		return
 	}
 	if broken || r.state.Oversized() {
