@@ -1,0 +1,110 @@
+package commands
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"limitkv/resp"
+)
+
+// TestFunctionStateRebuilt: a function that breaks its Lua state (a value
+// stack overflow) gets its error, and the libraries are loaded again into
+// a new state, so that every function still runs.
+func TestFunctionStateRebuilt(t *testing.T) {
+	s := newScriptServer(t)
+	lib := "#!lua name=deep\n" +
+		"local function f(...) local x = f(1, ...) return x end\n" +
+		"redis.register_function('overflow', function() return f() end)\n" +
+		"redis.register_function('count', function(keys) return redis.call('INCR', keys[1]) end)"
+	if got := s.do("FUNCTION", "LOAD", lib); got != `"deep"` {
+		t.Fatalf("FUNCTION LOAD: %s", got)
+	}
+	if got := s.do("FCALL", "count", "1", "n"); got != ":1" {
+		t.Fatalf("FCALL count: %s", got)
+	}
+	state := s.srv.scripts.funcs.runner
+	if got := s.do("FCALL", "overflow", "0"); !strings.HasPrefix(got, "-ERR user_function:2: stack overflow") {
+		t.Fatalf("overflowing the value stack: %s", got)
+	}
+	if s.srv.scripts.funcs.runner == state {
+		t.Fatal("the state whose value stack grew is kept")
+	}
+	if got := s.do("FCALL", "count", "1", "n"); got != ":2" {
+		t.Fatalf("FCALL count after the overflow: %s", got)
+	}
+	if got := s.do("FUNCTION", "STATS"); got != `["running_script", nil, "engines", ["LUA", ["libraries_count", :1, "functions_count", :2]]]` {
+		t.Fatalf("FUNCTION STATS after the overflow: %s", got)
+	}
+	// EVAL's state is another: a script cannot see the libraries.
+	if got := s.do("EVAL", "return type(redis.register_function)", "0"); got != `"nil"` {
+		t.Fatalf("redis.register_function from EVAL: %s", got)
+	}
+}
+
+// TestFunctionsConcurrent: FCALL from many clients, with EVAL and with
+// libraries loaded and deleted meanwhile, loses no update and runs no
+// function of a deleted library (run with -race).
+func TestFunctionsConcurrent(t *testing.T) {
+	base := newScriptServer(t)
+	const lib = "#!lua name=counter\nredis.register_function('incr2', function(keys) redis.call('INCR', keys[1]) return redis.call('INCR', keys[1]) end)"
+	if got := base.do("FUNCTION", "LOAD", lib); got != `"counter"` {
+		t.Fatalf("FUNCTION LOAD: %s", got)
+	}
+	const clients, each = 6, 200
+	var wg sync.WaitGroup
+	fail := make(chan string, clients+1)
+	for i := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s := &scriptServer{t: t, srv: base.srv, w: resp.NewWriter(2), client: newTestClient(base.srv)}
+			for range each {
+				args := [][]byte{[]byte("FCALL"), []byte("incr2"), []byte("1"), []byte("n")}
+				if i%2 == 1 {
+					args = [][]byte{[]byte("EVAL"), []byte("redis.call('INCR', KEYS[1]) return redis.call('INCR', KEYS[1])"), []byte("1"), []byte("n")}
+				}
+				s.w.Reset()
+				s.run(args...)
+				v, err := resp.ReadValue(bufio.NewReader(bytes.NewReader(s.w.Bytes())))
+				if err != nil || v.Type != ':' || v.Int%2 != 0 {
+					fail <- fmt.Sprintf("client %d: reply %q", i, s.w.Bytes())
+					return
+				}
+			}
+		}()
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		s := &scriptServer{t: t, srv: base.srv, w: resp.NewWriter(2), client: newTestClient(base.srv)}
+		for j := range 50 {
+			name := fmt.Sprintf("churn%d", j)
+			code := "#!lua name=" + name + "\nredis.register_function('" + name + "', function() return 1 end)"
+			if got := s.do("FUNCTION", "LOAD", code); got != `"`+name+`"` {
+				fail <- "FUNCTION LOAD: " + got
+				return
+			}
+			if got := s.do("FCALL", name, "0"); got != ":1" {
+				fail <- "FCALL: " + got
+				return
+			}
+			if got := s.do("FUNCTION", "DELETE", name); got != "+OK" {
+				fail <- "FUNCTION DELETE: " + got
+				return
+			}
+			s.do("FUNCTION", "LIST")
+		}
+	}()
+	wg.Wait()
+	close(fail)
+	for msg := range fail {
+		t.Fatal(msg)
+	}
+	if got := base.do("GET", "n"); got != fmt.Sprintf(`"%d"`, 2*clients*each) {
+		t.Fatalf("n = %s after %d runs of two INCRs", got, clients*each)
+	}
+}
