@@ -170,7 +170,7 @@ func (reg *functionRegistry) rebuild(srv *Server) {
 	defer reg.mu.Unlock()
 	fresh := newFunctionLibs()
 	for _, lib := range reg.current().sorted() {
-		if _, msg := reg.create(srv, lib.code, false, fresh, 0); msg != "" {
+		if _, msg := reg.create(srv, compileLibrary(lib.code), false, fresh, 0); msg != "" {
 			srv.Log.Error("a library could not be loaded again into a new Lua state", "library", lib.name, "err", msg)
 		}
 	}
@@ -233,11 +233,37 @@ func validFunctionName(name string) bool {
 
 const msgBadName = "Library names can only contain letters, numbers, or underscores(_) and must be at least one character long"
 
-// create compiles and loads a library into fl, replacing the library of
-// the same name if replace (functionsCreateWithLibraryCtx). It returns
-// the library's name, or Redis's error text. The caller holds every shard
-// lock and reg.mu (when fl is the registry's).
-func (reg *functionRegistry) create(srv *Server, code []byte, replace bool, fl *functionLibs, timeout time.Duration) (string, string) {
+// compiledLibrary is a library's code, compiled before any lock is
+// taken: compiling costs time in proportion to the code's size, which the
+// client chooses.
+type compiledLibrary struct {
+	code  []byte
+	proto *lua.FunctionProto
+	err   string // the compiler's refusal, which create reports in Redis's order
+}
+
+func compileLibrary(code []byte) *compiledLibrary {
+	cl := &compiledLibrary{code: code}
+	md, msg := parseLibraryMeta(code)
+	if msg != "" {
+		return cl // create reports it
+	}
+	proto, err := lua51.CompileFunction(md.body)
+	if err != nil {
+		cl.err = "Error compiling function: " + err.Error()
+	} else {
+		cl.proto = proto
+	}
+	return cl
+}
+
+// create loads a compiled library into fl, replacing the library of the
+// same name if replace (functionsCreateWithLibraryCtx): its code runs for
+// at most timeout (0: no limit). It returns the library's name, or Redis's
+// error text. The caller holds every shard lock and reg.mu (when fl is
+// the registry's).
+func (reg *functionRegistry) create(srv *Server, cl *compiledLibrary, replace bool, fl *functionLibs, timeout time.Duration) (string, string) {
+	code := cl.code
 	md, msg := parseLibraryMeta(code)
 	if msg != "" {
 		return "", msg
@@ -261,14 +287,13 @@ func (reg *functionRegistry) create(srv *Server, code []byte, replace bool, fl *
 		}
 		return "", msg
 	}
-	proto, err := lua51.CompileFunction(md.body)
-	if err != nil {
-		return fail("Error compiling function: " + err.Error())
+	if cl.err != "" {
+		return fail(cl.err)
 	}
 	lib := &library{name: md.name, code: bytes.Clone(code)}
 	r := reg.runnerFor(srv)
 	reg.loading = lib
-	msg = r.state.LoadLibrary(proto, timeout)
+	msg = r.state.LoadLibrary(cl.proto, timeout)
 	reg.loading = nil
 	if msg != "" {
 		return fail("Error registering functions: " + msg)
@@ -468,12 +493,10 @@ func cmdFunctionLoad(c *Ctx) {
 		return
 	}
 	// A master's libraries load whatever time they take, as Redis's do.
-	timeout := lua51.LoadTimeout
-	if c.Client.master {
-		timeout = 0
-	}
+	timeout := loadTimeout(c)
+	cl := compileLibrary(c.Args[i])
 	c.changeFunctions(func(reg *functionRegistry) bool {
-		name, msg := reg.create(c.Srv, c.Args[i], replace, reg.current(), timeout)
+		name, msg := reg.create(c.Srv, cl, replace, reg.current(), timeout)
 		if msg != "" {
 			c.W.ErrorVerbatim("ERR " + msg)
 			return false
@@ -481,6 +504,18 @@ func cmdFunctionLoad(c *Ctx) {
 		c.W.BulkString(name)
 		return true
 	})
+}
+
+// loadTimeout is how long a library's code may run when c loads it:
+// FUNCTION LOAD's 500 ms, or no limit for a master's (as in Redis). Redis
+// lets FUNCTION RESTORE run code without limit, so that a restored
+// "while true do end" stops the server for good; here it has the same
+// limit as FUNCTION LOAD.
+func loadTimeout(c *Ctx) time.Duration {
+	if c.Client.master {
+		return 0
+	}
+	return lua51.LoadTimeout
 }
 
 func cmdFunctionDelete(c *Ctx) {
@@ -738,8 +773,10 @@ func cmdFunctionRestore(c *Ctx) {
 		c.W.ErrorVerbatim("ERR " + err.Error())
 		return
 	}
+	libs, readErr := readFunctionPayload(payload)
+	timeout := loadTimeout(c)
 	c.changeFunctions(func(reg *functionRegistry) bool {
-		if msg := reg.restore(c.Srv, payload, policy); msg != "" {
+		if msg := reg.restore(c.Srv, libs, readErr, policy, timeout); msg != "" {
 			c.W.ErrorVerbatim("ERR " + msg)
 			return false
 		}
@@ -748,55 +785,78 @@ func cmdFunctionRestore(c *Ctx) {
 	})
 }
 
-// restore reads the libraries of a payload (without its envelope) and
-// joins them to the registry's under policy, or changes nothing and
-// returns Redis's error text. The caller holds every shard lock and
-// reg.mu.
-func (reg *functionRegistry) restore(srv *Server, payload []byte, policy restorePolicy) string {
-	fresh := newFunctionLibs()
+// readFunctionPayload reads and compiles the libraries of a payload
+// (without its envelope). A payload it cannot read to the end gives the
+// libraries before the fault and Redis's error text for it.
+func readFunctionPayload(payload []byte) ([]*compiledLibrary, string) {
+	var libs []*compiledLibrary
 	r := rdb.NewReader(payload)
 	for r.Remaining() > 0 {
-		op := r.Byte()
+		code, msg := readFunctionRecord(r)
+		if msg != "" {
+			return libs, msg
+		}
+		libs = append(libs, compileLibrary(code))
+	}
+	return libs, ""
+}
+
+// readFunctionRecord reads one library's record (rdbFunctionLoad).
+func readFunctionRecord(r *rdb.Reader) ([]byte, string) {
+	op := r.Byte()
+	if r.Err() != nil {
+		return nil, "can not read data type"
+	}
+	var code []byte
+	switch op {
+	case rdbOpFunction2:
+		code = r.String()
 		if r.Err() != nil {
-			return "can not read data type"
+			return nil, "Failed loading library payload"
 		}
-		var code []byte
-		switch op {
-		case rdbOpFunction2:
-			code = r.String()
-			if r.Err() != nil {
-				return "Failed loading library payload"
-			}
-		case rdbOpFunction:
-			name := r.String()
-			if r.Err() != nil {
-				return "Failed loading library name"
-			}
-			eng := r.String()
-			if r.Err() != nil {
-				return "Failed loading engine name"
-			}
-			hasDesc := r.Len()
-			if r.Err() != nil {
-				return "Failed loading library description indicator"
-			}
-			if hasDesc != 0 {
-				if r.String(); r.Err() != nil {
-					return "Failed loading library description"
-				}
-			}
-			blob := r.String()
-			if r.Err() != nil {
-				return "Failed loading library blob"
-			}
-			code = append(append(append(append([]byte("#!"), eng...), " name="...), name...), '\n')
-			code = append(code, blob...)
-		default:
-			return "given type is not a function"
+	case rdbOpFunction:
+		name := r.String()
+		if r.Err() != nil {
+			return nil, "Failed loading library name"
 		}
-		if _, msg := reg.create(srv, code, false, fresh, 0); msg != "" {
+		eng := r.String()
+		if r.Err() != nil {
+			return nil, "Failed loading engine name"
+		}
+		hasDesc := r.Len()
+		if r.Err() != nil {
+			return nil, "Failed loading library description indicator"
+		}
+		if hasDesc != 0 {
+			if r.String(); r.Err() != nil {
+				return nil, "Failed loading library description"
+			}
+		}
+		blob := r.String()
+		if r.Err() != nil {
+			return nil, "Failed loading library blob"
+		}
+		code = append(append(append(append([]byte("#!"), eng...), " name="...), name...), '\n')
+		code = append(code, blob...)
+	default:
+		return nil, "given type is not a function"
+	}
+	return code, ""
+}
+
+// restore loads the libraries of a payload (readFunctionPayload's, and
+// its error) and joins them to the registry's under policy, or changes
+// nothing and returns Redis's error text. The caller holds every shard
+// lock and reg.mu.
+func (reg *functionRegistry) restore(srv *Server, libs []*compiledLibrary, readErr string, policy restorePolicy, timeout time.Duration) string {
+	fresh := newFunctionLibs()
+	for _, cl := range libs {
+		if _, msg := reg.create(srv, cl, false, fresh, timeout); msg != "" {
 			return msg
 		}
+	}
+	if readErr != "" {
+		return readErr
 	}
 	cur := reg.current()
 	if policy == restoreFlush {
@@ -857,13 +917,14 @@ func (s *Server) RestoreFunctions(payload []byte) error {
 	if err != nil {
 		return err
 	}
+	libs, readErr := readFunctionPayload(body)
 	s.Eng.Lock(engine.AllShards)
 	defer s.Eng.Unlock(engine.AllShards)
 	reg := &s.scripts.funcs
 	reg.mu.Lock()
 	defer reg.mu.Unlock()
 	defer reg.noteMemory()
-	if msg := reg.restore(s, body, restoreFlush); msg != "" {
+	if msg := reg.restore(s, libs, readErr, restoreFlush, 0); msg != "" {
 		return errReply(msg)
 	}
 	return nil
