@@ -43,6 +43,7 @@ type library struct {
 // libFunction is one function a library registered.
 type libFunction struct {
 	name  string
+	key   string // name in lower case, its key in functionLibs.funcs
 	desc  []byte // nil: none
 	flags scriptFlags
 	fn    *lua.LFunction // of the functions' runner's state
@@ -64,14 +65,15 @@ func newFunctionLibs() *functionLibs {
 func (fl *functionLibs) link(lib *library) {
 	fl.libs[lib.name] = lib
 	for _, f := range lib.fns {
-		fl.funcs[strings.ToLower(f.name)] = f
+		f.key = strings.ToLower(f.name)
+		fl.funcs[f.key] = f
 	}
 }
 
 func (fl *functionLibs) unlink(lib *library) {
 	delete(fl.libs, lib.name)
 	for _, f := range lib.fns {
-		delete(fl.funcs, strings.ToLower(f.name))
+		delete(fl.funcs, f.key)
 	}
 }
 
@@ -148,13 +150,28 @@ func (reg *functionRegistry) runnerFor(srv *Server) *luaRunner {
 }
 
 // lookup finds a function by name, in any case.
-func (reg *functionRegistry) lookup(name string) *libFunction {
+func (reg *functionRegistry) lookup(name []byte) *libFunction {
 	reg.mu.RLock()
 	defer reg.mu.RUnlock()
 	if reg.cur == nil {
 		return nil
 	}
-	return reg.cur.funcs[strings.ToLower(name)]
+	if f := reg.cur.funcs[string(name)]; f != nil {
+		return f // a lower-case name, found without a copy
+	}
+	return reg.cur.funcs[string(bytes.ToLower(name))]
+}
+
+// again returns the function f stands for now (nil: deleted), which
+// may be another object with the same name if the libraries were loaded
+// again.
+func (reg *functionRegistry) again(f *libFunction) *libFunction {
+	reg.mu.RLock()
+	defer reg.mu.RUnlock()
+	if reg.cur == nil {
+		return nil
+	}
+	return reg.cur.funcs[f.key]
 }
 
 // rebuild replaces the functions' runner, whose state is unusable or
@@ -951,7 +968,7 @@ func cmdFCallRO(c *Ctx) { fcallGeneric(c, true) }
 // replica).
 func fcallGeneric(c *Ctx, readOnly bool) {
 	srv := c.Srv
-	f := srv.scripts.funcs.lookup(string(c.Args[1]))
+	f := srv.scripts.funcs.lookup(c.Args[1])
 	if f == nil {
 		c.W.Error("Function not found")
 		return

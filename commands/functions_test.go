@@ -108,3 +108,39 @@ func TestFunctionsConcurrent(t *testing.T) {
 		t.Fatalf("n = %s after %d runs of two INCRs", got, clients*each)
 	}
 }
+
+// BenchmarkFCall runs FCALL in-process, as dispatch does, locks included,
+// beside BenchmarkEvalSha's scripts.
+func BenchmarkFCall(b *testing.B) {
+	funcs := []struct {
+		name, body string
+		args       []string
+	}{
+		{"return-key", "return keys[1]", []string{"1", "key"}},
+		{"incr", "return redis.call('INCR', keys[1])", []string{"1", "counter"}},
+	}
+	for _, f := range funcs {
+		b.Run(f.name, func(b *testing.B) {
+			s := newScriptServer(b)
+			lib := "#!lua name=bench\nredis.register_function('f', function(keys, args) " + f.body + " end)"
+			if got := s.do("FUNCTION", "LOAD", lib); got != `"bench"` {
+				b.Fatal(got)
+			}
+			args := [][]byte{[]byte("FCALL"), []byte("f")}
+			for _, a := range f.args {
+				args = append(args, []byte(a))
+			}
+			s.w.Reset()
+			s.run(args...)
+			if bytes.HasPrefix(s.w.Bytes(), []byte("-")) {
+				b.Fatalf("%s", s.w.Bytes())
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				s.w.Reset()
+				s.run(args...)
+			}
+		})
+	}
+}

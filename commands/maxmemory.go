@@ -154,7 +154,7 @@ func (s *Server) denyOOM(spec *Spec, args [][]byte) bool {
 		}
 		flags = sc.flags
 	case "fcall", "fcall_ro":
-		f := s.scripts.funcs.lookup(string(args[1]))
+		f := s.scripts.funcs.lookup(args[1])
 		if f == nil {
 			return false
 		}

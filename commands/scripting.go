@@ -455,7 +455,7 @@ func (se *scriptEngine) run(c *Ctx, sc *luaScript, f *libFunction, keys, argv []
 	if f != nil {
 		// Found before the locks were taken: the libraries may have
 		// changed since (or been loaded again into a new state).
-		if f = se.funcs.lookup(f.name); f == nil {
+		if f = se.funcs.again(f); f == nil {
 			c.W.Error("Function not found")
 			return
 		}
