@@ -230,6 +230,12 @@ func (r *luaRunner) resolveCall(argv [][]byte) (*Spec, string) {
 		spec.reject.Add(1)
 		return nil, "This Redis command is not allowed from script"
 	}
+	// Redis's scriptVerifyAllowStale: a script runs on a stale replica
+	// only if it declared allow-stale, and may call only stale commands.
+	if n := r.srv.Repl; spec.Flags&Stale == 0 && n.Replica() && !n.Set.ServeStale.Load() && !n.LinkUp() {
+		spec.reject.Add(1)
+		return nil, "Can not execute the command on a stale replica"
+	}
 	if msg := r.srv.checkScriptCall(r.caller.Client, spec, argv); msg != "" {
 		spec.reject.Add(1)
 		return nil, msg

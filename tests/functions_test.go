@@ -163,3 +163,32 @@ func TestFunctionKill(t *testing.T) {
 		t.Fatal("SHUTDOWN NOSAVE did not stop the server while a function was running")
 	}
 }
+
+// TestFunctionsOnStaleReplica: with its master gone and
+// replica-serve-stale-data no, a replica runs only functions that declared
+// allow-stale, and they may call only stale commands.
+func TestFunctionsOnStaleReplica(t *testing.T) {
+	m := startMaster(t, "--persistence", "no")
+	mc := goRedis(t, m.addr, 2)
+	mr := dialRaw(t, m.addr)
+	mustDo(t, mr, `"stale"`, "FUNCTION", "LOAD", "#!lua name=stale\n"+
+		"redis.register_function{function_name='plain', callback=function() return 'plain' end, flags={'no-writes'}}\n"+
+		"redis.register_function{function_name='time', callback=function() return type(redis.call('TIME')) end, flags={'no-writes', 'allow-stale'}}\n"+
+		"redis.register_function{function_name='get', callback=function() return redis.call('GET', 'k') end, flags={'no-writes', 'allow-stale'}}")
+	r := startReplicaOf(t, m, "", "--persistence", "no", "--replica-serve-stale-data", "no")
+	rc := goRedis(t, r.addr, 2)
+	rr := dialRaw(t, r.addr)
+	waitInSync(t, mc, rc)
+	mustDo(t, rr, `"plain"`, "FCALL_RO", "plain", "0")
+	m.kill()
+	deadline := time.Now().Add(10 * time.Second)
+	for replInfo(t, rc, "replication", "master_link_status") != "down" {
+		if time.Now().After(deadline) {
+			t.Fatal("the replica did not see its master go")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	mustDo(t, rr, "-MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.", "FCALL_RO", "plain", "0")
+	mustDo(t, rr, `"table"`, "FCALL_RO", "time", "0")
+	mustDo(t, rr, "-ERR Can not execute the command on a stale replica script: get, on @user_function:4.", "FCALL_RO", "get", "0")
+}
