@@ -65,6 +65,18 @@ func TestFunctionsSurviveRestart(t *testing.T) {
 	c = dialRaw(t, s.addr)
 	mustDo(t, c, "[]", "FUNCTION", "LIST")
 	mustDo(t, c, `"8"`, "GET", "hits")
+	s.stop()
+
+	// A periodic snapshot keeps a library loaded with no key changed:
+	// it is there after a crash.
+	s = startLimitkvIn(t, dir, "--snapshot-interval", "100ms")
+	c = dialRaw(t, s.addr)
+	mustDo(t, c, `"extra"`, "FUNCTION", "LOAD", extraLib)
+	time.Sleep(600 * time.Millisecond)
+	s.kill()
+	s = startLimitkvIn(t, dir, "--snapshot-interval", "1h")
+	c = dialRaw(t, s.addr)
+	mustDo(t, c, `"hello"`, "FCALL", "hello", "0")
 }
 
 func TestFunctionsReplicate(t *testing.T) {
