@@ -106,6 +106,9 @@ type functionRegistry struct {
 	// vmBytes is the runner's state's size after its last use
 	// (used_memory_vm_functions).
 	vmBytes atomic.Int64
+	// broken: a library's code left the runner's state unusable (see
+	// luaRunner.exec); changeFunctions rebuilds it.
+	broken bool
 }
 
 // stats returns the number of functions and libraries and the bytes of
@@ -178,13 +181,19 @@ func (reg *functionRegistry) again(f *libFunction) *libFunction {
 // grew too large, and loads every library into the new one. The caller
 // holds every shard lock.
 func (reg *functionRegistry) rebuild(srv *Server) {
+	reg.mu.Lock()
+	defer reg.mu.Unlock()
+	reg.rebuildLocked(srv)
+}
+
+// rebuildLocked is rebuild for a caller that holds reg.mu too.
+func (reg *functionRegistry) rebuildLocked(srv *Server) {
+	reg.broken = false
 	old := reg.runner
 	reg.runner = newRunner(srv, true)
 	if old != nil {
 		reg.runner.state.ContinueRandom(old.state)
 	}
-	reg.mu.Lock()
-	defer reg.mu.Unlock()
 	fresh := newFunctionLibs()
 	for _, lib := range reg.current().sorted() {
 		if _, msg := reg.create(srv, compileLibrary(lib.code), false, fresh, 0); msg != "" {
@@ -309,9 +318,7 @@ func (reg *functionRegistry) create(srv *Server, cl *compiledLibrary, replace bo
 	}
 	lib := &library{name: md.name, code: bytes.Clone(code)}
 	r := reg.runnerFor(srv)
-	reg.loading = lib
-	msg = r.state.LoadLibrary(cl.proto, timeout)
-	reg.loading = nil
+	msg = reg.load(r, lib, cl, timeout)
 	if msg != "" {
 		return fail("Error registering functions: " + msg)
 	}
@@ -326,6 +333,29 @@ func (reg *functionRegistry) create(srv *Server, cl *compiledLibrary, replace bo
 	slices.SortFunc(lib.fns, func(a, b *libFunction) int { return strings.Compare(a.name, b.name) })
 	fl.link(lib)
 	return lib.name, ""
+}
+
+// load runs a library's code. gopher-lua lets an error escape when its
+// value stack is full while it handles another (a runaway recursion with
+// no time limit: a master's library, or one loaded at start-up): the
+// state is then unusable, and marked to be rebuilt, as is one whose value
+// stack grew too large.
+func (reg *functionRegistry) load(r *luaRunner, lib *library, cl *compiledLibrary, timeout time.Duration) (msg string) {
+	reg.loading = lib
+	defer func() {
+		reg.loading = nil
+		if p := recover(); p != nil {
+			if !lua51.StackOverflow(p) {
+				panic(p)
+			}
+			reg.broken = true
+			msg = "ERR " + lua51.FunctionChunkName + ": stack overflow"
+		}
+	}()
+	msg = r.state.LoadLibrary(cl.proto, timeout)
+	// A deep recursion grew a value stack gopher-lua never shrinks.
+	reg.broken = reg.broken || r.state.Oversized()
+	return msg
 }
 
 // libraryAPI builds the "redis" table a library's code sees while it is
@@ -491,6 +521,9 @@ func (c *Ctx) changeFunctions(fn func(reg *functionRegistry) bool) {
 	if fn(reg) {
 		reg.gen.Add(1)
 		c.replicate(-1, c.Args...)
+	}
+	if reg.broken {
+		reg.rebuildLocked(srv)
 	}
 	reg.noteMemory()
 }
@@ -941,6 +974,11 @@ func (s *Server) RestoreFunctions(payload []byte) error {
 	reg.mu.Lock()
 	defer reg.mu.Unlock()
 	defer reg.noteMemory()
+	defer func() {
+		if reg.broken {
+			reg.rebuildLocked(s)
+		}
+	}()
 	if msg := reg.restore(s, libs, readErr, restoreFlush, 0); msg != "" {
 		return errReply(msg)
 	}

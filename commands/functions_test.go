@@ -144,3 +144,29 @@ func BenchmarkFCall(b *testing.B) {
 		})
 	}
 }
+
+// TestFunctionLoadBreaksState: a library whose code overflows the value
+// stack while it loads with no time limit (a master's) is refused, and
+// the state it broke is replaced, the other libraries loaded again.
+func TestFunctionLoadBreaksState(t *testing.T) {
+	s := newScriptServer(t)
+	if got := s.do("FUNCTION", "LOAD", "#!lua name=ok\nredis.register_function('ok', function() return 'ok' end)"); got != `"ok"` {
+		t.Fatalf("FUNCTION LOAD: %s", got)
+	}
+	s.client.master = true
+	state := s.srv.scripts.funcs.runner
+	got := s.do("FUNCTION", "LOAD", "#!lua name=deep\nlocal function f(...) local x = f(1, ...) return x end\nf()")
+	if !strings.HasPrefix(got, "-ERR Error registering functions: ERR user_function") || !strings.Contains(got, "stack overflow") {
+		t.Fatalf("a library overflowing the stack: %s", got)
+	}
+	s.client.master = false
+	if s.srv.scripts.funcs.runner == state {
+		t.Fatal("the state whose value stack grew is kept")
+	}
+	if got := s.do("FCALL", "ok", "0"); got != `"ok"` {
+		t.Fatalf("FCALL ok after the overflow: %s", got)
+	}
+	if got := s.do("FUNCTION", "LIST", "LIBRARYNAME", "deep"); got != "[]" {
+		t.Fatalf("the library that failed is listed: %s", got)
+	}
+}
