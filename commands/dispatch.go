@@ -384,7 +384,7 @@ func (s *Server) execute(cl *Client, w *resp.Writer, args [][]byte, now int64) {
 	for spec.Flags&AllowBusy == 0 || spec == s.shutdownSpec {
 		waited, ok := s.awaitScript()
 		if !ok && (spec != s.shutdownSpec || !s.scripts.stopForShutdown(s, args)) {
-			s.reject(cl, w, spec, msgBusy)
+			s.reject(cl, w, spec, s.scripts.busyMsg())
 			return
 		}
 		if waited {

@@ -131,7 +131,7 @@ func (s *Server) rejectOOM(cl *Client, spec *Spec, args [][]byte, now int64) boo
 }
 
 // denyOOM reports whether a command may grow memory: its flag, or for
-// EVAL and EVALSHA the flags of the script (Redis's evalGetCommandFlags:
+// EVAL, EVALSHA and FCALL the flags of the script or function (Redis's evalGetCommandFlags:
 // a script with a shebang is deny-oom unless it says no-writes or
 // allow-oom; one without is checked command by command as it runs).
 func (s *Server) denyOOM(spec *Spec, args [][]byte) bool {
@@ -155,6 +155,12 @@ func (s *Server) denyOOM(spec *Spec, args [][]byte) bool {
 			return false
 		}
 		flags = sc.flags
+	case "fcall", "fcall_ro":
+		f := s.scripts.funcs.lookup(args[1])
+		if f == nil {
+			return false
+		}
+		flags = f.flags
 	default:
 		return false
 	}

@@ -40,6 +40,7 @@ func (s *Server) initReplication() {
 		},
 		RoleChanged: func() { s.roleChanged() },
 		OutputLimit: func() int64 { return s.Net.Limits.Output(resp.ClassReplica).Hard },
+		Functions:   s.functionsForSync,
 	}, s.Log)
 }
 

@@ -109,6 +109,10 @@ type scriptEngine struct {
 	vmBytes atomic.Int64
 	// cacheBytes is the cached scripts' size (used_memory_scripts).
 	cacheBytes atomic.Int64
+
+	// funcs are the function libraries (functions.go), run by a runner
+	// of their own.
+	funcs functionRegistry
 }
 
 // cacheStats returns the number of cached scripts and their bytes.
@@ -133,6 +137,12 @@ type scriptRun struct {
 	// ended is closed when the run ends; made by the first command that
 	// waits for it (awaitScript), under killMu.
 	ended chan struct{}
+	// function: the run is FCALL's (BUSY and the KILL commands say which
+	// KILL stops it); fname and command are the function and the
+	// caller's arguments, for FUNCTION STATS. Set under killMu.
+	function atomic.Bool
+	fname    string
+	command  [][]byte
 }
 
 const (
@@ -207,9 +217,21 @@ func cmdScriptHelp(c *Ctx) {
 }
 
 const (
-	msgNoScript = "NOSCRIPT No matching script. Please use EVAL."
-	msgBusy     = "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE."
+	msgNoScript   = "NOSCRIPT No matching script. Please use EVAL."
+	msgBusy       = "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE."
+	msgBusyFCall  = "BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE."
+	msgNotBusy    = "NOTBUSY No scripts in execution right now."
+	msgUnkillable = "UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command."
 )
+
+// busyMsg is the BUSY refusal for the script running: EVAL's names
+// SCRIPT KILL, FCALL's FUNCTION KILL.
+func (se *scriptEngine) busyMsg() string {
+	if run := se.running.Load(); run != nil && run.function.Load() {
+		return msgBusyFCall
+	}
+	return msgBusy
+}
 
 var scriptHelp = []string{
 	"SCRIPT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
@@ -276,17 +298,21 @@ func evalGeneric(c *Ctx, bySHA, readOnly bool) {
 		c.W.Error("OOM allow-oom flag is not set on the script, can not run it when used memory > 'maxmemory'")
 		return
 	}
-	keys := c.Args[3 : 3+numKeys]
-	argv := c.Args[3+numKeys:]
+	se.submit(c, sc, nil, c.Args[3:3+numKeys], c.Args[3+numKeys:], readOnly)
+}
+
+// submit runs a script (sc) or a function (f) for c: at once inside EXEC,
+// which holds every shard, otherwise through the combiner.
+func (se *scriptEngine) submit(c *Ctx, sc *luaScript, f *libFunction, keys, argv [][]byte, readOnly bool) {
 	if c.held {
-		se.run(c, sc, keys, argv, readOnly, se.begin(c.Srv))
+		se.run(c, sc, f, keys, argv, readOnly, se.begin(c.Srv, f, c.Args))
 		return
 	}
 	call := &c.Client.eval
 	if call.done == nil {
 		call.done = make(chan struct{}, 1)
 	}
-	call.c, call.sc, call.keys, call.argv, call.readOnly = c, sc, keys, argv, readOnly
+	call.c, call.sc, call.f, call.keys, call.argv, call.readOnly = c, sc, f, keys, argv, readOnly
 	se.pendingMu.Lock()
 	se.pending = append(se.pending, call)
 	se.pendingMu.Unlock()
@@ -303,6 +329,7 @@ func evalGeneric(c *Ctx, bySHA, readOnly bool) {
 type scriptCall struct {
 	c          *Ctx
 	sc         *luaScript
+	f          *libFunction // FCALL's, instead of sc
 	keys, argv [][]byte
 	readOnly   bool
 	done       chan struct{} // buffered: the combiner never waits on it
@@ -342,7 +369,7 @@ func (se *scriptEngine) runBatch(srv *Server, calls []*scriptCall) {
 	for _, call := range calls {
 		// Announced before locking: from here on commands wait in
 		// awaitScript rather than on a shard lock.
-		run := se.begin(srv)
+		run := se.begin(srv, call.f, call.c.Args)
 		if locked && !se.inFlight.idle() {
 			// A command got in between two scripts and may be blocked on
 			// one of these locks: it goes first.
@@ -378,30 +405,45 @@ func (se *scriptEngine) runCall(call *scriptCall, run *scriptRun) {
 			call.c.W.Error("internal error")
 		}
 	}()
-	se.run(call.c, call.sc, call.keys, call.argv, call.readOnly, run)
+	se.run(call.c, call.sc, call.f, call.keys, call.argv, call.readOnly, run)
 }
 
-// begin announces a script run to other connections.
-func (se *scriptEngine) begin(srv *Server) *scriptRun {
-	if se.runner == nil {
-		se.runner = newLuaRunner(srv)
-	}
-	run := &se.runner.progress
+// begin announces a script run to other connections: an EVAL's, or
+// FCALL's of function f, whose caller's arguments are args.
+func (se *scriptEngine) begin(srv *Server, f *libFunction, args [][]byte) *scriptRun {
+	r := se.runnerFor(srv, f != nil)
+	run := &r.progress
 	se.killMu.Lock()
 	run.state.Store(runClean)
 	run.startNs.Store(monoNow())
+	run.function.Store(f != nil)
+	if f != nil {
+		run.fname, run.command = f.name, args
+	}
 	se.running.Store(run)
 	se.killMu.Unlock()
 	return run
 }
 
-// run executes a script announced by begin; the caller holds every shard
-// lock.
-func (se *scriptEngine) run(c *Ctx, sc *luaScript, keys, argv [][]byte, readOnly bool, run *scriptRun) {
-	r := se.runner
+// runnerFor returns the runner of scripts, or of functions.
+func (se *scriptEngine) runnerFor(srv *Server, functions bool) *luaRunner {
+	if functions {
+		return se.funcs.runnerFor(srv)
+	}
+	if se.runner == nil {
+		se.runner = newLuaRunner(srv)
+	}
+	return se.runner
+}
+
+// run executes a script (sc) or a function (f) announced by begin; the
+// caller holds every shard lock.
+func (se *scriptEngine) run(c *Ctx, sc *luaScript, f *libFunction, keys, argv [][]byte, readOnly bool, run *scriptRun) {
+	r := se.runnerFor(c.Srv, f != nil)
 	defer func() {
 		se.killMu.Lock()
 		se.running.Store(nil)
+		run.fname, run.command = "", nil
 		run.stop.endRun(run.state.Load() == runKilled)
 		if run.ended != nil {
 			close(run.ended)
@@ -410,7 +452,15 @@ func (se *scriptEngine) run(c *Ctx, sc *luaScript, keys, argv [][]byte, readOnly
 		se.killMu.Unlock()
 	}()
 
-	broken := r.exec(c, sc, keys, argv, readOnly)
+	if f != nil {
+		// Found before the locks were taken: the libraries may have
+		// changed since (or been loaded again into a new state).
+		if f = se.funcs.again(f); f == nil {
+			c.W.Error("Function not found")
+			return
+		}
+	}
+	broken := r.exec(c, sc, f, keys, argv, readOnly)
 	// The script's effects reach the replicas as one, unless it was
 	// stopped halfway (SHUTDOWN NOSAVE): then none of it may. Inside a
 	// transaction they join the transaction's.
@@ -433,6 +483,13 @@ func (se *scriptEngine) run(c *Ctx, sc *luaScript, keys, argv [][]byte, readOnly
 		if off := c.Srv.propagateHeld(r.client); off != 0 {
 			c.Client.woff = off
 		}
+	}
+	if f != nil {
+		if broken || r.state.Oversized() {
+			se.funcs.rebuild(c.Srv)
+		}
+		se.funcs.noteMemory()
+		return
 	}
 	if broken || r.state.Oversized() {
 		// The next script gets a fresh state: this one is unusable, or
@@ -600,20 +657,36 @@ func cmdScriptFlush(c *Ctx) {
 	c.W.OK()
 }
 
-func cmdScriptKill(c *Ctx) {
+func cmdScriptKill(c *Ctx) { killScript(c, false) }
+
+// killScript is SCRIPT KILL (function false) and FUNCTION KILL, which
+// stop only a script of their kind, in Redis's order of refusals.
+func killScript(c *Ctx, function bool) {
 	se := &c.Srv.scripts
 	se.killMu.Lock()
 	defer se.killMu.Unlock()
 	run := se.running.Load()
 	if run == nil {
-		c.W.Error("NOTBUSY No scripts in execution right now.")
+		c.W.Error(msgNotBusy)
+		return
+	}
+	if run.state.Load() == runWrote {
+		c.W.Error(msgUnkillable)
+		return
+	}
+	if run.function.Load() != function {
+		if function {
+			c.W.Error(msgBusy)
+		} else {
+			c.W.Error(msgBusyFCall)
+		}
 		return
 	}
 	switch {
 	case run.state.CompareAndSwap(runClean, runKilled):
 		run.stop.fire()
 	case run.state.Load() == runWrote:
-		c.W.Error("UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command.")
+		c.W.Error(msgUnkillable)
 		return
 	}
 	c.W.OK()

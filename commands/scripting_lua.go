@@ -38,7 +38,11 @@ type luaRunner struct {
 	db       int
 }
 
-func newLuaRunner(srv *Server) *luaRunner {
+func newLuaRunner(srv *Server) *luaRunner { return newRunner(srv, false) }
+
+// newRunner makes the runner of scripts, or of functions, whose state
+// also has the API a library's code sees while it is loaded.
+func newRunner(srv *Server, functions bool) *luaRunner {
 	r := &luaRunner{
 		srv:     srv,
 		replies: resp.NewWriter(2),
@@ -47,7 +51,11 @@ func newLuaRunner(srv *Server) *luaRunner {
 	r.client.authed = true
 	r.client.multiLen.Store(-1)
 	r.progress.stop.done = make(chan struct{})
-	r.state = lua51.NewState(lua51.Options{Context: &r.progress.stop, Redis: r.redisLibrary})
+	opts := lua51.Options{Context: &r.progress.stop, Redis: r.redisLibrary}
+	if functions {
+		opts.Library = r.libraryAPI
+	}
+	r.state = lua51.NewState(opts)
 	return r
 }
 
@@ -94,13 +102,20 @@ func redisVersionNum() int {
 	return n
 }
 
-// exec runs one script for c and writes its reply to c.W. It reports
-// whether the Lua state is broken: gopher-lua lets an error escape PCall
-// when its value stack is full while it handles another error, leaving
-// the state unusable.
-func (r *luaRunner) exec(c *Ctx, sc *luaScript, keys, argv [][]byte, readOnly bool) (broken bool) {
+// exec runs one script (sc), or one function (f) of a functions'
+// runner, for c and writes its reply to c.W. It reports whether the Lua
+// state is broken: gopher-lua lets an error escape PCall when its value
+// stack is full while it handles another error, leaving the state
+// unusable.
+func (r *luaRunner) exec(c *Ctx, sc *luaScript, f *libFunction, keys, argv [][]byte, readOnly bool) (broken bool) {
+	name, flags, chunk := "", scriptFlags(0), lua51.ChunkName
+	if f != nil {
+		name, flags, chunk = f.name, f.flags, lua51.FunctionChunkName
+	} else {
+		name, flags = sc.sha, sc.flags
+	}
 	r.caller, r.readOnly, r.proto, r.db = c, readOnly, 2, c.DB
-	r.allowOOM = sc.flags&(scriptCompat|scriptAllowOOM) == scriptAllowOOM
+	r.allowOOM = flags&(scriptCompat|scriptAllowOOM) == scriptAllowOOM
 	r.replies.SetProto(2)
 	r.client.db.Store(int32(c.DB))
 	r.client.user.Store(c.Client.user.Load()) // the script runs as its caller's user
@@ -111,13 +126,13 @@ func (r *luaRunner) exec(c *Ctx, sc *luaScript, keys, argv [][]byte, readOnly bo
 			broken = true
 			msg := "stack overflow"
 			if !lua51.StackOverflow(p) {
-				c.Srv.Log.Error("script panicked", "panic", p, "sha", sc.sha)
+				c.Srv.Log.Error("script panicked", "panic", p, "script", name)
 				msg = "internal error"
 			}
-			c.W.ErrorVerbatim("ERR " + lua51.ChunkName + ":1: " + msg + " script: " + sc.sha + ", on @" + lua51.ChunkName + ":1.")
+			c.W.ErrorVerbatim("ERR " + chunk + ":1: " + msg + " script: " + name + ", on @" + chunk + ":1.")
 		}
 	}()
-	if sc.fnOf != r.state {
+	if f == nil && sc.fnOf != r.state {
 		sc.fn = r.state.Bind(sc.proto)
 		sc.fnOf = r.state
 	}
@@ -132,8 +147,15 @@ func (r *luaRunner) exec(c *Ctx, sc *luaScript, keys, argv [][]byte, readOnly bo
 		}
 	}
 	n := c.W.Len()
-	if v, err := r.state.Run(sc.fn, keys, argv); err != nil {
-		lua51.WriteError(c.W, err, sc.sha)
+	var v lua.LValue
+	var err error
+	if f != nil {
+		v, err = r.state.CallFunction(f.fn, keys, argv)
+	} else {
+		v, err = r.state.Run(sc.fn, keys, argv)
+	}
+	if err != nil {
+		lua51.WriteError(c.W, err, name)
 		onError(c.W.Bytes()[n:], lua51.ErrorCounted(err, nil))
 	} else {
 		lua51.WriteReply(c.W, v, r.proto, onError)
@@ -207,6 +229,12 @@ func (r *luaRunner) resolveCall(argv [][]byte) (*Spec, string) {
 	if spec.Flags&NoScript != 0 {
 		spec.reject.Add(1)
 		return nil, "This Redis command is not allowed from script"
+	}
+	// Redis's scriptVerifyAllowStale: a script runs on a stale replica
+	// only if it declared allow-stale, and may call only stale commands.
+	if n := r.srv.Repl; spec.Flags&Stale == 0 && n.Replica() && !n.Set.ServeStale.Load() && !n.LinkUp() {
+		spec.reject.Add(1)
+		return nil, "Can not execute the command on a stale replica"
 	}
 	if msg := r.srv.checkScriptCall(r.caller.Client, spec, argv); msg != "" {
 		spec.reject.Add(1)

@@ -397,56 +397,6 @@ func cmdObjectHelp(c *Ctx) {
 	})
 }
 
-func cmdFunctionList(c *Ctx) {
-	for j := 2; j < len(c.Args); j++ {
-		switch {
-		case is(c.Args[j], "WITHCODE"):
-		case is(c.Args[j], "LIBRARYNAME") && j+1 < len(c.Args):
-			j++
-		default:
-			c.W.Error("Unknown argument " + string(c.Args[j]))
-			return
-		}
-	}
-	c.W.Array(0)
-}
-
-func cmdFunctionFlush(c *Ctx) {
-	if len(c.Args) > 3 {
-		c.W.Error("unknown subcommand or wrong number of arguments for 'FLUSH'. Try FUNCTION HELP.")
-		return
-	}
-	if len(c.Args) == 3 && !is(c.Args[2], "ASYNC") && !is(c.Args[2], "SYNC") {
-		c.W.Error("ERR FUNCTION FLUSH only supports SYNC|ASYNC option")
-		return
-	}
-	c.W.OK()
-}
-
-// cmdFunctionStats: limitkv runs Lua scripts but holds no function
-// libraries.
-func cmdFunctionStats(c *Ctx) {
-	c.W.Map(2)
-	c.W.BulkString("running_script")
-	c.W.Null()
-	c.W.BulkString("engines")
-	c.W.Map(1)
-	c.W.BulkString("LUA")
-	c.W.Map(2)
-	c.W.BulkString("libraries_count")
-	c.W.Int(0)
-	c.W.BulkString("functions_count")
-	c.W.Int(0)
-}
-
-func cmdFunctionHelp(c *Ctx) {
-	help(c, "FUNCTION", []string{
-		"LIST [LIBRARYNAME <pattern>] [WITHCODE]", "    Return general information on all the libraries (limitkv has none).",
-		"FLUSH [ASYNC|SYNC]", "    Delete all the libraries (there are none).",
-		"STATS", "    Return information about the current function running.",
-	})
-}
-
 // totalKeys counts the keys of every database.
 func (s *Server) totalKeys() int {
 	n := 0
@@ -659,8 +609,16 @@ func infoMemory(s *Server, b *strings.Builder) {
 	kv(b, "used_memory_lua_human", human(vm))
 	kv(b, "used_memory_scripts_eval", scriptBytes)
 	kv(b, "number_of_cached_scripts", scripts)
-	kv(b, "used_memory_scripts", scriptBytes)
-	kv(b, "used_memory_scripts_human", human(scriptBytes))
+	funcs, libs, funcBytes := s.scripts.funcs.stats()
+	fvm := s.scripts.funcs.vmBytes.Load()
+	kv(b, "number_of_functions", funcs)
+	kv(b, "number_of_libraries", libs)
+	kv(b, "used_memory_vm_functions", fvm)
+	kv(b, "used_memory_vm_total", vm+fvm)
+	kv(b, "used_memory_vm_total_human", human(vm+fvm))
+	kv(b, "used_memory_functions", funcBytes)
+	kv(b, "used_memory_scripts", scriptBytes+funcBytes)
+	kv(b, "used_memory_scripts_human", human(scriptBytes+funcBytes))
 	kv(b, "total_system_memory", totalSystemMemory())
 	kv(b, "go_heap_in_use", m.heap)
 	kv(b, "go_heap_goal", m.heapGoal)

@@ -844,37 +844,6 @@ func commandTable() []*Spec {
 				},
 			},
 		},
-		{
-			Name:  "function",
-			Arity: -2,
-			Sub: []*Spec{
-				{
-					Name:  "flush",
-					Arity: -2,
-					Flags: Write | NoScript,
-					Run:   cmdFunctionFlush,
-				},
-				{
-					Name:  "help",
-					Arity: 2,
-					Flags: Loading | Stale,
-					Run:   cmdFunctionHelp,
-				},
-				{
-					Name:  "list",
-					Arity: -2,
-					Flags: NoScript,
-					Run:   cmdFunctionList,
-				},
-				{
-					Name:  "stats",
-					Arity: 2,
-					Flags: NoScript | AllowBusy,
-					Run:   cmdFunctionStats,
-				},
-			},
-		},
-
 		// Slow log (slowlog.go, docs/slowlog.json)
 		{
 			Name:  "slowlog",
@@ -1754,6 +1723,80 @@ func commandTable() []*Spec {
 			Arity: -4,
 			Flags: Write,
 			Run:   cmdZMPop,
+		},
+
+		// Functions (functions.go, docs/functions.json)
+		{
+			Name:  "fcall",
+			Arity: -3,
+			Flags: NoScript | Stale | SkipMonitor | NoMandatoryKeys | SelfLock | RunsScript,
+			Run:   cmdFCall,
+		},
+		{
+			Name:  "fcall_ro",
+			Arity: -3,
+			Flags: ReadOnly | NoScript | Stale | SkipMonitor | NoMandatoryKeys | SelfLock | RunsScript,
+			Run:   cmdFCallRO,
+		},
+		{
+			Name:  "function",
+			Arity: -2,
+			Sub: []*Spec{
+				{
+					Name:  "delete",
+					Arity: 3,
+					Flags: Write | NoScript | SelfLock,
+					Run:   cmdFunctionDelete,
+				},
+				{
+					Name:  "dump",
+					Arity: 2,
+					Flags: NoScript,
+					Run:   cmdFunctionDump,
+				},
+				{
+					Name:  "flush",
+					Arity: -2,
+					Flags: Write | NoScript | SelfLock,
+					Run:   cmdFunctionFlush,
+				},
+				{
+					Name:  "help",
+					Arity: 2,
+					Flags: Loading | Stale,
+					Run:   cmdFunctionHelp,
+				},
+				{
+					Name:  "kill",
+					Arity: 2,
+					Flags: NoScript | AllowBusy,
+					Run:   cmdFunctionKill,
+				},
+				{
+					Name:  "list",
+					Arity: -2,
+					Flags: NoScript,
+					Run:   cmdFunctionList,
+				},
+				{
+					Name:  "load",
+					Arity: -3,
+					Flags: Write | DenyOOM | NoScript | SelfLock | MayWait,
+					Run:   cmdFunctionLoad,
+				},
+				{
+					Name:  "restore",
+					Arity: -3,
+					Flags: Write | DenyOOM | NoScript | SelfLock | MayWait,
+					Run:   cmdFunctionRestore,
+				},
+				{
+					Name:  "stats",
+					Arity: 2,
+					Flags: NoScript | AllowBusy,
+					Run:   cmdFunctionStats,
+				},
+			},
 		},
 
 		// Scripting (scripting.go, docs/scripting.json)

@@ -27,7 +27,7 @@ func TestTableIsComplete(t *testing.T) {
 // TestRunsScript checks that the rows of the script commands, and only
 // they, carry RunsScript, which dispatch reads instead of their names.
 func TestRunsScript(t *testing.T) {
-	want := map[string]bool{"eval": true, "evalsha": true, "eval_ro": true, "evalsha_ro": true}
+	want := map[string]bool{"eval": true, "evalsha": true, "eval_ro": true, "evalsha_ro": true, "fcall": true, "fcall_ro": true}
 	for _, s := range NewTable(commandTable()).Specs() {
 		if got := s.Flags&RunsScript != 0; got != want[s.Name] {
 			t.Errorf("%s: RunsScript %v, want %v", s.Name, got, want[s.Name])

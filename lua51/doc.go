@@ -7,7 +7,10 @@
 // (src/core/interpreter.cc, src/redis/lua); so does limitkv. The package
 // knows nothing of commands: the embedder supplies the "redis" library
 // (Options.Redis), whose functions call its command table, and stops a
-// running script through Options.Context (SCRIPT KILL).
+// running script through Options.Context (SCRIPT KILL). A state made with
+// Options.Library runs Redis 7's function libraries instead (see
+// functions.go): their code sees a load-time API while FUNCTION LOAD runs
+// it, and their functions get their keys and arguments as tables.
 //
 // # Why scripts are parsed here
 //

@@ -323,7 +323,7 @@ func (f luaFrame) typeError(op string, rk int, typ string) string {
 // they are.
 // level is where the function that raised the error is on the stack.
 func (s *State) lua51Message(L *lua.LState, msg string, level int) string {
-	pos, text := splitErrorPosition(msg)
+	pos, text := splitErrorPosition(msg, s.chunk)
 	if strings.Contains(text, "registry overflow") {
 		return pos + "stack overflow"
 	}
@@ -379,9 +379,10 @@ func missingArgument(L *lua.LState, text string, level int) string {
 	return strings.TrimSuffix(text, gotNil) + ", got no value)"
 }
 
-// splitErrorPosition separates "user_script:3: " from the message.
-func splitErrorPosition(msg string) (string, string) {
-	prefix := ChunkName + ":"
+// splitErrorPosition separates "user_script:3: " (chunk's) from the
+// message.
+func splitErrorPosition(msg, chunk string) (string, string) {
+	prefix := chunk + ":"
 	if !strings.HasPrefix(msg, prefix) {
 		return "", msg
 	}

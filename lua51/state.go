@@ -43,6 +43,10 @@ type Options struct {
 	// Redis builds the "redis" library, before the libraries are made
 	// read-only; nil gives an empty one.
 	Redis func(L *lua.LState) *lua.LTable
+	// Library, if set, makes a state for Redis 7's functions (see
+	// functions.go): it builds the "redis" table that a library's code
+	// sees while FUNCTION LOAD runs it (redis.register_function).
+	Library func(L *lua.LState) *lua.LTable
 }
 
 // State is a Lua state set up to run scripts, one at a time and from one
@@ -81,6 +85,11 @@ type State struct {
 	base, bound int64
 	// keysMem and argvMem follow what the KEYS and ARGV tables hold.
 	keysMem, argvMem argMemory
+	// chunk is the name the code run in this state has in messages:
+	// ChunkName, or FunctionChunkName in a functions' state.
+	chunk string
+	// fn is the functions' part of a state made with Options.Library.
+	fn *functionEnv
 }
 
 // NewState makes a state with the sandbox and libraries of Redis 7.0.
@@ -90,6 +99,10 @@ func NewState(opts Options) *State {
 		views:      make(map[*lua.LTable]*lua.LTable),
 		viewOfMeta: make(map[*lua.LTable]*lua.LTable),
 		chunkNames: make(map[string]string),
+		chunk:      ChunkName,
+	}
+	if opts.Library != nil {
+		s.chunk = FunctionChunkName
 	}
 	s.rand.x = lrand48Start
 	s.vm = lua.NewState(lua.Options{
@@ -110,6 +123,9 @@ func NewState(opts Options) *State {
 	s.stack, s.stackOK = valueStack(s.vm)
 	s.callLen = callStackBytes(s.vm) // by reflection: too slow for every run
 	s.sandbox(opts.Redis)
+	if opts.Library != nil {
+		s.functionSandbox(opts.Library)
+	}
 	seen := map[any]bool{}
 	s.base = objectBytes(s.vm.G.Registry, seen) + objectBytes(s.vm.G.Global, seen) + objectBytes(s.env, seen)
 	for range s.views {
@@ -218,6 +234,15 @@ func (s *State) sandbox(redis func(L *lua.LState) *lua.LTable) {
 	s.viewOfMeta[strMeta] = s.readOnlyView(strMeta)
 
 	// Reading an undefined global is an error, as in Redis.
+	L.SetMetatable(g, missingMeta(L))
+	s.env = s.readOnlyView(g)
+	s.viewOfMeta[L.GetMetatable(s.env).(*lua.LTable)] = s.readOnlyView(L.GetMetatable(s.env).(*lua.LTable))
+	g.RawSetString("_G", s.env)
+}
+
+// missingMeta is Redis's error metatable (luaSetErrorMetatable): reading
+// a field its table lacks is an error.
+func missingMeta(L *lua.LState) *lua.LTable {
 	missing := L.NewTable()
 	missing.RawSetString("__index", L.NewFunction(func(L *lua.LState) int {
 		name := L.Get(2)
@@ -227,10 +252,7 @@ func (s *State) sandbox(redis func(L *lua.LState) *lua.LTable) {
 		L.RaiseError("Script attempted to access nonexistent global variable '%s'", ToString(name))
 		return 0
 	}))
-	L.SetMetatable(g, missing)
-	s.env = s.readOnlyView(g)
-	s.viewOfMeta[L.GetMetatable(s.env).(*lua.LTable)] = s.readOnlyView(L.GetMetatable(s.env).(*lua.LTable))
-	g.RawSetString("_G", s.env)
+	return missing
 }
 
 // readOnlyView returns a table that reads as t but refuses every write.
@@ -677,7 +699,7 @@ func (s *State) handleError(L *lua.LState, e lua.LValue, level int) *lua.LTable 
 	}
 	if dbg, ok := errorFrame(L, level); ok {
 		source := dbg.Source
-		if source == ChunkName {
+		if source == s.chunk {
 			source = "@" + source
 		} else if name, ok := s.chunkNames[source]; ok {
 			source = name

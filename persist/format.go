@@ -35,6 +35,10 @@ var metaKey = []byte{tagMeta, 'm', 'e', 't', 'a'}
 // every snapshot; a binary that does not know it ignores it.
 var replKey = []byte{tagMeta, 'r', 'e', 'p', 'l'}
 
+// funcKey holds the function libraries (Options.Functions), as the
+// commands layer encodes them. A binary that does not know it ignores it.
+var funcKey = []byte{tagMeta, 'f', 'u', 'n', 'c'}
+
 func replValue(id string, off int64) []byte {
 	return binary.AppendUvarint([]byte(id), uint64(off))
 }

@@ -41,6 +41,11 @@ type Options struct {
 	// change applied) until release, which the snapshot calls once it has
 	// captured every change.
 	Position func() (id string, off int64, release func(), ok bool)
+	// Functions, if set, gives the function libraries a snapshot keeps:
+	// an encoding the store does not read (nil: none), and a number that
+	// changes whenever they do. They are written when that number differs
+	// from the one last written, and read back by Functions.
+	Functions func() (libs []byte, gen uint64)
 }
 
 // Stats describe the snapshots so far, for INFO.
@@ -104,6 +109,11 @@ type Store struct {
 	buf    []byte // value encoding scratch
 	kbuf   []byte // key encoding scratch
 	stage  []byte // operations captured, not yet sent to the writer
+
+	// funcs: the function libraries the loaded snapshot kept; fnGen: the
+	// generation of those the last snapshot wrote.
+	funcs []byte
+	fnGen uint64
 }
 
 // Open checks the data directory and, if it holds a database, opens it
@@ -166,6 +176,10 @@ func (s *Store) Load(now int64) (int, error) {
 			s.posID, s.posOff, _ = parseRepl(v)
 			closer.Close()
 		}
+		if v, closer, err := s.ro.Get(funcKey); err == nil {
+			s.funcs = append([]byte(nil), v...)
+			closer.Close()
+		}
 		n, err := s.loadFrom(s.ro, now)
 		cerr := s.ro.Close()
 		s.ro = nil
@@ -202,6 +216,10 @@ func (s *Store) Load(now int64) (int, error) {
 // Position returns the replication position the loaded snapshot recorded
 // ("" when none).
 func (s *Store) Position() (string, int64) { return s.posID, s.posOff }
+
+// Functions returns the function libraries the loaded snapshot kept, as
+// Options.Functions gave them (nil when none).
+func (s *Store) Functions() []byte { return s.funcs }
 
 // refusedAtStart reports whether a writer that cannot start makes the
 // start-up fail: for a directory that is not usable as configured (in use,
@@ -458,6 +476,12 @@ func (s *Store) capture(ctx context.Context) (keys int, size int64, err error) {
 		}
 	}
 	defer releaseOnce()
+	var funcs []byte
+	fnGen, fnChanged := s.fnGen, false
+	if s.opts.Functions != nil {
+		funcs, fnGen = s.opts.Functions()
+		fnChanged = fnGen != s.fnGen
+	}
 	flushed := s.eng.TakeFlushed()
 	taken := make([][]byte, engine.Shards)
 	var encErr, sendErr error
@@ -642,6 +666,15 @@ func (s *Store) capture(ctx context.Context) (keys int, size int64, err error) {
 	}
 	releaseOnce() // every change is captured: the stream may go on
 	switch {
+	case !fnChanged:
+	case len(funcs) == 0:
+		stage = appendDelete(stage, funcKey)
+		ops++
+	default:
+		stage = appendSet(stage, funcKey, funcs)
+		ops++
+	}
+	switch {
 	case pos == nil || ops == 0:
 	case len(pos) < 40:
 		stage = appendDelete(stage, replKey)
@@ -692,6 +725,7 @@ func (s *Store) capture(ctx context.Context) (keys int, size int64, err error) {
 			s.logs[i] = taken[i][:0]
 		}
 	}
+	s.fnGen = fnGen
 	return keys, size, nil
 }
 

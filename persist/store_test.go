@@ -525,3 +525,56 @@ func TestDirectoryLock(t *testing.T) {
 		t.Fatalf("after a restart: %v, want %v", got, want)
 	}
 }
+
+// The function libraries the Functions hook gives are written when their
+// generation changes, even with no key changed, read back by Functions
+// after a restart, and deleted when the hook gives none.
+func TestFunctionLibraries(t *testing.T) {
+	fs := vfs.NewMem()
+	clock := engine.NewManualClock(t0)
+	libs, gen := []byte("payload-1"), uint64(1)
+	reopen := func() *Store {
+		st, err := Open(newEngine(clock), Options{Dir: "/data", FS: fs, Log: quiet,
+			Functions: func() ([]byte, uint64) { return libs, gen }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.Load(clock.Now()); err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	st := reopen()
+	if got := st.Functions(); got != nil {
+		t.Fatalf("functions %q in a new directory", got)
+	}
+	if err := st.Snapshot(); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	st = reopen()
+	if got := string(st.Functions()); got != "payload-1" {
+		t.Fatalf("functions %q after a restart, want payload-1", got)
+	}
+	// Unchanged generation: nothing is written, whatever the hook says.
+	st.fnGen = gen
+	libs = []byte("not written")
+	if err := st.Snapshot(); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	st = reopen()
+	if got := string(st.Functions()); got != "payload-1" {
+		t.Fatalf("functions %q, want payload-1 (same generation)", got)
+	}
+	libs, gen = nil, 2
+	if err := st.Snapshot(); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	st = reopen()
+	defer st.Close()
+	if got := st.Functions(); got != nil {
+		t.Fatalf("functions %q after they were all deleted", got)
+	}
+}

@@ -130,6 +130,12 @@ func (n *Node) Psync(conn ReplicaConn, hs Handshake, replid string, offset int64
 		n.pending[i].Add(1)
 		sh.Unlock()
 	}
+	var funcs []byte
+	if f := n.hooks.Functions; f != nil {
+		entry, release := f()
+		funcs = appendEntry(nil, entry)
+		defer release()
+	}
 	n.streamMu.Lock()
 	pos := n.backlog.End()
 	r, _ := n.backlog.NewReader(pos)
@@ -138,7 +144,7 @@ func (n *Node) Psync(conn ReplicaConn, hs Handshake, replid string, offset int64
 	n.sessions = append(n.sessions, s)
 	reply = "FULLRESYNC " + n.replid + " " + strconv.FormatInt(pos, 10)
 	n.log.Info("Starting a full synchronization for replica " + s.Name() + " from offset " + strconv.FormatInt(pos, 10))
-	return reply, func() { go s.fullSync(r) }
+	return reply, func() { go s.fullSync(r, funcs) }
 }
 
 // partial returns a reader from off (0-based: the replica has every byte
@@ -183,15 +189,18 @@ func (n *Node) remove(s *Session) {
 // shard's encoding plus this, however large the keyspace.
 const syncWindow = 4 << 20
 
-// fullSync sends the keyspace, shard by shard, then the stream from the
-// offset the copy stands for. Each shard is captured whole under its lock,
+// fullSync sends the function libraries (funcs, an entry), the keyspace,
+// shard by shard, then the stream from the offset the copy stands for. Each shard is captured whole under its lock,
 // so that keys moving inside its table cannot be missed; the shards are
 // captured at different moments, and the stream that follows makes the
 // copy exact, since each of its entries sets a key's whole state.
-func (s *Session) fullSync(r *Reader) {
+func (s *Session) fullSync(r *Reader, funcs []byte) {
 	n := s.n
 	start := time.Now()
 	ok := s.conn.Push(syncBegin)
+	if ok && len(funcs) > 0 {
+		ok = s.conn.Push(funcs)
+	}
 	var buf []byte
 	keys := 0
 	var longest time.Duration
@@ -247,6 +256,18 @@ func (s *Session) fullSync(r *Reader) {
 	s.state.Store(stateOnline)
 	s.ackTime.Store(time.Now().UnixNano())
 	s.stream(r)
+}
+
+// appendEntry appends a command as an entry of the stream.
+func appendEntry(dst []byte, args [][]byte) []byte {
+	if len(args) == 0 {
+		return dst
+	}
+	dst = appendArrayHeader(dst, len(args))
+	for _, a := range args {
+		dst = appendBulk(dst, a)
+	}
+	return dst
 }
 
 // appendShard appends every live key of a shard, in every database, as

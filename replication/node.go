@@ -86,6 +86,12 @@ type Hooks struct {
 	// replicas (0: none): a replica whose stream piles up past it while
 	// its copy is sent is dropped, as its connection would be.
 	OutputLimit func() int64
+	// Functions gives the function libraries a full sync carries, as the
+	// command that restores them on the replica (FUNCTION RESTORE payload
+	// FLUSH), read under a hold that release lets go once the sync has
+	// read the offset its copy stands for: a change of the libraries is
+	// in the copy or in the stream after that offset.
+	Functions func() (entry [][]byte, release func())
 }
 
 // Node is one server's place in replication: a master with its replicas,

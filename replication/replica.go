@@ -412,6 +412,11 @@ func (l *link) load(rd *entryReader) error {
 				return fmt.Errorf("%w: SELECT %q", errProtocol, args[1])
 			}
 			db = d
+		case isCmd(args[0], "FUNCTION"):
+			// The master's function libraries (FUNCTION RESTORE ... FLUSH).
+			if err := n.hooks.Exec(0, copyArgs(args), false); err != nil {
+				return fmt.Errorf("the master's function libraries: %w", err)
+			}
 		case isCmd(args[0], "LKV.SET"):
 			sh := n.eng.ShardFor(args[1])
 			sh.Lock()

@@ -341,6 +341,7 @@ func openStore(srv *commands.Server, cfg *commands.Config, log *slog.Logger) (*p
 				Set:  cfg.SetLimits(),
 			}
 		},
+		Functions: srv.FunctionsPayload,
 	})
 	if err != nil {
 		return nil, err
@@ -350,6 +351,14 @@ func openStore(srv *commands.Server, cfg *commands.Config, log *slog.Logger) (*p
 	if err != nil {
 		store.Close()
 		return nil, err
+	}
+	// The function libraries are loaded before the server serves, as
+	// Redis loads them from its RDB file.
+	if libs := store.Functions(); libs != nil {
+		if err := srv.RestoreFunctions(libs); err != nil {
+			store.Close()
+			return nil, fmt.Errorf("loading the function libraries of the snapshot: %w", err)
+		}
 	}
 	log.Info("snapshot loaded", "dir", cfg.Get("dir"), "keys", n, "took", time.Since(start).Round(time.Millisecond))
 	return store, nil
