@@ -344,8 +344,8 @@ func cmdSPop(c *Ctx) {
 			return
 		}
 		m := st.Pop(nil)
-		c.replicateAs([]byte("SREM"), key, m)
 		c.setChanged(key, st)
+		c.replicateAs([]byte("SREM"), key, m)
 		c.W.Bulk(m)
 		return
 	}
@@ -365,8 +365,8 @@ func cmdSPop(c *Ctx) {
 	if n >= int64(st.Len()) {
 		// The whole set: replicas delete the key.
 		replyMembers(c, st)
-		c.replicateAs([]byte("DEL"), key)
 		c.Shard(key).Delete(c.DB, key, c.Now)
+		c.replicateAs([]byte("DEL"), key)
 		return
 	}
 	size := int64(st.Len())
@@ -380,7 +380,9 @@ func cmdSPop(c *Ctx) {
 	for _, m := range popped {
 		c.W.Bulk(m)
 	}
-	c.replicateAs(repl...)
+	// The pop replicates as its effect, once the change is logged (which
+	// replicateAs then takes, so that SPOP itself is not sent as well).
+	defer c.replicateAs(repl...)
 	if !st.IsIntset() && (size-n)*5 <= n {
 		// Redis pops most of a set by building a new one from the
 		// members it keeps, which is an intset again if they allow it.
