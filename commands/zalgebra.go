@@ -110,13 +110,20 @@ func (s *zsrc) each(buf []byte, fn func(m []byte, sc float64) bool) {
 
 // zsrcAt reads input key for an algebra command: a sorted set, or a plain
 // set whose members score 1, as Redis takes them.
+// One lookup: it counts the keyspace hit or miss.
 func (c *Ctx) zsrcAt(key []byte) (zsrc, bool) {
 	s := c.Shard(key)
-	if e, found := s.Lookup(c.DB, key, c.Now); found && e.Kind() == engine.KindSet {
+	e, found := s.Lookup(c.DB, key, c.Now)
+	switch {
+	case !found:
+		return zsrc{weight: 1}, true
+	case e.Kind() == engine.KindZSet:
+		return zsrc{z: s.Object(e).(*engine.ZSet), weight: 1}, true
+	case e.Kind() == engine.KindSet:
 		return zsrc{set: s.Object(e).(*engine.Set), weight: 1}, true
 	}
-	_, _, z, ok := c.zsetAt(key, false)
-	return zsrc{z: z, weight: 1}, ok
+	c.W.Error(msgWrongType)
+	return zsrc{}, false
 }
 
 // zitem is one member of a computed result; its member is a string so

@@ -3,6 +3,7 @@ package commands
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -108,4 +109,20 @@ func TestZAlgebraLarge(t *testing.T) {
 	expect(t, h, `nil`, "ZSCORE", "d", "m2")
 	expect(t, h, `"skiplist"`, "OBJECT", "ENCODING", "u")
 	expect(t, h, `["m1999", "m1997"]`, "ZRANGE", "d", "0", "1", "REV")
+}
+
+// TestAlgebraCountsEachInputOnce: every input key is one keyspace hit or
+// miss, as in Redis, whether it is a sorted set or a plain set.
+func TestAlgebraCountsEachInputOnce(t *testing.T) {
+	h := newHarness(t)
+	h.do("ZADD", "cz", "1", "a")
+	h.do("SADD", "cs", "b")
+	h.do("CONFIG", "RESETSTAT")
+	h.do("ZUNION", "3", "cz", "cs", "cmissing")
+	info := string(h.do("INFO", "stats").Str)
+	for _, want := range []string{"keyspace_hits:2\r\n", "keyspace_misses:1\r\n"} {
+		if !strings.Contains(info, want) {
+			t.Errorf("after ZUNION of a zset, a set and a missing key, INFO stats lacks %q:\n%s", want, info)
+		}
+	}
 }
