@@ -1,4 +1,4 @@
-module limitkv
+module github.com/limitkv/limitkv
 
 go 1.26.0
 

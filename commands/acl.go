@@ -14,7 +14,7 @@ import (
 	"syscall"
 	"time"
 
-	"limitkv/engine"
+	"github.com/limitkv/limitkv/engine"
 )
 
 // ACL: users, their permissions and the ACL command, as Redis 7.0 has them

@@ -5,8 +5,8 @@ import (
 	"log/slog"
 	"testing"
 
-	"limitkv/engine"
-	"limitkv/resp"
+	"github.com/limitkv/limitkv/engine"
+	"github.com/limitkv/limitkv/resp"
 )
 
 // BenchmarkDispatchACL measures one request through execute (resolve,

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"sync/atomic"
 
-	"limitkv/engine"
-	"limitkv/resp"
+	"github.com/limitkv/limitkv/engine"
+	"github.com/limitkv/limitkv/resp"
 )
 
 // ACL users and their rules, as Redis 7.0 has them (src/acl.c): a user has

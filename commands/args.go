@@ -3,7 +3,7 @@ package commands
 import (
 	"strconv"
 
-	"limitkv/engine"
+	"github.com/limitkv/limitkv/engine"
 )
 
 // Argument helpers. Each parses one argument the way Redis does and, on

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"limitkv/resp"
+	"github.com/limitkv/limitkv/resp"
 )
 
 // TestFailedAuthIsSlowedAndCounted: wrong passwords get slower replies the

@@ -1,7 +1,7 @@
 package commands
 
 import (
-	"limitkv/engine"
+	"github.com/limitkv/limitkv/engine"
 )
 
 // BITFIELD and BITFIELD_RO: integers of any width at any bit offset of a

@@ -1,7 +1,7 @@
 package commands
 
 import (
-	"limitkv/engine"
+	"github.com/limitkv/limitkv/engine"
 )
 
 // Bitmap commands: SETBIT GETBIT BITCOUNT BITPOS BITOP. Bitmaps are strings;

@@ -6,8 +6,8 @@ import (
 	"strconv"
 	"testing"
 
-	"limitkv/engine"
-	"limitkv/resp"
+	"github.com/limitkv/limitkv/engine"
+	"github.com/limitkv/limitkv/resp"
 )
 
 // onlineDays are user 42's online days over ten years, one bit a day:

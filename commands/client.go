@@ -8,9 +8,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"limitkv/engine"
-	"limitkv/replication"
-	"limitkv/resp"
+	"github.com/limitkv/limitkv/engine"
+	"github.com/limitkv/limitkv/replication"
+	"github.com/limitkv/limitkv/resp"
 )
 
 // Client is the server's state for one connection. Fields read by other

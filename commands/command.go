@@ -4,7 +4,7 @@ import (
 	"sort"
 	"strings"
 
-	"limitkv/engine"
+	"github.com/limitkv/limitkv/engine"
 )
 
 // COMMAND and its subcommands, generated from the command table.

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"limitkv/resp"
+	"github.com/limitkv/limitkv/resp"
 )
 
 // TestCommandGolden pins, byte for byte, what COMMAND and its subcommands

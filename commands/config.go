@@ -14,10 +14,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	"limitkv/engine"
-	"limitkv/replication"
-	"limitkv/resp"
-	"limitkv/tlsconf"
+	"github.com/limitkv/limitkv/engine"
+	"github.com/limitkv/limitkv/replication"
+	"github.com/limitkv/limitkv/resp"
+	"github.com/limitkv/limitkv/tlsconf"
 )
 
 // Config holds the server's settings. One table of parameters drives the

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"time"
 
-	"limitkv/engine"
+	"github.com/limitkv/limitkv/engine"
 )
 
 // Connection commands: PING ECHO QUIT RESET HELLO AUTH CLIENT.

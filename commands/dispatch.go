@@ -9,9 +9,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"limitkv/engine"
-	"limitkv/replication"
-	"limitkv/resp"
+	"github.com/limitkv/limitkv/engine"
+	"github.com/limitkv/limitkv/replication"
+	"github.com/limitkv/limitkv/resp"
 )
 
 // Server executes requests: it is the resp.Handler of the network server

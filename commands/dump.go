@@ -5,8 +5,8 @@ import (
 	"math"
 	"slices"
 
-	"limitkv/engine"
-	"limitkv/rdb"
+	"github.com/limitkv/limitkv/engine"
+	"github.com/limitkv/limitkv/rdb"
 )
 
 // DUMP, RESTORE, MIGRATE, COPY and MOVE: keys leaving and entering as

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"testing"
 
-	"limitkv/engine"
-	"limitkv/rdb"
+	"github.com/limitkv/limitkv/engine"
+	"github.com/limitkv/limitkv/rdb"
 )
 
 // BenchmarkDumpList is DUMP's work on a list of 100 000 elements, under

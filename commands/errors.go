@@ -3,7 +3,7 @@ package commands
 import (
 	"errors"
 
-	"limitkv/engine"
+	"github.com/limitkv/limitkv/engine"
 )
 
 // Redis's reply texts for common failures. They go to resp.Writer.Error,

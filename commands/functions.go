@@ -10,10 +10,10 @@ import (
 
 	lua "github.com/yuin/gopher-lua"
 
-	"limitkv/engine"
-	"limitkv/lua51"
-	"limitkv/rdb"
-	"limitkv/resp"
+	"github.com/limitkv/limitkv/engine"
+	"github.com/limitkv/limitkv/lua51"
+	"github.com/limitkv/limitkv/rdb"
+	"github.com/limitkv/limitkv/resp"
 )
 
 // Redis 7's functions: FUNCTION LOAD, DELETE, LIST, STATS, FLUSH, KILL,

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"testing"
 
-	"limitkv/resp"
+	"github.com/limitkv/limitkv/resp"
 )
 
 // TestFunctionStateRebuilt: a function that breaks its Lua state (a value

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"strconv"
 
-	"limitkv/engine"
+	"github.com/limitkv/limitkv/engine"
 )
 
 // Geo commands, on sorted sets whose scores are 52-bit geohashes

@@ -3,7 +3,7 @@ package commands
 import (
 	"strconv"
 
-	"limitkv/engine"
+	"github.com/limitkv/limitkv/engine"
 )
 
 // Hash commands: HSET HSETNX HGET HMGET HMSET HDEL HEXISTS HLEN HSTRLEN

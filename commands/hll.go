@@ -1,7 +1,7 @@
 package commands
 
 import (
-	"limitkv/engine"
+	"github.com/limitkv/limitkv/engine"
 )
 
 // HyperLogLog commands: PFADD PFCOUNT PFMERGE. HyperLogLogs are strings in

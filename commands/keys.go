@@ -4,7 +4,7 @@ import (
 	"math"
 	"strconv"
 
-	"limitkv/engine"
+	"github.com/limitkv/limitkv/engine"
 )
 
 // Keyspace commands: DEL UNLINK EXISTS TOUCH EXPIRE PEXPIRE EXPIREAT

@@ -3,7 +3,7 @@ package commands
 import (
 	"bytes"
 
-	"limitkv/engine"
+	"github.com/limitkv/limitkv/engine"
 )
 
 // LCS key1 key2 [LEN] [IDX] [MINMATCHLEN len] [WITHMATCHLEN], as Redis

@@ -1,7 +1,7 @@
 package commands
 
 import (
-	"limitkv/engine"
+	"github.com/limitkv/limitkv/engine"
 )
 
 // List commands: LPUSH RPUSH LPUSHX RPUSHX LPOP RPOP LINDEX LLEN LRANGE

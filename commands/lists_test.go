@@ -6,8 +6,8 @@ import (
 	"log/slog"
 	"testing"
 
-	"limitkv/engine"
-	"limitkv/resp"
+	"github.com/limitkv/limitkv/engine"
+	"github.com/limitkv/limitkv/resp"
 )
 
 // TestLMoveShards moves elements between keys chosen to live in the same

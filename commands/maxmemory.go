@@ -7,7 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"limitkv/engine"
+	"github.com/limitkv/limitkv/engine"
 )
 
 // maxmemory: the memory figure, eviction and the OOM refusals, as Redis

@@ -12,9 +12,9 @@ import (
 	"syscall"
 	"time"
 
-	"limitkv/engine"
-	"limitkv/rdb"
-	"limitkv/resp"
+	"github.com/limitkv/limitkv/engine"
+	"github.com/limitkv/limitkv/rdb"
+	"github.com/limitkv/limitkv/resp"
 )
 
 // MIGRATE host port key|"" destination-db timeout [COPY] [REPLACE]

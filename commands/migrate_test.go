@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"limitkv/resp"
+	"github.com/limitkv/limitkv/resp"
 )
 
 // okTarget answers +OK to every command; with closeAfterFirst it closes

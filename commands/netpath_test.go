@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"limitkv/resp"
-	"limitkv/tlsconf/tlstest"
+	"github.com/limitkv/limitkv/resp"
+	"github.com/limitkv/limitkv/tlsconf/tlstest"
 )
 
 // The full request path over loopback: a client writes requests, one at a

@@ -3,7 +3,7 @@ package commands
 import (
 	"time"
 
-	"limitkv/engine"
+	"github.com/limitkv/limitkv/engine"
 )
 
 // What the server observes about itself: each command's accounting after

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"limitkv/engine"
+	"github.com/limitkv/limitkv/engine"
 )
 
 // TestHistBuckets: every duration falls in the bucket whose bounds hold

@@ -5,7 +5,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"limitkv/engine"
+	"github.com/limitkv/limitkv/engine"
 )
 
 // CLIENT PAUSE, CLIENT UNPAUSE and CLIENT NO-EVICT.

@@ -8,8 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"limitkv/engine"
-	"limitkv/resp"
+	"github.com/limitkv/limitkv/engine"
+	"github.com/limitkv/limitkv/resp"
 )
 
 // Pub/sub: SUBSCRIBE UNSUBSCRIBE PSUBSCRIBE PUNSUBSCRIBE PUBLISH, the shard

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"limitkv/resp"
+	"github.com/limitkv/limitkv/resp"
 )
 
 // rawSub is a connection read directly, for the pub/sub tests.

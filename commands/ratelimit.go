@@ -5,7 +5,7 @@ import (
 	"strings"
 	"sync/atomic"
 
-	"limitkv/engine"
+	"github.com/limitkv/limitkv/engine"
 )
 
 // Rate-limit commands: RL.FIXED RL.SLIDE RL.LOGIN CL.THROTTLE. Each decision

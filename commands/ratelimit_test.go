@@ -5,8 +5,8 @@ import (
 	"log/slog"
 	"testing"
 
-	"limitkv/engine"
-	"limitkv/resp"
+	"github.com/limitkv/limitkv/engine"
+	"github.com/limitkv/limitkv/resp"
 )
 
 // BenchmarkRLCommands runs the rate-limit handlers directly, as dispatch

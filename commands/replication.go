@@ -7,9 +7,9 @@ import (
 	"strings"
 	"time"
 
-	"limitkv/engine"
-	"limitkv/replication"
-	"limitkv/resp"
+	"github.com/limitkv/limitkv/engine"
+	"github.com/limitkv/limitkv/replication"
+	"github.com/limitkv/limitkv/resp"
 )
 
 // Replication: REPLICAOF, ROLE, REPLCONF, PSYNC, WAIT and INFO

@@ -11,9 +11,9 @@ import (
 
 	lua "github.com/yuin/gopher-lua"
 
-	"limitkv/engine"
-	"limitkv/lua51"
-	"limitkv/resp"
+	"github.com/limitkv/limitkv/engine"
+	"github.com/limitkv/limitkv/lua51"
+	"github.com/limitkv/limitkv/resp"
 )
 
 // Scripting: EVAL, EVALSHA, EVAL_RO, EVALSHA_RO and SCRIPT, as Redis 7.0

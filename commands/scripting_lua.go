@@ -10,8 +10,8 @@ import (
 
 	lua "github.com/yuin/gopher-lua"
 
-	"limitkv/lua51"
-	"limitkv/resp"
+	"github.com/limitkv/limitkv/lua51"
+	"github.com/limitkv/limitkv/resp"
 )
 
 // The script runner: a Lua state (package lua51) with Redis's "redis"

@@ -14,8 +14,8 @@ import (
 	"sync"
 	"testing"
 
-	"limitkv/engine"
-	"limitkv/resp"
+	"github.com/limitkv/limitkv/engine"
+	"github.com/limitkv/limitkv/resp"
 )
 
 // scriptServer is an in-process server whose commands run without the

@@ -17,7 +17,7 @@ import (
 	"syscall"
 	"time"
 
-	"limitkv/engine"
+	"github.com/limitkv/limitkv/engine"
 )
 
 // Server commands: INFO CONFIG TIME SHUTDOWN DEBUG MEMORY OBJECT FUNCTION.

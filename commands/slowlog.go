@@ -5,7 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"limitkv/engine"
+	"github.com/limitkv/limitkv/engine"
 )
 
 // SLOWLOG, as Redis 7.0's slowlog.c: commands that took at least

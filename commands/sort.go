@@ -3,7 +3,7 @@ package commands
 import (
 	"bytes"
 
-	"limitkv/engine"
+	"github.com/limitkv/limitkv/engine"
 )
 
 // SORT and SORT_RO, as Redis's sort.c: sort a list, set or sorted set by

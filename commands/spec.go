@@ -8,7 +8,7 @@ import (
 	"strings"
 	"sync/atomic"
 
-	"limitkv/engine"
+	"github.com/limitkv/limitkv/engine"
 )
 
 // Flag is a command attribute, as COMMAND reports it.

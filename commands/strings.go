@@ -3,7 +3,7 @@ package commands
 import (
 	"math"
 
-	"limitkv/engine"
+	"github.com/limitkv/limitkv/engine"
 )
 
 // String commands: GET SET SETNX SETEX PSETEX GETSET GETDEL GETEX MGET MSET

@@ -8,8 +8,8 @@ import (
 	"net"
 	"time"
 
-	"limitkv/resp"
-	"limitkv/tlsconf"
+	"github.com/limitkv/limitkv/resp"
+	"github.com/limitkv/limitkv/tlsconf"
 )
 
 // TLS is configured as in Redis 7.0 (config.c, tls.c): the tls-* settings

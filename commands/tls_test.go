@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"limitkv/engine"
-	"limitkv/tlsconf/tlstest"
+	"github.com/limitkv/limitkv/engine"
+	"github.com/limitkv/limitkv/tlsconf/tlstest"
 )
 
 // tlsConfigFixture is a config that uses TLS for replication (so that it

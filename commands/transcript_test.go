@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"limitkv/engine"
-	"limitkv/resp"
+	"github.com/limitkv/limitkv/engine"
+	"github.com/limitkv/limitkv/resp"
 )
 
 var update = flag.Bool("update", false, "rewrite transcript replies with what the server answers")

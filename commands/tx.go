@@ -1,6 +1,6 @@
 package commands
 
-import "limitkv/engine"
+import "github.com/limitkv/limitkv/engine"
 
 // Transactions: MULTI EXEC DISCARD WATCH UNWATCH. EXEC runs its queued
 // commands with every shard locked, so no other connection sees any state

@@ -8,7 +8,7 @@ import (
 	"sort"
 	"strings"
 
-	"limitkv/engine"
+	"github.com/limitkv/limitkv/engine"
 )
 
 // Sorted-set algebra and random members: ZUNION ZINTER ZDIFF ZUNIONSTORE

@@ -3,7 +3,7 @@ package commands
 import (
 	"strconv"
 
-	"limitkv/engine"
+	"github.com/limitkv/limitkv/engine"
 )
 
 // Sorted set commands: ZADD ZINCRBY ZREM ZCARD ZCOUNT ZSCORE ZMSCORE ZRANK

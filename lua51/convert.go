@@ -7,7 +7,7 @@ import (
 
 	lua "github.com/yuin/gopher-lua"
 
-	"limitkv/resp"
+	"github.com/limitkv/limitkv/resp"
 )
 
 // Conversions between Lua values and Redis replies, as Redis 7.0 makes

@@ -9,7 +9,7 @@ import (
 
 	lua "github.com/yuin/gopher-lua"
 
-	"limitkv/resp"
+	"github.com/limitkv/limitkv/resp"
 )
 
 // The Lua state scripts run in: the sandbox Redis 7.0 gives them, with Lua

@@ -11,7 +11,7 @@ import (
 
 	lua "github.com/yuin/gopher-lua"
 
-	"limitkv/resp"
+	"github.com/limitkv/limitkv/resp"
 )
 
 // runScript compiles src and runs it in s, as EVAL with those keys and

@@ -17,7 +17,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"limitkv/commands"
+	"github.com/limitkv/limitkv/commands"
 )
 
 // UnknownCommand is the command label of requests that named no command.

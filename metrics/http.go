@@ -12,7 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"limitkv/commands"
+	"github.com/limitkv/limitkv/commands"
 )
 
 // Handler returns the /metrics handler for srv: its collector, and the Go

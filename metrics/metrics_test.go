@@ -13,8 +13,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"limitkv/commands"
-	"limitkv/engine"
+	"github.com/limitkv/limitkv/commands"
+	"github.com/limitkv/limitkv/engine"
 )
 
 func newServer(t *testing.T) *commands.Server {

@@ -8,7 +8,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
-	"limitkv/engine"
+	"github.com/limitkv/limitkv/engine"
 )
 
 // The snapshot figures: a full snapshot of 1M small keys, the restore of

@@ -11,7 +11,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
 
-	"limitkv/engine"
+	"github.com/limitkv/limitkv/engine"
 )
 
 // hookWriter calls before ahead of each chunk of operations the store

@@ -14,7 +14,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
 
-	"limitkv/engine"
+	"github.com/limitkv/limitkv/engine"
 )
 
 // Options configure a Store.

@@ -16,7 +16,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
 
-	"limitkv/engine"
+	"github.com/limitkv/limitkv/engine"
 )
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))

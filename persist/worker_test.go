@@ -21,7 +21,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
 
-	"limitkv/engine"
+	"github.com/limitkv/limitkv/engine"
 )
 
 // The fault-injection tests run the real worker protocol: the test binary

@@ -3,8 +3,8 @@ package replication
 import (
 	"strconv"
 
-	"limitkv/engine"
-	"limitkv/resp"
+	"github.com/limitkv/limitkv/engine"
+	"github.com/limitkv/limitkv/resp"
 )
 
 // Batch gathers the entries of one unit of work on a master (a command, a

@@ -7,7 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"limitkv/engine"
+	"github.com/limitkv/limitkv/engine"
 )
 
 // ReplicaConn is a replica's connection to its master, as the master's

@@ -21,7 +21,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"limitkv/engine"
+	"github.com/limitkv/limitkv/engine"
 )
 
 // Settings are the replication parameters, changed at run time by CONFIG

@@ -12,7 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"limitkv/engine"
+	"github.com/limitkv/limitkv/engine"
 )
 
 // link is a replica's connection to its master: it connects, asks to

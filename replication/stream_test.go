@@ -8,7 +8,7 @@ import (
 	"testing"
 	"testing/iotest"
 
-	"limitkv/resp"
+	"github.com/limitkv/limitkv/resp"
 )
 
 func entries(t *testing.T, r io.Reader) (args []string, raws int64, err error) {

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"limitkv/tlsconf/tlstest"
+	"github.com/limitkv/limitkv/tlsconf/tlstest"
 )
 
 // tlsServer serves h over TLS with the configuration cfg holds.

@@ -20,7 +20,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"limitkv/resp"
+	"github.com/limitkv/limitkv/resp"
 )
 
 func goRedis(t testing.TB, addr string, proto int, opts ...func(*redis.Options)) *redis.Client {

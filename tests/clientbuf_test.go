@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"limitkv/resp"
+	"github.com/limitkv/limitkv/resp"
 )
 
 // Client buffers: what a client costs the server must be bounded by its

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"limitkv/resp"
+	"github.com/limitkv/limitkv/resp"
 )
 
 // The differential suite sends every command of testdata/diff/*.txt to

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"limitkv/resp"
+	"github.com/limitkv/limitkv/resp"
 )
 
 // Faults, black box: a disk that fills up, a damaged data directory.

@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"testing"
 
-	"limitkv/resp"
+	"github.com/limitkv/limitkv/resp"
 )
 
 // TestHLLMatchesRedis adds the same 100,000 elements to a HyperLogLog on

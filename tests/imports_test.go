@@ -36,7 +36,7 @@ var allowedImports = map[string]struct {
 	"metrics": {ours: []string{"commands"}},
 }
 
-const module = "limitkv/"
+const module = "github.com/limitkv/limitkv/"
 
 func TestForbiddenImports(t *testing.T) {
 	root := ".."
@@ -100,19 +100,19 @@ func TestForbiddenImportsCatches(t *testing.T) {
 	for _, c := range []struct {
 		pkg, path string
 	}{
-		{"engine", "limitkv/resp"},
+		{"engine", "github.com/limitkv/limitkv/resp"},
 		{"engine", "github.com/tidwall/redcon"},
-		{"resp", "limitkv/commands"},
-		{"persist", "limitkv/resp"},
-		{"persist", "limitkv/commands"},
-		{"commands", "limitkv/persist"},
-		{"commands", "limitkv/metrics"},
-		{"metrics", "limitkv/engine"},
-		{"metrics", "limitkv/persist"},
-		{"replication", "limitkv/commands"},
-		{"replication", "limitkv/persist"},
-		{"rdb", "limitkv/engine"},
-		{"rdb", "limitkv/commands"},
+		{"resp", "github.com/limitkv/limitkv/commands"},
+		{"persist", "github.com/limitkv/limitkv/resp"},
+		{"persist", "github.com/limitkv/limitkv/commands"},
+		{"commands", "github.com/limitkv/limitkv/persist"},
+		{"commands", "github.com/limitkv/limitkv/metrics"},
+		{"metrics", "github.com/limitkv/limitkv/engine"},
+		{"metrics", "github.com/limitkv/limitkv/persist"},
+		{"replication", "github.com/limitkv/limitkv/commands"},
+		{"replication", "github.com/limitkv/limitkv/persist"},
+		{"rdb", "github.com/limitkv/limitkv/engine"},
+		{"rdb", "github.com/limitkv/limitkv/commands"},
 	} {
 		r := allowedImports[c.pkg]
 		if importAllowed(c.path, r.ours, r.stdOnly) {

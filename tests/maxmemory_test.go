@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"limitkv/resp"
+	"github.com/limitkv/limitkv/resp"
 )
 
 // pipeline sends the commands made by cmd(i) for i in [from, to), 1000 at

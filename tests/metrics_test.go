@@ -12,7 +12,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
-	"limitkv/resp"
+	"github.com/limitkv/limitkv/resp"
 )
 
 // scrape fetches the metrics endpoint and parses it with Prometheus's own

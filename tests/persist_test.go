@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"limitkv/resp"
+	"github.com/limitkv/limitkv/resp"
 )
 
 // Persistence, black box: restarts, crashes at random moments, refusals.

@@ -12,7 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"limitkv/resp"
+	"github.com/limitkv/limitkv/resp"
 )
 
 // The rate-limit commands, black box: atomicity under many connections,

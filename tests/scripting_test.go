@@ -16,7 +16,7 @@ import (
 	"github.com/go-redis/redis_rate/v10"
 	"github.com/redis/go-redis/v9"
 
-	"limitkv/resp"
+	"github.com/limitkv/limitkv/resp"
 )
 
 // TestScriptRedisRate drives go-redis/redis_rate (GCRA in Lua, through

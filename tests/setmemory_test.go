@@ -4,7 +4,7 @@ import (
 	"strconv"
 	"testing"
 
-	"limitkv/resp"
+	"github.com/limitkv/limitkv/resp"
 )
 
 // TestSetMemoryPerKey measures what a 100-member set costs per key, as

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"limitkv/resp"
+	"github.com/limitkv/limitkv/resp"
 )
 
 // TestSPopReplicatesItsEffect: a replica is sent what SPOP removed (SREM,

@@ -17,7 +17,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"limitkv/tlsconf/tlstest"
+	"github.com/limitkv/limitkv/tlsconf/tlstest"
 )
 
 // tlsFiles are the certificates a TLS test runs with, made at test time.

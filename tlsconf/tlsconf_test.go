@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"limitkv/tlsconf/tlstest"
+	"github.com/limitkv/limitkv/tlsconf/tlstest"
 )
 
 type files struct {

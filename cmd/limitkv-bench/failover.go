@@ -14,7 +14,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"limitkv/resp"
+	"github.com/limitkv/limitkv/resp"
 )
 
 // Failover under the real redis-sentinel, as tests/sentinel_test.go runs

@@ -13,7 +13,7 @@ import (
 	"syscall"
 	"time"
 
-	"limitkv/resp"
+	"github.com/limitkv/limitkv/resp"
 )
 
 // The redis-benchmark load generator (-loadgen redis-benchmark or both):

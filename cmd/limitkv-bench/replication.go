@@ -15,7 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"limitkv/resp"
+	"github.com/limitkv/limitkv/resp"
 )
 
 // The replication scenario (issue 13), run alone by -replication: how far

@@ -15,7 +15,7 @@ import (
 	"syscall"
 	"time"
 
-	"limitkv/resp"
+	"github.com/limitkv/limitkv/resp"
 )
 
 // Both servers run as child processes on free loopback ports, each in its

@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"limitkv/resp"
+	"github.com/limitkv/limitkv/resp"
 )
 
 // Each workload is done natively on limitkv and the way users do it on

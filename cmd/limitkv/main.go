@@ -23,10 +23,10 @@ import (
 	"syscall"
 	"time"
 
-	"limitkv/commands"
-	"limitkv/engine"
-	"limitkv/metrics"
-	"limitkv/persist"
+	"github.com/limitkv/limitkv/commands"
+	"github.com/limitkv/limitkv/engine"
+	"github.com/limitkv/limitkv/metrics"
+	"github.com/limitkv/limitkv/persist"
 )
 
 func main() {

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"limitkv/commands"
+	"github.com/limitkv/limitkv/commands"
 )
 
 func TestLoadEnv(t *testing.T) {

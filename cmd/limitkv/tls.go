@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"sync"
 
-	"limitkv/commands"
+	"github.com/limitkv/limitkv/commands"
 )
 
 // tlsListeners are the listeners of tls-port, on every bind address:
