@@ -101,6 +101,8 @@ func (s *Server) ErrorStats() (total int64, byCode []ErrorCount) {
 type RateLimitStat struct {
 	Command         string // "rl.fixed", "rl.slide", "rl.login", "cl.throttle"
 	Allowed, Denied int64
+	ShadowDenied    int64 // SHADOW requests the limit would have refused
+	Shadows         bool  // the command takes SHADOW, and so has a ShadowDenied
 }
 
 // rlCommandNames are the rate-limit commands' names, by rlCommand.
@@ -110,7 +112,7 @@ var rlCommandNames = [rlCommands]string{"rl.fixed", "rl.slide", "rl.login", "cl.
 func (s *Server) RateLimitStats() []RateLimitStat {
 	out := make([]RateLimitStat, rlCommands)
 	for i := range out {
-		out[i] = RateLimitStat{rlCommandNames[i], s.rl[i].allowed.Load(), s.rl[i].denied.Load()}
+		out[i] = RateLimitStat{rlCommandNames[i], s.rl[i].allowed.Load(), s.rl[i].denied.Load(), s.rl[i].shadowDenied.Load(), rlCommand(i).shadows()}
 	}
 	return out
 }

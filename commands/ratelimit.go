@@ -34,29 +34,65 @@ const (
 	rlCommands
 )
 
+// shadows says whether the command takes the SHADOW option, and so has a
+// shadow-denied count to show.
+func (cmd rlCommand) shadows() bool {
+	return cmd == rlFixed || cmd == rlSlide
+}
+
 // rlCounterNames are the counters' prefixes in INFO, in INFO's order.
 var rlCounterNames = [rlCommands]string{"rl_fixed", "rl_slide", "rl_login", "cl_throttle"}
 
 // rlStats counts the decisions of each rate-limit command for INFO's
-// ratelimit section. Requests that only ask (PEEK, CL.THROTTLE with
-// quantity 0) are not counted.
-type rlStats [rlCommands]struct {
-	allowed, denied atomic.Int64
+// ratelimit section and the metrics. Requests that only ask (PEEK,
+// CL.THROTTLE with quantity 0) are not counted. A SHADOW request that the
+// limit would have refused counts as shadow-denied, not as allowed or
+// denied, so that operators see what a limit in rollout would refuse.
+type rlStats [rlCommands]rlCounts
+
+type rlCounts struct {
+	allowed, denied, shadowDenied atomic.Int64
 }
 
 func (st *rlStats) reset() {
 	for i := range st {
-		st[i].allowed.Store(0)
-		st[i].denied.Store(0)
+		st[i].reset()
+	}
+}
+
+func (n *rlCounts) reset() {
+	n.allowed.Store(0)
+	n.denied.Store(0)
+	n.shadowDenied.Store(0)
+}
+
+func (n *rlCounts) count(allowed, shadow bool) {
+	switch {
+	case allowed:
+		n.allowed.Add(1)
+	case shadow:
+		n.shadowDenied.Add(1)
+	default:
+		n.denied.Add(1)
 	}
 }
 
 func (st *rlStats) count(cmd rlCommand, allowed bool) {
-	if allowed {
-		st[cmd].allowed.Add(1)
-	} else {
-		st[cmd].denied.Add(1)
+	st[cmd].count(allowed, false)
+}
+
+// decided is where every RL decision ends: it counts the decision (unless
+// the request only looked) and writes the five-integer reply. A SHADOW
+// request's denial is counted as shadow-denied and answered as allowed,
+// with the other fields as the limit computed them.
+func (c *Ctx) decided(cmd rlCommand, d engine.Decision, peek, shadow bool) {
+	if !peek {
+		c.Srv.rl[cmd].count(d.Allowed, shadow)
 	}
+	if shadow {
+		d.Allowed = true
+	}
+	c.replyDecision(d)
 }
 
 // ParseDuration reads a window: a positive whole number with an optional
@@ -245,10 +281,7 @@ func cmdRLFixed(c *Ctx) {
 		c.Err(err)
 		return
 	}
-	if !a.peek {
-		c.Srv.rl.count(rlFixed, d.Allowed)
-	}
-	c.replyDecision(d)
+	c.decided(rlFixed, d, a.peek, false)
 }
 
 func cmdRLSlide(c *Ctx) {
@@ -262,10 +295,7 @@ func cmdRLSlide(c *Ctx) {
 		c.Err(err)
 		return
 	}
-	if !a.peek {
-		c.Srv.rl.count(rlSlide, d.Allowed)
-	}
-	c.replyDecision(d)
+	c.decided(rlSlide, d, a.peek, false)
 }
 
 // cmdCLThrottle is redis-cell's CL.THROTTLE, with its argument parsing and
@@ -311,6 +341,9 @@ func infoRateLimit(s *Server, b *strings.Builder) {
 	for cmd, name := range rlCounterNames {
 		kv(b, name+"_allowed", s.rl[cmd].allowed.Load())
 		kv(b, name+"_denied", s.rl[cmd].denied.Load())
+		if rlCommand(cmd).shadows() {
+			kv(b, name+"_shadow_denied", s.rl[cmd].shadowDenied.Load())
+		}
 	}
 }
 
@@ -349,8 +382,7 @@ func cmdRLLogin(c *Ctx) {
 		c.Err(err)
 		return
 	}
-	c.Srv.rl.count(rlLogin, d.Allowed)
-	c.replyDecision(d)
+	c.decided(rlLogin, d, false, false)
 }
 
 // maxLoginKeep bounds KEEP, and so the list RL.LOGIN keeps.

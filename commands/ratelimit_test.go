@@ -86,8 +86,8 @@ func TestInfoRateLimit(t *testing.T) {
 		h.do(cmd...)
 	}
 	want := "# Ratelimit\r\n" +
-		"rl_fixed_allowed:2\r\nrl_fixed_denied:1\r\n" +
-		"rl_slide_allowed:1\r\nrl_slide_denied:1\r\n" +
+		"rl_fixed_allowed:2\r\nrl_fixed_denied:1\r\nrl_fixed_shadow_denied:0\r\n" +
+		"rl_slide_allowed:1\r\nrl_slide_denied:1\r\nrl_slide_shadow_denied:0\r\n" +
 		"rl_login_allowed:1\r\nrl_login_denied:2\r\n" +
 		"cl_throttle_allowed:1\r\ncl_throttle_denied:1\r\n"
 	if got := string(h.do("INFO", "ratelimit").Str); got != want {

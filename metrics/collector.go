@@ -159,6 +159,9 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	for _, rl := range srv.RateLimitStats() {
 		counter(c.rlDecisions, float64(rl.Allowed), rl.Command, "allowed")
 		counter(c.rlDecisions, float64(rl.Denied), rl.Command, "denied")
+		if rl.Shadows {
+			counter(c.rlDecisions, float64(rl.ShadowDenied), rl.Command, "shadow_denied")
+		}
 	}
 	total, byCode := srv.ErrorStats()
 	counter(c.errorReplies, float64(total))
