@@ -148,40 +148,48 @@ type rlArgs struct {
 	zone     *engine.Zone
 }
 
-// parseRules reads "limit window [limit window ...]" from args[2:] and the
-// options after them; fixed says whether ALIGN and TZ are accepted (RL.FIXED)
-// or PENALIZE (RL.SLIDE). It writes the error reply and returns false on
-// bad input.
+// parseRules reads RL.FIXED's or RL.SLIDE's arguments after the key,
+// writing the error reply on bad input.
 func (c *Ctx) parseRules(fixed bool) (rlArgs, bool) {
+	a, msg := parseRLArgs(c.Args[2:], c.Spec.Name, fixed, &c.Client.rl.rules)
+	if msg != "" {
+		c.W.Error(msg)
+		return a, false
+	}
+	return a, true
+}
+
+// parseRLArgs reads "limit window [limit window ...]" and the options after
+// them, from the arguments that follow the key; fixed says whether ALIGN and
+// TZ are accepted (RL.FIXED) or PENALIZE (RL.SLIDE). The rules are kept in
+// *rules, so that parsing allocates nothing. On bad input it returns the
+// error text, which names the argument; named policies (RL.POLICY SET) read
+// their definitions with it too, so a policy accepts exactly what the
+// command does.
+func parseRLArgs(args [][]byte, cmd string, fixed bool, rules *[maxRules]engine.Rule) (rlArgs, string) {
 	a := rlArgs{cost: 1}
-	scratch := &c.Client.rl
-	args := c.Args
-	j := 2
+	j := 0
 	for j < len(args) {
 		if _, isInt := engine.ParseInt(args[j]); !isInt && len(a.rules) > 0 {
 			break
 		}
 		limit, ok := limitValue(args[j])
 		if !ok {
-			c.W.Error("invalid limit '" + string(args[j]) + "': expected " + limitRange)
-			return a, false
+			return a, "invalid limit '" + string(args[j]) + "': expected " + limitRange
 		}
 		if j+1 >= len(args) {
-			c.W.Error("limit " + string(args[j]) + " has no window")
-			return a, false
+			return a, "limit " + string(args[j]) + " has no window"
 		}
 		window, ok := ParseDuration(args[j+1])
 		if !ok {
-			c.W.Error("invalid window '" + string(args[j+1]) + "' for limit " + string(args[j]) +
-				": expected a whole number with unit ms, s, m, h or d (a bare number is seconds), from 1ms to 3650d")
-			return a, false
+			return a, "invalid window '" + string(args[j+1]) + "' for limit " + string(args[j]) +
+				": expected a whole number with unit ms, s, m, h or d (a bare number is seconds), from 1ms to 3650d"
 		}
 		if len(a.rules) == maxRules {
-			c.W.Error("too many rules: at most 16 limit/window pairs")
-			return a, false
+			return a, "too many rules: at most 16 limit/window pairs"
 		}
-		scratch.rules[len(a.rules)] = engine.Rule{Limit: limit, Window: window}
-		a.rules = scratch.rules[:len(a.rules)+1]
+		rules[len(a.rules)] = engine.Rule{Limit: limit, Window: window}
+		a.rules = rules[:len(a.rules)+1]
 		j += 2
 	}
 	var seenCost, seenAlign, seenTZ bool
@@ -192,8 +200,7 @@ func (c *Ctx) parseRules(fixed bool) (rlArgs, bool) {
 		case is(opt, "COST") && hasValue && !seenCost:
 			n, ok := limitValue(args[j+1])
 			if !ok {
-				c.W.Error("invalid COST '" + string(args[j+1]) + "': expected " + limitRange)
-				return a, false
+				return a, "invalid COST '" + string(args[j+1]) + "': expected " + limitRange
 			}
 			a.cost, seenCost = n, true
 			j++
@@ -207,48 +214,40 @@ func (c *Ctx) parseRules(fixed bool) (rlArgs, bool) {
 			case is(v, "FIRST"):
 				a.first = true
 			default:
-				c.W.Error("invalid ALIGN '" + string(v) + "': expected EPOCH or FIRST")
-				return a, false
+				return a, "invalid ALIGN '" + string(v) + "': expected EPOCH or FIRST"
 			}
 			seenAlign = true
 			j++
 		case is(opt, "TZ") && fixed && hasValue && !seenTZ:
 			z, err := engine.ParseZone(args[j+1])
 			if err != nil {
-				c.W.Error("invalid TZ '" + string(args[j+1]) + "': expected an IANA time zone such as Asia/Shanghai or an offset such as +08:00")
-				return a, false
+				return a, "invalid TZ '" + string(args[j+1]) + "': expected an IANA time zone such as Asia/Shanghai or an offset such as +08:00"
 			}
 			a.zone, seenTZ = z, true
 			j++
 		case (is(opt, "COST") || is(opt, "ALIGN") || is(opt, "TZ")) && !hasValue:
-			c.W.Error("ERR " + strings.ToUpper(string(opt)) + " needs a value")
-			return a, false
+			return a, "ERR " + strings.ToUpper(string(opt)) + " needs a value"
 		default:
 			if isRLOption(opt) {
-				c.W.Error("ERR " + strings.ToUpper(string(opt)) + " given twice or not valid for " + strings.ToUpper(c.Spec.Name))
-			} else {
-				c.W.Error("syntax error: unexpected argument '" + string(opt) + "'")
+				return a, "ERR " + strings.ToUpper(string(opt)) + " given twice or not valid for " + strings.ToUpper(cmd)
 			}
-			return a, false
+			return a, "syntax error: unexpected argument '" + string(opt) + "'"
 		}
 	}
 	if a.zone != nil && a.first {
-		c.W.Error("ERR TZ applies to ALIGN EPOCH only")
-		return a, false
+		return a, "ERR TZ applies to ALIGN EPOCH only"
 	}
 	for i, r := range a.rules {
 		if a.cost > r.Limit {
-			c.W.Error("ERR COST " + strconv.FormatInt(a.cost, 10) + " exceeds the limit " + string(args[2+2*i]) +
-				" of rule '" + string(args[2+2*i]) + " " + string(args[3+2*i]) + "': the request could never be allowed")
-			return a, false
+			return a, "ERR COST " + strconv.FormatInt(a.cost, 10) + " exceeds the limit " + string(args[2*i]) +
+				" of rule '" + string(args[2*i]) + " " + string(args[1+2*i]) + "': the request could never be allowed"
 		}
 		if a.zone != nil && a.zone.CheckWindow(r.Window) != nil {
-			c.W.Error("window '" + string(args[3+2*i]) + "' cannot be aligned to local time in " + a.zone.Name +
-				": with TZ use a window that divides a day or a whole number of days")
-			return a, false
+			return a, "window '" + string(args[1+2*i]) + "' cannot be aligned to local time in " + a.zone.Name +
+				": with TZ use a window that divides a day or a whole number of days"
 		}
 	}
-	return a, true
+	return a, ""
 }
 
 func isRLOption(b []byte) bool {
