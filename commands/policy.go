@@ -68,6 +68,7 @@ type policy struct {
 	first    bool
 	zone     *engine.Zone
 	penalize bool
+	ban      int64 // BAN's duration in ms; 0 for none
 	// GCRA: CL.THROTTLE's max_burst, count_per_period and period (s).
 	gcra engine.GCRA
 	// shadow: decisions are answered allowed, denials counted apart.
@@ -185,11 +186,6 @@ func parsePolicy(name []byte, def [][]byte) (*policy, string) {
 			return nil, "ERR " + strings.ToUpper(string(a)) + " belongs to RL.CHECK, not to a policy's definition"
 		}
 	}
-	// SHADOW may end any definition.
-	if n := len(args); n > 0 && is(args[n-1], "SHADOW") {
-		p.shadow = true
-		args = args[:n-1]
-	}
 	switch kind := def[0]; {
 	case is(kind, "FIXED"), is(kind, "SLIDE"):
 		p.kind = policySlide
@@ -207,12 +203,18 @@ func parsePolicy(name []byte, def [][]byte) (*policy, string) {
 		}
 		p.rules = slices.Clone(a.rules)
 		p.first, p.zone, p.penalize = a.first, a.zone, a.penalize
+		p.ban, p.shadow = a.ban, a.shadow
 		p.maxCost = engine.MaxLimit
 		for _, r := range p.rules {
 			p.maxCost = min(p.maxCost, r.Limit)
 		}
 	case is(kind, "GCRA"):
 		p.kind = policyGCRA
+		// SHADOW may end the definition, as it may any command's.
+		if n := len(args); n > 0 && is(args[n-1], "SHADOW") {
+			p.shadow = true
+			args = args[:n-1]
+		}
 		if msg := parsePolicyGCRA(p, args); msg != "" {
 			return nil, msg
 		}
@@ -286,6 +288,9 @@ func (p *policy) normalised() [][]byte {
 		}
 		if p.penalize {
 			w = append(w, "PENALIZE")
+		}
+		if p.ban != 0 {
+			w = append(w, "BAN", formatWindow(p.ban))
 		}
 	case policyGCRA:
 		w = append(w, strconv.FormatInt(p.gcra.MaxBurst, 10), strconv.FormatInt(p.gcra.Count, 10), formatWindow(p.gcra.Period*1000))
@@ -378,7 +383,7 @@ func cmdPolicyList(c *Ctx) {
 
 func cmdPolicyHelp(c *Ctx) {
 	help(c, "RL.POLICY", []string{
-		"SET <name> FIXED|SLIDE|GCRA <arguments of that command after the key> [SHADOW]",
+		"SET <name> FIXED|SLIDE|GCRA <arguments of that command after the key>",
 		"    Create or replace a named policy.",
 		"GET <name>",
 		"    Return the policy's definition, as SET takes it.",
@@ -438,10 +443,10 @@ func cmdRLCheck(c *Ctx) {
 	var err error
 	switch p.kind {
 	case policyFixed:
-		o := engine.FixedOptions{Cost: cost, Peek: peek, First: p.first, Zone: p.zone}
+		o := engine.FixedOptions{Cost: cost, Peek: peek, First: p.first, Zone: p.zone, Ban: p.ban}
 		d, err = sh.Fixed(c.DB, key, c.Now, p.rules, o, &c.Client.rl.decide)
 	case policySlide:
-		o := engine.SlideOptions{Cost: cost, Peek: peek, Penalize: p.penalize}
+		o := engine.SlideOptions{Cost: cost, Peek: peek, Penalize: p.penalize, Ban: p.ban}
 		d, err = sh.Slide(c.DB, key, c.Now, p.rules, o, &c.Client.rl.decide)
 	case policyGCRA:
 		g := p.gcra

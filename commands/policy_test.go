@@ -27,6 +27,8 @@ func TestPolicyDefinitions(t *testing.T) {
 		{"FIXED 100 1d TZ +08:00", `["FIXED", "100", "1d", "TZ", "+08:00"]`},
 		{"FIXED 5 1h TZ Asia/Shanghai SHADOW", `["FIXED", "5", "1h", "TZ", "Asia/Shanghai", "SHADOW"]`},
 		{"GCRA 0 1 1", `["GCRA", "0", "1", "1s"]`},
+		{"FIXED 3 1m SHADOW BAN 600s", `["FIXED", "3", "1m", "BAN", "10m", "SHADOW"]`},
+		{"SLIDE 3 1m ban 90000ms penalize", `["SLIDE", "3", "1m", "PENALIZE", "BAN", "90s"]`},
 		{"GCRA 9 100 3600 shadow", `["GCRA", "9", "100", "1h", "SHADOW"]`},
 		{"GCRA 4 10 2m", `["GCRA", "4", "10", "2m"]`},
 	}
@@ -69,7 +71,11 @@ func TestPolicyDefinitions(t *testing.T) {
 		{"keep FIXED 10 7h TZ Asia/Shanghai", "window '7h' cannot be aligned"},
 		{"keep SLIDE 1 1m 2 1m 3 1m 4 1m 5 1m 6 1m 7 1m 8 1m 9 1m 10 1m 11 1m 12 1m 13 1m 14 1m 15 1m 16 1m 17 1m", "too many rules"},
 		{"keep SLIDE 10 1m BOGUS", "unexpected argument 'BOGUS'"},
-		{"keep SLIDE 10 1m SHADOW SHADOW", "unexpected argument 'SHADOW'"},
+		{"keep SLIDE 10 1m SHADOW SHADOW", "SHADOW given twice or not valid for RL.SLIDE"},
+		{"keep SLIDE 10 1m BAN 0", "invalid BAN '0'"},
+		{"keep SLIDE 10 1m BAN", "BAN needs a value"},
+		{"keep GCRA 4 10 60 BAN 1m", "unexpected argument 'BAN'"},
+		{"keep GCRA 4 10 60 SHADOW SHADOW", "unexpected argument 'SHADOW'"},
 		{"keep TOKEN 10 1m", "invalid policy type 'TOKEN'"},
 		{"keep GCRA 4 10", "GCRA needs max_burst count_per_period period"},
 		{"keep GCRA 4 10 60 1", "unexpected argument '1'"},
@@ -151,6 +157,12 @@ func TestPolicyCheckMatchesCommand(t *testing.T) {
 				limit := 1 + rng.Int63n(8)
 				maxCost = min(maxCost, limit)
 				def = append(def, strconv.FormatInt(limit, 10), windows[rng.Intn(len(windows))])
+			}
+			if rng.Intn(3) == 0 {
+				def = append(def, "BAN", windows[rng.Intn(len(windows))])
+			}
+			if rng.Intn(4) == 0 {
+				def = append(def, "SHADOW")
 			}
 			if kind == 0 {
 				cmd = []string{"RL.FIXED"}
