@@ -13,7 +13,7 @@ import (
 //
 // A lease acquired at t for L ms is live in [t, t+L): at t+L-1 it still
 // holds its slot, at t+L the slot is free. Expired leases are dropped by
-// every call that writes; the key's expiry is the end of its last lease
+// every acquire that writes; the key's expiry is the end of its last lease
 // (the last millisecond it is live), so the key disappears with its last
 // lease, and releasing the last lease deletes it.
 //
@@ -24,9 +24,10 @@ import (
 //
 // A decision walks them once, dropping the expired ones and looking for the
 // caller's id, and copies the runs of leases it keeps: a call costs
-// O(live leases) (their bytes, ids included). A write keeps only live
-// leases, at most the largest limit in force while they live, so memory is
-// bounded by the limit; a denied request records nothing. Fixed-width ends
+// O(leases stored) (their bytes, ids included). An acquire that writes
+// keeps only live leases, at most the largest limit in force while they
+// live; a release only marks one ended; a denied request records nothing:
+// memory is bounded by the limit, never by the traffic. Fixed-width ends
 // keep the walk cheap and a renewal the same size, so that the key's record
 // is rewritten in place.
 
@@ -149,9 +150,11 @@ func decideAcquire(old []byte, limit, lease int64, id []byte, now int64, sc *Lea
 }
 
 // DecideRelease runs RL.RELEASE: it frees id's live lease, if it holds
-// one. When it does, it returns the new state without that lease and the
-// expired ones (appended to out; nil when no lease is left, which deletes
-// the key) and the key's new expiry.
+// one. When it does, it returns the new state (appended to out; nil when
+// no lease is left, which deletes the key) and the key's new expiry. The
+// released lease is marked ended (end 0) rather than cut out, so that the
+// state keeps its length and the key's record is rewritten in place
+// without allocating; the next acquire drops it with the expired ones.
 func DecideRelease(old []byte, id []byte, now int64, out []byte) (freed bool, state []byte, expireAt int64) {
 	freed, state, expireAt, _ = decideRelease(old, id, now, out)
 	return freed, state, expireAt
@@ -159,11 +162,34 @@ func DecideRelease(old []byte, id []byte, now int64, out []byte) (freed bool, st
 
 // decideRelease is DecideRelease returning also the buffer it built in.
 func decideRelease(old []byte, id []byte, now int64, out []byte) (freed bool, state []byte, expireAt int64, buf []byte) {
-	s, buf := scanLeases(old, id, now, append(out, LimitLease))
-	if !s.held || s.live == 1 {
-		return s.held, nil, 0, buf
+	if len(old) == 0 || old[0] != LimitLease {
+		return false, nil, 0, out
 	}
-	return true, buf, s.lastEnd - 1, buf
+	at := -1 // the offset of id's lease
+	var others int64
+	last := int64(math.MinInt64)
+	for p := 1; p+leaseHead <= len(old); {
+		end := int64(binary.LittleEndian.Uint64(old[p:]))
+		q := p + leaseHead + int(old[p+8]) + 1
+		if q > len(old) {
+			break
+		}
+		if end > now {
+			if q-p-leaseHead == len(id) && bytes.Equal(old[p+leaseHead:q], id) {
+				at = p
+			} else {
+				others++
+				last = max(last, end)
+			}
+		}
+		p = q
+	}
+	if at < 0 || others == 0 {
+		return at >= 0, nil, 0, out
+	}
+	buf = append(out, old...)
+	binary.LittleEndian.PutUint64(buf[at:], 0)
+	return true, buf, last - 1, buf
 }
 
 // Acquire runs RL.ACQUIRE on key: it loads the leases, decides and, when
