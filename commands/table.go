@@ -51,6 +51,18 @@ func commandTable() []*Spec {
 			Flags: Write | DenyOOM | Fast,
 			Run:   cmdCLThrottle,
 		},
+		{
+			Name:  "rl.acquire",
+			Arity: -5,
+			Flags: Write | DenyOOM | Fast,
+			Run:   cmdRLAcquire,
+		},
+		{
+			Name:  "rl.release",
+			Arity: 3,
+			Flags: Write | Fast,
+			Run:   cmdRLRelease,
+		},
 		// Named policies (policy.go). RL.POLICY SET and DEL change every
 		// application's limits: they are @admin and @dangerous as well as
 		// @ratelimit, so that "+@ratelimit -@admin" lets a user apply
