@@ -205,3 +205,43 @@ func TestPoliciesReplicate(t *testing.T) {
 	mustDo(t, rr, "[]", "RL.POLICY", "LIST")
 	mustDo(t, dialRaw(t, r2.addr), "[]", "RL.POLICY", "LIST")
 }
+
+// TestPolicyMetrics: the metrics count each policy's decisions, labelled
+// by policy and decision; a deleted policy's series go.
+func TestPolicyMetrics(t *testing.T) {
+	mport := freePort(t)
+	s := startLimitkv(t, "--persistence", "no", "--metrics-addr", "127.0.0.1:"+strconv.Itoa(mport))
+	c := dialRaw(t, s.addr)
+	mustDo(t, c, "+OK", "RL.POLICY", "SET", "api", "FIXED", "2", "1m")
+	mustDo(t, c, "+OK", "RL.POLICY", "SET", "roll", "SLIDE", "1", "1m", "SHADOW")
+	mustDo(t, c, "+OK", "RL.POLICY", "SET", "gone", "SLIDE", "1", "1m")
+	for i := 0; i < 3; i++ {
+		c.do("RL.CHECK", "api", "a")
+		c.do("RL.CHECK", "roll", "r")
+	}
+	c.do("RL.CHECK", "api", "a", "PEEK")
+	mustDo(t, c, ":1", "RL.POLICY", "DEL", "gone")
+	url := "http://127.0.0.1:" + strconv.Itoa(mport) + "/metrics"
+	fams := scrape(t, url)
+	for _, tc := range []struct {
+		labels []string
+		want   float64
+	}{
+		{[]string{"policy=api", "decision=allowed"}, 2},
+		{[]string{"policy=api", "decision=denied"}, 1},
+		{[]string{"policy=api", "decision=shadow_denied"}, 0},
+		{[]string{"policy=roll", "decision=allowed"}, 1},
+		{[]string{"policy=roll", "decision=denied"}, 0},
+		{[]string{"policy=roll", "decision=shadow_denied"}, 2},
+	} {
+		if got := sample(t, fams, "limitkv_ratelimit_policy_decisions_total", tc.labels...); got != tc.want {
+			t.Errorf("%v = %v, want %v", tc.labels, got, tc.want)
+		}
+	}
+	if _, ok := lookupSample(fams, "limitkv_ratelimit_policy_decisions_total", "policy=gone", "decision=allowed"); ok {
+		t.Error("a deleted policy is still in the metrics")
+	}
+	if got := sample(t, fams, "limitkv_ratelimit_decisions_total", "command=rl.check", "decision=shadow_denied"); got != 2 {
+		t.Errorf("rl.check shadow_denied = %v, want 2", got)
+	}
+}
