@@ -530,3 +530,29 @@ func TestPolicyChangesUnderLoad(t *testing.T) {
 		t.Fatal(e)
 	}
 }
+
+// TestPolicyACL: RL.CHECK's key is checked against the user's key
+// patterns; "+@ratelimit -@admin" applies and reads policies but does not
+// redefine them.
+func TestPolicyACL(t *testing.T) {
+	h := newHarness(t)
+	h.do("RL.POLICY", "SET", "api", "SLIDE", "10", "1m")
+	h.do("ACL", "SETUSER", "app", "on", ">pw", "~rl:*", "+@ratelimit", "-@admin")
+	h.use("app")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"AUTH", "app", "pw"}, "+OK"},
+		{[]string{"RL.CHECK", "api", "rl:1"}, "[:1, :10, :9, :-1, :60000]"},
+		{[]string{"RL.CHECK", "api", "other"}, "-NOPERM this user has no permissions to access one of the keys used as arguments"},
+		{[]string{"RL.POLICY", "GET", "api"}, `["SLIDE", "10", "1m"]`},
+		{[]string{"RL.POLICY", "LIST"}, `["api"]`},
+		{[]string{"RL.POLICY", "SET", "api", "SLIDE", "1000", "1m"}, "-NOPERM this user has no permissions to run the 'rl.policy|set' command"},
+		{[]string{"RL.POLICY", "DEL", "api"}, "-NOPERM this user has no permissions to run the 'rl.policy|del' command"},
+	} {
+		if v := h.do(tc.args...); v.String() != tc.want {
+			t.Errorf("%v: %s, want %s", tc.args, v, tc.want)
+		}
+	}
+}
