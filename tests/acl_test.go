@@ -312,7 +312,7 @@ func TestACLCatMatchesRedis(t *testing.T) {
 			}
 		}
 		if cat == "ratelimit" {
-			if strings.Join(got, " ") != "cl.throttle rl.fixed rl.login rl.slide" {
+			if strings.Join(got, " ") != "cl.throttle rl.acquire rl.fixed rl.login rl.release rl.slide" {
 				t.Errorf("@ratelimit: %v", got)
 			}
 			continue
