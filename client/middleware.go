@@ -189,11 +189,17 @@ func (l *Limiter) Decide(r *http.Request) (d Decision, limited bool, err error) 
 	if err != nil || key == "" {
 		return Decision{}, false, err
 	}
+	d, err = l.c.decide(r.Context(), l.command(key))
+	return d, err == nil, err
+}
+
+// command is the command for key: the arguments built once by NewLimiter,
+// with the prefixed key in place.
+func (l *Limiter) command(key string) []any {
 	args := make([]any, len(l.args))
 	copy(args, l.args)
 	args[1] = l.prefix + key
-	d, err = l.c.decide(r.Context(), args)
-	return d, err == nil, err
+	return args
 }
 
 // SetHeaders sets the RateLimit-Policy and RateLimit fields of
@@ -224,8 +230,10 @@ func (l *Limiter) SetHeaders(h http.Header, d Decision) {
 	b = strconv.AppendInt(b, max(d.Remaining, 0), 10)
 	b = append(b, ";t="...)
 	b = strconv.AppendInt(b, ceilSeconds(t), 10)
-	h.Set("RateLimit-Policy", l.policy)
-	h.Set("RateLimit", string(b))
+	// The canonical spellings (Go's, for headers it reads) skip a
+	// canonicalization per call; field names are case-insensitive.
+	h["Ratelimit-Policy"] = []string{l.policy}
+	h["Ratelimit"] = []string{string(b)}
 }
 
 func tooManyRequests(w http.ResponseWriter, _ *http.Request, _ Decision) {
