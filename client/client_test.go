@@ -310,3 +310,28 @@ func TestServerErrors(t *testing.T) {
 		t.Errorf("a 500µs window: err %v", err)
 	}
 }
+
+// TestClientKinds: the calls work through the go-redis clients users
+// have: the universal constructor's and a ring's (which routes each
+// command by its key, found through limitkv's COMMAND key specs).
+func TestClientKinds(t *testing.T) {
+	trackSources()
+	ctx := context.Background()
+	uni := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{serverAddr}})
+	defer uni.Close()
+	ring := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"one": serverAddr}})
+	defer ring.Close()
+	for name, rdb := range map[string]redis.UniversalClient{"universal": uni, "ring": ring} {
+		c := New(rdb)
+		k := key(t, name)
+		for i, want := range []bool{true, false} {
+			d, err := c.Slide(ctx, k, []Rule{PerMinute(1)})
+			if err != nil || d.Allowed != want {
+				t.Errorf("%s, call %d: %+v, %v", name, i+1, d, err)
+			}
+		}
+		if c.Redis() != rdb {
+			t.Errorf("%s: Redis() is not the client given", name)
+		}
+	}
+}
