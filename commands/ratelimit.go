@@ -8,7 +8,8 @@ import (
 	"github.com/limitkv/limitkv/engine"
 )
 
-// Rate-limit commands: RL.FIXED RL.SLIDE RL.LOGIN CL.THROTTLE. Each decision
+// Rate-limit commands: RL.FIXED RL.SLIDE RL.LOGIN CL.THROTTLE (RL.ACQUIRE
+// and RL.RELEASE are in ratelimit_lease.go). Each decision
 // runs under the key's shard lock, on the server's clock, in one round
 // trip; see docs/commands.md for the contract.
 
@@ -31,17 +32,18 @@ const (
 	rlSlide
 	rlLogin
 	clThrottle
+	rlAcquire
 	rlCommands
 )
 
 // shadows says whether the command takes the SHADOW option, and so has a
 // shadow-denied count to show.
 func (cmd rlCommand) shadows() bool {
-	return cmd == rlFixed || cmd == rlSlide
+	return cmd == rlFixed || cmd == rlSlide || cmd == rlAcquire
 }
 
 // rlCounterNames are the counters' prefixes in INFO, in INFO's order.
-var rlCounterNames = [rlCommands]string{"rl_fixed", "rl_slide", "rl_login", "cl_throttle"}
+var rlCounterNames = [rlCommands]string{"rl_fixed", "rl_slide", "rl_login", "cl_throttle", "rl_acquire"}
 
 // rlStats counts the decisions of each rate-limit command for INFO's
 // ratelimit section and the metrics. Requests that only ask (PEEK,

@@ -3,6 +3,7 @@ package commands
 import (
 	"io"
 	"log/slog"
+	"strconv"
 	"testing"
 
 	"github.com/limitkv/limitkv/engine"
@@ -59,11 +60,32 @@ func BenchmarkRLCommands(b *testing.B) {
 	bench("slide100", argv("RL.SLIDE", "s", "100", "1m"), 100, 600)
 	bench("throttle", argv("CL.THROTTLE", "t", "1000000000", "1000000000", "1"), 1, 0)
 	bench("login", argv("RL.LOGIN", "l", "5", "1m", "KEEP", "5"), 5, 12_001)
+	// A semaphore of 100 held by 100 ids: a heartbeat, a denial, and a
+	// release with the acquire that takes the slot back (two commands).
+	var ids [][]byte
+	for i := 0; i < 100; i++ {
+		id := []byte("req:" + strconv.Itoa(100_000+i))
+		ids = append(ids, id)
+		run([][]byte{[]byte("RL.ACQUIRE"), []byte("sem"), []byte("100"), []byte("30s"), id})
+	}
+	bench("acquire-renew100", argv("RL.ACQUIRE", "sem", "100", "30s", "req:100042"), 0, 0)
+	bench("acquire-denied100", argv("RL.ACQUIRE", "sem", "100", "30s", "req:other"), 0, 0)
+	b.Run("release+acquire100", func(b *testing.B) {
+		rel := argv("RL.RELEASE", "sem", "")
+		acq := argv("RL.ACQUIRE", "sem", "100", "30s", "")
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			rel[2], acq[4] = ids[i%100], ids[i%100]
+			run(rel)
+			run(acq)
+		}
+	})
 }
 
 // TestInfoRateLimit: INFO's ratelimit section counts each RL command's
 // allowed and denied decisions on this server; PEEKs and CL.THROTTLE with
-// quantity 0 take nothing and are not counted, nor are refused arguments.
+// quantity 0 take nothing and are not counted, nor are refused arguments
+// or RL.RELEASE; a SHADOW request the limit refuses is shadow-denied.
 func TestInfoRateLimit(t *testing.T) {
 	h := newHarness(t)
 	for _, cmd := range [][]string{
@@ -82,6 +104,13 @@ func TestInfoRateLimit(t *testing.T) {
 		{"CL.THROTTLE", "t", "0", "1", "60", "0"},
 		{"CL.THROTTLE", "t", "0", "1", "60"},
 		{"CL.THROTTLE", "t", "0", "0", "60"},
+		{"RL.ACQUIRE", "a", "1", "1m", "x"},
+		{"RL.ACQUIRE", "a", "1", "1m", "x"},
+		{"RL.ACQUIRE", "a", "1", "1m", "y"},
+		{"RL.ACQUIRE", "a", "1", "1m", "y", "SHADOW"},
+		{"RL.ACQUIRE", "a", "0", "1m", "y"},
+		{"RL.RELEASE", "a", "x"},
+		{"RL.RELEASE", "a", "x"},
 	} {
 		h.do(cmd...)
 	}
@@ -89,7 +118,8 @@ func TestInfoRateLimit(t *testing.T) {
 		"rl_fixed_allowed:2\r\nrl_fixed_denied:1\r\nrl_fixed_shadow_denied:0\r\n" +
 		"rl_slide_allowed:1\r\nrl_slide_denied:1\r\nrl_slide_shadow_denied:0\r\n" +
 		"rl_login_allowed:1\r\nrl_login_denied:2\r\n" +
-		"cl_throttle_allowed:1\r\ncl_throttle_denied:1\r\n"
+		"cl_throttle_allowed:1\r\ncl_throttle_denied:1\r\n" +
+		"rl_acquire_allowed:2\r\nrl_acquire_denied:1\r\nrl_acquire_shadow_denied:1\r\n"
 	if got := string(h.do("INFO", "ratelimit").Str); got != want {
 		t.Fatalf("INFO ratelimit:\n%q\nwant\n%q", got, want)
 	}

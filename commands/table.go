@@ -51,6 +51,18 @@ func commandTable() []*Spec {
 			Flags: Write | DenyOOM | Fast,
 			Run:   cmdCLThrottle,
 		},
+		{
+			Name:  "rl.acquire",
+			Arity: -5,
+			Flags: Write | DenyOOM | Fast,
+			Run:   cmdRLAcquire,
+		},
+		{
+			Name:  "rl.release",
+			Arity: 3,
+			Flags: Write | Fast,
+			Run:   cmdRLRelease,
+		},
 
 		// Strings (strings.go, docs/strings.json)
 		{

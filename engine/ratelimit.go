@@ -16,6 +16,7 @@ const (
 	LimitFixed byte = 1 // RL.FIXED: one counter per rule and window
 	LimitSlide byte = 2 // RL.SLIDE: log of (time, cost) entries
 	LimitGCRA  byte = 3 // CL.THROTTLE: theoretical arrival time
+	LimitLease byte = 4 // RL.ACQUIRE: the live leases, end and id each
 )
 
 // MaxLimit bounds limits and costs (2^53, the largest integer a double, and
@@ -58,6 +59,7 @@ func (s *Shard) LimitState(db int, key []byte, now int64, kind byte) ([]byte, bo
 type LimitScratch struct {
 	fixed FixedScratch
 	slide SlideScratch
+	lease LeaseScratch
 	state []byte // the new state, until SetLimitState copies it
 }
 
@@ -99,6 +101,8 @@ func LimitKindName(kind byte) string {
 		return "sliding-window"
 	case LimitGCRA:
 		return "gcra"
+	case LimitLease:
+		return "concurrency"
 	}
 	return "ratelimit"
 }
