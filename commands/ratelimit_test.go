@@ -80,6 +80,17 @@ func BenchmarkRLCommands(b *testing.B) {
 			run(acq)
 		}
 	})
+	// BAN and SHADOW: "open" is BAN given with no ban in force; "banned"
+	// is every request denied by a ban (the first denial started it, the
+	// clock stands still); shadow answers allowed for what the limit
+	// denies.
+	bench("fixed-ban-open", argv("RL.FIXED", "fbo", "1000000000000", "1m", "BAN", "1h"), 1, 0)
+	bench("fixed-ban-banned", argv("RL.FIXED", "fbb", "1", "1m", "BAN", "1h"), 2, 0)
+	bench("fixed-shadow-denied", argv("RL.FIXED", "fsd", "1", "1m", "SHADOW"), 2, 0)
+	bench("slide100-ban-open", argv("RL.SLIDE", "sbo", "100", "1m", "BAN", "1h"), 100, 600)
+	bench("slide-ban-banned", argv("RL.SLIDE", "sbb", "1", "1m", "BAN", "1h"), 2, 0)
+	bench("slide100-shadow", argv("RL.SLIDE", "ss", "100", "1m", "SHADOW"), 100, 600)
+	bench("login-ban-banned", argv("RL.LOGIN", "lbb", "1", "1m", "BAN", "1h"), 2, 0)
 }
 
 // TestInfoRateLimit: INFO's ratelimit section counts each RL command's

@@ -47,7 +47,7 @@ func (s *Shard) LimitState(db int, key []byte, now int64, kind byte) ([]byte, bo
 		return nil, false, ErrWrongType
 	}
 	st := limitBytes(s, e)
-	if len(st) == 0 || st[0] != kind {
+	if len(st) == 0 || st[0]&^limitBanned != kind {
 		return nil, false, ErrWrongType
 	}
 	return st, true, nil
@@ -94,7 +94,7 @@ func (s *Shard) SetLimitState(db int, key []byte, now int64, state []byte, expir
 
 // LimitKindName names a state's kind for OBJECT ENCODING.
 func LimitKindName(kind byte) string {
-	switch kind {
+	switch kind &^ limitBanned {
 	case LimitFixed:
 		return "fixed-window"
 	case LimitSlide:
