@@ -59,6 +59,9 @@ func BenchmarkRLCommands(b *testing.B) {
 	bench("slide100", argv("RL.SLIDE", "s", "100", "1m"), 100, 600)
 	bench("throttle", argv("CL.THROTTLE", "t", "1000000000", "1000000000", "1"), 1, 0)
 	bench("login", argv("RL.LOGIN", "l", "5", "1m", "KEEP", "5"), 5, 12_001)
+	// Denials, which RL.TOP counts.
+	bench("fixed-denied", argv("RL.FIXED", "fd", "1", "1h"), 1, 0)
+	bench("throttle-denied", argv("CL.THROTTLE", "td", "0", "1", "3600"), 1, 0)
 }
 
 // TestInfoRateLimit: INFO's ratelimit section counts each RL command's

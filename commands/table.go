@@ -51,6 +51,12 @@ func commandTable() []*Spec {
 			Flags: Write | DenyOOM | Fast,
 			Run:   cmdCLThrottle,
 		},
+		{
+			Name:  "rl.top",
+			Arity: -1,
+			Flags: Admin | Loading | Stale,
+			Run:   cmdRLTop,
+		},
 
 		// Strings (strings.go, docs/strings.json)
 		{
