@@ -43,7 +43,9 @@ type Decision struct {
 	// every rule. It is 0 when the request was allowed (the wire's -1): a
 	// duration that means "wait this long" has no use for a negative
 	// sentinel, and 0 is what time.Sleep, time.After and a Retry-After
-	// header want for "now".
+	// header want for "now". With Shadow, a request the limit would have
+	// refused is Allowed with its real RetryAfter, above 0: that is how a
+	// shadow denial shows.
 	RetryAfter time.Duration
 	// ResetAfter is how long until the reported rule is back to its full
 	// limit (0 when it already is).
@@ -131,6 +133,8 @@ const (
 	optAlignFirst
 	optTZ
 	optKeep
+	optBan
+	optShadow
 )
 
 // Cost makes the request take n units instead of 1 (RL.FIXED, RL.SLIDE).
@@ -156,7 +160,18 @@ func TZ(zone string) Option { return Option{kind: optTZ, s: zone} }
 // limit).
 func Keep(n int64) Option { return Option{kind: optKeep, n: n} }
 
-func appendOptions(args []any, opts []Option) []any {
+// Ban denies every request on the key for d after a rule denies one,
+// fail2ban-style, whatever the rules would say (RL.FIXED, RL.SLIDE,
+// RL.LOGIN). A PEEK never starts a ban.
+func Ban(d time.Duration) Option { return Option{kind: optBan, n: int64(d)} }
+
+// Shadow computes the decision and evolves the state as if enforced, but
+// answers allowed (the other fields are the real ones), and counts the
+// would-be denial apart in INFO ratelimit: a dry run for a new limit
+// (RL.FIXED, RL.SLIDE, RL.ACQUIRE, policies).
+func Shadow() Option { return Option{kind: optShadow} }
+
+func appendOptions(args []any, opts []Option) ([]any, error) {
 	for _, o := range opts {
 		switch o.kind {
 		case optCost:
@@ -171,9 +186,17 @@ func appendOptions(args []any, opts []Option) []any {
 			args = append(args, "TZ", o.s)
 		case optKeep:
 			args = append(args, "KEEP", o.n)
+		case optBan:
+			w, err := FormatWindow(time.Duration(o.n))
+			if err != nil {
+				return nil, fmt.Errorf("%w (BAN)", err)
+			}
+			args = append(args, "BAN", w)
+		case optShadow:
+			args = append(args, "SHADOW")
 		}
 	}
-	return args
+	return args, nil
 }
 
 func appendRules(args []any, rules []Rule) ([]any, error) {
@@ -193,13 +216,13 @@ func appendRules(args []any, rules []Rule) ([]any, error) {
 // Fixed is RL.FIXED key limit window [limit window ...] [options]: fixed
 // windows, reset at multiples of the window from the epoch (or local
 // midnight with TZ, or from the first request with AlignFirst). Options:
-// Cost, Peek, AlignFirst, TZ.
+// Cost, Peek, AlignFirst, TZ, Ban, Shadow.
 func (c *Client) Fixed(ctx context.Context, key string, rules []Rule, opts ...Option) (Decision, error) {
 	return c.rulesCommand(ctx, "RL.FIXED", key, rules, opts)
 }
 
 // Slide is RL.SLIDE key limit window [limit window ...] [options]: an exact
-// sliding window. Options: Cost, Peek, Penalize.
+// sliding window. Options: Cost, Peek, Penalize, Ban, Shadow.
 func (c *Client) Slide(ctx context.Context, key string, rules []Rule, opts ...Option) (Decision, error) {
 	return c.rulesCommand(ctx, "RL.SLIDE", key, rules, opts)
 }
@@ -211,13 +234,15 @@ func (c *Client) rulesCommand(ctx context.Context, name, key string, rules []Rul
 	if err != nil {
 		return Decision{}, err
 	}
-	args = appendOptions(args, opts)
+	if args, err = appendOptions(args, opts); err != nil {
+		return Decision{}, err
+	}
 	return c.decide(ctx, args)
 }
 
 // Login is RL.LOGIN key limit window [KEEP n]: at most rule.Limit
 // successful logins per rule.Window, recorded in a plain list at key.
-// Options: Keep.
+// Options: Keep, Ban.
 func (c *Client) Login(ctx context.Context, key string, rule Rule, opts ...Option) (Decision, error) {
 	args := make([]any, 0, 4+2*len(opts))
 	args = append(args, "RL.LOGIN", key)
@@ -225,7 +250,9 @@ func (c *Client) Login(ctx context.Context, key string, rule Rule, opts ...Optio
 	if err != nil {
 		return Decision{}, err
 	}
-	args = appendOptions(args, opts)
+	if args, err = appendOptions(args, opts); err != nil {
+		return Decision{}, err
+	}
 	return c.decide(ctx, args)
 }
 

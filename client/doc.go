@@ -12,10 +12,19 @@
 // client, a cluster or ring client), so pools, timeouts, TLS and retries
 // stay the application's. Each call is one command and one round trip:
 //
-//	Fixed    RL.FIXED key limit window [limit window ...] [COST n] [PEEK] [ALIGN FIRST] [TZ zone]
-//	Slide    RL.SLIDE key limit window [limit window ...] [COST n] [PEEK] [PENALIZE]
-//	Login    RL.LOGIN key limit window [KEEP n]
-//	Throttle CL.THROTTLE key max_burst count_per_period period quantity
+//	Fixed        RL.FIXED key limit window [limit window ...] [COST n] [PEEK] [ALIGN FIRST] [TZ zone] [BAN d] [SHADOW]
+//	Slide        RL.SLIDE key limit window [limit window ...] [COST n] [PEEK] [PENALIZE] [BAN d] [SHADOW]
+//	Login        RL.LOGIN key limit window [KEEP n] [BAN d]
+//	Throttle     CL.THROTTLE key max_burst count_per_period period quantity
+//	Acquire      RL.ACQUIRE key limit lease id [SHADOW]
+//	Release      RL.RELEASE key id
+//	SetPolicy    RL.POLICY SET name FIXED|SLIDE|GCRA args... (FixedPolicy, SlidePolicy, GCRAPolicy)
+//	GetPolicy    RL.POLICY GET name
+//	DelPolicy    RL.POLICY DEL name
+//	ListPolicies RL.POLICY LIST [pattern]
+//	Check        RL.CHECK name key [COST n] [PEEK]
+//	Top          RL.TOP count
+//	TopReset     RL.TOP RESET
 //
 // The RL commands answer a Decision, whose times are time.Durations;
 // RetryAfter is 0 (not the wire's -1) when the request was allowed.
@@ -29,7 +38,7 @@
 // a rounded window.
 //
 // Optional arguments are functional options (Cost(3), Peek(), Penalize(),
-// AlignFirst(), TZ("Asia/Shanghai"), Keep(64)): the common call has none
+// AlignFirst(), TZ("Asia/Shanghai"), Keep(64), Ban(time.Hour), Shadow()): the common call has none
 // and stays short, each reads like the argument it sends, and there is no
 // zero value to misread (is Cost 0 "default" or an error?). They are plain
 // values, not closures, so passing them costs no allocation. The server

@@ -98,9 +98,12 @@ func NewLimiter(c *Client, cfg LimiterConfig) (*Limiter, error) {
 	if err != nil {
 		return nil, err
 	}
+	if args, err = appendOptions(args, cfg.Options); err != nil {
+		return nil, err
+	}
 	l := &Limiter{
 		c:        c,
-		args:     appendOptions(args, cfg.Options),
+		args:     args,
 		prefix:   cfg.KeyPrefix,
 		key:      cfg.Key,
 		failMode: cfg.FailClosed,
