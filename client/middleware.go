@@ -1,6 +1,8 @@
 package client
 
 import (
+	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"net"
@@ -8,20 +10,37 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
-// LimiterConfig says what a Limiter protects and how.
+// LimiterConfig says what a Limiter protects and how. Exactly one of
+// Rules, Policy and Concurrency is set.
 type LimiterConfig struct {
 	// Name identifies the limit in the RateLimit-Policy and RateLimit
-	// headers (default "default"). Printable ASCII.
+	// headers (default: Policy if set, else "default"). Printable ASCII.
 	Name string
 	// Rules are the limits: RL.SLIDE's, or RL.FIXED's when Fixed is set.
 	Rules []Rule
 	// Fixed uses fixed windows (RL.FIXED) instead of a sliding window.
 	Fixed bool
-	// Options are sent with every request's command (Cost, Penalize,
-	// AlignFirst, TZ, ...).
+	// Policy names a policy defined on the server (RL.POLICY SET, or
+	// --rl-policies): each request is RL.CHECK Policy key, so that the
+	// limit changes on the server without a deploy. RateLimit-Policy then
+	// carries the limit of each reply and no window, which only the
+	// server knows.
+	Policy string
+	// Concurrency limits the requests in flight per key instead of their
+	// rate: RL.ACQUIRE key Concurrency Lease <a random request id> before
+	// the handler runs, RL.RELEASE when it returns.
+	Concurrency int64
+	// Lease is how long a slot outlives a process that died holding it
+	// (default 30s). A handler that runs longer keeps its slot: the lease
+	// is renewed every Lease/2 until the handler returns.
+	Lease time.Duration
+	// Options are sent with every request's command: Cost, Penalize,
+	// AlignFirst, TZ, Ban, Shadow for Rules; Cost for Policy; Shadow for
+	// Concurrency.
 	Options []Option
 
 	// Key maps a request to the identity it is limited by. The default,
@@ -51,8 +70,9 @@ type LimiterConfig struct {
 	// little latency either way.
 	FailClosed bool
 	// OnError, if set, is called with every failure (limitkv unreachable,
-	// an error reply, a Key error), whichever way FailClosed goes: the
-	// place to log and count them.
+	// an error reply, a Key error, a lease that could not be renewed or
+	// released), whichever way FailClosed goes: the place to log and
+	// count them.
 	OnError func(r *http.Request, err error)
 	// OnDenied writes the response to a denied request. The RateLimit
 	// headers and Retry-After are already set and the status not yet
@@ -61,19 +81,34 @@ type LimiterConfig struct {
 	OnDenied func(w http.ResponseWriter, r *http.Request, d Decision)
 }
 
+// ErrLeaseLost is given to OnError when a long handler's lease could not
+// be renewed because it had already ended and its slot was taken.
+var ErrLeaseLost = errors.New("limitkv: the request's lease ended before it could be renewed")
+
+type limiterMode uint8
+
+const (
+	modeRules limiterMode = iota
+	modePolicy
+	modeConcurrency
+)
+
 // Limiter is net/http middleware that rate-limits requests with limitkv.
 type Limiter struct {
 	c        *Client
-	args     []any // command, key placeholder, rules, options
+	mode     limiterMode
+	args     []any // the command, with the key (and id) left to fill in
+	keyPos   int
 	prefix   string
 	key      func(*http.Request) (string, error)
 	failMode bool
 	onError  func(*http.Request, error)
 	onDenied func(http.ResponseWriter, *http.Request, Decision)
+	lease    time.Duration
 
 	rules  []Rule
-	items  []string // each rule's policy name, serialized as an sf-string
-	policy string   // the RateLimit-Policy value, the same on every response
+	items  []string // each rule's name as an sf-string (one for Policy and Concurrency)
+	policy string   // the RateLimit-Policy value, when it is the same on every response
 }
 
 // NewLimiter checks cfg and builds the middleware. Every check that can be
@@ -83,33 +118,34 @@ func NewLimiter(c *Client, cfg LimiterConfig) (*Limiter, error) {
 	if c == nil {
 		return nil, errors.New("limitkv: NewLimiter needs a Client")
 	}
+	modes := 0
+	for _, set := range []bool{len(cfg.Rules) > 0, cfg.Policy != "", cfg.Concurrency != 0} {
+		if set {
+			modes++
+		}
+	}
+	if modes != 1 {
+		return nil, errors.New("limitkv: a limiter needs exactly one of Rules, Policy and Concurrency")
+	}
 	name := cfg.Name
 	if name == "" {
 		name = "default"
+		if cfg.Policy != "" {
+			name = cfg.Policy
+		}
 	}
-	if _, err := sfString(name); err != nil {
-		return nil, fmt.Errorf("limitkv: limiter name %q: %w", name, err)
-	}
-	cmd := "RL.SLIDE"
-	if cfg.Fixed {
-		cmd = "RL.FIXED"
-	}
-	args, err := appendRules([]any{cmd, ""}, cfg.Rules)
+	quoted, err := sfString(name)
 	if err != nil {
-		return nil, err
-	}
-	if args, err = appendOptions(args, cfg.Options); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("limitkv: limiter name %q: %w", name, err)
 	}
 	l := &Limiter{
 		c:        c,
-		args:     args,
 		prefix:   cfg.KeyPrefix,
 		key:      cfg.Key,
 		failMode: cfg.FailClosed,
 		onError:  cfg.OnError,
 		onDenied: cfg.OnDenied,
-		rules:    append([]Rule(nil), cfg.Rules...),
+		items:    []string{quoted},
 	}
 	if l.prefix == "" {
 		l.prefix = "rl:" + name + ":"
@@ -120,19 +156,59 @@ func NewLimiter(c *Client, cfg LimiterConfig) (*Limiter, error) {
 	if l.onDenied == nil {
 		l.onDenied = tooManyRequests
 	}
-	// One rule is named Name; several are told apart by their windows
-	// ("api-1m", "api-1h"). Two rules with the same window would share a
-	// name, and the one with the higher limit could never decide anything.
+	var args []any
+	switch {
+	case cfg.Policy != "":
+		l.mode, l.keyPos = modePolicy, 2
+		args = []any{"RL.CHECK", cfg.Policy, ""}
+	case cfg.Concurrency != 0:
+		l.mode, l.keyPos = modeConcurrency, 1
+		l.lease = cfg.Lease
+		if l.lease == 0 {
+			l.lease = 30 * time.Second
+		}
+		w, err := FormatWindow(l.lease)
+		if err != nil {
+			return nil, fmt.Errorf("%w (lease)", err)
+		}
+		args = []any{"RL.ACQUIRE", "", cfg.Concurrency, w, ""}
+		l.policy = quoted + ";q=" + strconv.FormatInt(cfg.Concurrency, 10) + `;qu="concurrent-requests"`
+	default:
+		l.mode, l.keyPos = modeRules, 1
+		cmd := "RL.SLIDE"
+		if cfg.Fixed {
+			cmd = "RL.FIXED"
+		}
+		if args, err = appendRules([]any{cmd, ""}, cfg.Rules); err != nil {
+			return nil, err
+		}
+		if err := l.nameRules(name, cfg.Rules); err != nil {
+			return nil, err
+		}
+	}
+	if l.args, err = appendOptions(args, cfg.Options); err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// nameRules names the rules in the headers: one rule is named name;
+// several are told apart by their windows ("api-1m", "api-1h"). Two rules
+// with the same window would share a name, and the one with the higher
+// limit could never decide anything.
+func (l *Limiter) nameRules(name string, rules []Rule) error {
+	l.rules = append([]Rule(nil), rules...)
+	l.items = l.items[:0]
 	seen := make(map[string]bool)
 	var policy []string
-	for _, r := range cfg.Rules {
+	for _, r := range rules {
 		w, _ := FormatWindow(r.Window) // checked by appendRules
 		item := name
-		if len(cfg.Rules) > 1 {
+		if len(rules) > 1 {
 			item = name + "-" + w
 		}
 		if seen[item] {
-			return nil, fmt.Errorf("limitkv: two rules with the window %s: the higher limit would never decide", w)
+			return fmt.Errorf("limitkv: two rules with the window %s: the higher limit would never decide", w)
 		}
 		seen[item] = true
 		quoted, _ := sfString(item)
@@ -146,15 +222,26 @@ func NewLimiter(c *Client, cfg LimiterConfig) (*Limiter, error) {
 		policy = append(policy, p)
 	}
 	l.policy = strings.Join(policy, ", ")
-	return l, nil
+	return nil
 }
 
 // Handler wraps next: each request is decided by limitkv first; denied
 // requests get OnDenied (429), allowed ones reach next, and both carry the
-// RateLimit-Policy and RateLimit headers.
+// RateLimit-Policy and RateLimit headers. With Concurrency, the slot is
+// held while next runs and released when it returns.
 func (l *Limiter) Handler(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		d, limited, err := l.Decide(r)
+		key, err := l.key(r)
+		if err == nil && key == "" {
+			next.ServeHTTP(w, r)
+			return
+		}
+		var d Decision
+		var args []any
+		if err == nil {
+			args = l.command(key)
+			d, err = l.c.decide(r.Context(), args)
+		}
 		if err != nil {
 			if r.Context().Err() != nil {
 				return // the client has gone: nobody to answer
@@ -169,10 +256,6 @@ func (l *Limiter) Handler(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		if !limited {
-			next.ServeHTTP(w, r)
-			return
-		}
 		h := w.Header()
 		l.SetHeaders(h, d)
 		if !d.Allowed {
@@ -180,29 +263,60 @@ func (l *Limiter) Handler(next http.Handler) http.Handler {
 			l.onDenied(w, r, d)
 			return
 		}
+		if l.mode == modeConcurrency {
+			defer l.hold(r, args)()
+		}
 		next.ServeHTTP(w, r)
 	})
 }
 
-// Decide asks limitkv about r without answering it, for handlers that
-// decide for themselves. limited is false when the Key function returned
-// an empty key (the request is not limited).
-func (l *Limiter) Decide(r *http.Request) (d Decision, limited bool, err error) {
-	key, err := l.key(r)
-	if err != nil || key == "" {
-		return Decision{}, false, err
-	}
-	d, err = l.c.decide(r.Context(), l.command(key))
-	return d, err == nil, err
-}
-
 // command is the command for key: the arguments built once by NewLimiter,
-// with the prefixed key in place.
+// with the prefixed key (and, for a lease, a new request id) in place.
 func (l *Limiter) command(key string) []any {
 	args := make([]any, len(l.args))
 	copy(args, l.args)
-	args[1] = l.prefix + key
+	args[l.keyPos] = l.prefix + key
+	if l.mode == modeConcurrency {
+		args[4] = rand.Text()
+	}
 	return args
+}
+
+// hold renews the lease that args acquired every Lease/2 while the handler
+// runs; the function it returns stops that and releases the slot. A
+// renewal in flight finishes before the release is sent, so that it
+// cannot take the slot again after it.
+func (l *Limiter) hold(r *http.Request, args []any) (release func()) {
+	ctx := context.WithoutCancel(r.Context())
+	var mu sync.Mutex
+	done := false
+	mu.Lock()
+	var timer *time.Timer
+	timer = time.AfterFunc(l.lease/2, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if done {
+			return
+		}
+		d, err := l.c.decide(ctx, args)
+		if err == nil && !d.Allowed {
+			err = ErrLeaseLost
+		}
+		if err != nil && l.onError != nil {
+			l.onError(r, err)
+		}
+		timer.Reset(l.lease / 2)
+	})
+	mu.Unlock()
+	return func() {
+		mu.Lock()
+		done = true
+		timer.Stop()
+		mu.Unlock()
+		if _, err := l.c.Release(ctx, args[1].(string), args[4].(string)); err != nil && l.onError != nil {
+			l.onError(r, err)
+		}
+	}
 }
 
 // SetHeaders sets the RateLimit-Policy and RateLimit fields of
@@ -214,7 +328,10 @@ func (l *Limiter) command(key string) []any {
 // RateLimit names the rule that decided (found by its limit: of rules with
 // equal limits, the first), r is its remaining, and t the seconds, rounded
 // up, until quota comes back: the retry time when denied (so that t equals
-// Retry-After), the time to the full limit when allowed.
+// Retry-After), the time to the full limit when allowed. A Policy limiter
+// gives q from the reply and no w; a Concurrency limiter gives
+// qu="concurrent-requests", r the free slots, and t only when denied (a
+// slot comes back when a request ends, not at a time).
 func (l *Limiter) SetHeaders(h http.Header, d Decision) {
 	item := l.items[0]
 	for i, r := range l.rules {
@@ -222,6 +339,10 @@ func (l *Limiter) SetHeaders(h http.Header, d Decision) {
 			item = l.items[i]
 			break
 		}
+	}
+	policy := l.policy
+	if l.mode == modePolicy {
+		policy = item + ";q=" + strconv.FormatInt(d.Limit, 10)
 	}
 	t := d.ResetAfter
 	if !d.Allowed {
@@ -231,11 +352,13 @@ func (l *Limiter) SetHeaders(h http.Header, d Decision) {
 	b = append(b, item...)
 	b = append(b, ";r="...)
 	b = strconv.AppendInt(b, max(d.Remaining, 0), 10)
-	b = append(b, ";t="...)
-	b = strconv.AppendInt(b, ceilSeconds(t), 10)
+	if l.mode != modeConcurrency || !d.Allowed {
+		b = append(b, ";t="...)
+		b = strconv.AppendInt(b, ceilSeconds(t), 10)
+	}
 	// The canonical spellings (Go's, for headers it reads) skip a
 	// canonicalization per call; field names are case-insensitive.
-	h["Ratelimit-Policy"] = []string{l.policy}
+	h["Ratelimit-Policy"] = []string{policy}
 	h["Ratelimit"] = []string{string(b)}
 }
 
