@@ -51,8 +51,10 @@
 //
 // # Middleware
 //
-// NewLimiter builds net/http middleware from a LimiterConfig: rules, the
-// key function (by default the peer's IP address; X-Forwarded-For only
+// NewLimiter builds net/http middleware from a LimiterConfig: rules
+// (RL.SLIDE or RL.FIXED), a named policy (RL.CHECK), or a concurrency
+// limit (RL.ACQUIRE before the handler, RL.RELEASE after, the lease
+// renewed while a long handler runs); the key function (by default the peer's IP address; X-Forwarded-For only
 // through ForwardedFor with the trusted proxies' addresses), and what to
 // do when limitkv fails. A denied request gets 429 Too Many Requests with
 // Retry-After in whole seconds, rounded up. Every decided response carries

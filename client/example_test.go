@@ -105,3 +105,68 @@ func ExampleForwardedFor() {
 	}
 	_ = lim
 }
+
+// The limit lives on the server: defined once (or in --rl-policies), used
+// by every application, changed without a deploy.
+func ExampleClient_Check() {
+	rl := client.New(redis.NewClient(&redis.Options{Addr: "localhost:6379"}))
+	ctx := context.Background()
+	err := rl.SetPolicy(ctx, "api", client.SlidePolicy(
+		[]client.Rule{client.PerMinute(100)}, client.Ban(10*time.Minute)))
+	if err != nil {
+		log.Fatal(err)
+	}
+	d, err := rl.Check(ctx, "api", "user:42")
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(d.Allowed)
+}
+
+// At most 4 exports in flight per customer; a crashed worker's slot frees
+// itself after 5 minutes.
+func ExampleClient_Acquire() {
+	rl := client.New(redis.NewClient(&redis.Options{Addr: "localhost:6379"}))
+	ctx := context.Background()
+	d, err := rl.Acquire(ctx, "exports:acme", 4, 5*time.Minute, "job-7f3a")
+	if err != nil {
+		log.Fatal(err)
+	}
+	if !d.Allowed {
+		fmt.Println("busy, a slot frees within", d.RetryAfter)
+		return
+	}
+	defer rl.Release(ctx, "exports:acme", "job-7f3a")
+	// ... the export ...
+}
+
+// Middleware on a named policy, and a concurrency limit for a slow
+// endpoint: requests hold a slot while they run, renewed past the lease.
+func ExampleLimiterConfig() {
+	rl := client.New(redis.NewClient(&redis.Options{Addr: "localhost:6379"}))
+	api, err := client.NewLimiter(rl, client.LimiterConfig{Policy: "api"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	reports, err := client.NewLimiter(rl, client.LimiterConfig{
+		Name: "reports", Concurrency: 2, Lease: time.Minute, FailClosed: true,
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	var apiHandler, reportHandler http.Handler // the application's
+	http.Handle("/api/", api.Handler(apiHandler))
+	http.Handle("/reports/", reports.Handler(reportHandler))
+}
+
+// The keys denied most often in the last minute or two.
+func ExampleClient_Top() {
+	rl := client.New(redis.NewClient(&redis.Options{Addr: "localhost:6379"}))
+	top, err := rl.Top(context.Background(), 10)
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, d := range top {
+		fmt.Println(d.Key, d.Denials)
+	}
+}
