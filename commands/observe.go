@@ -99,7 +99,7 @@ func (s *Server) ErrorStats() (total int64, byCode []ErrorCount) {
 
 // RateLimitStat counts the decisions of one rate-limit command.
 type RateLimitStat struct {
-	Command         string // "rl.fixed", "rl.slide", "rl.login", "cl.throttle"
+	Command         string // "rl.fixed", "rl.slide", "rl.login", "cl.throttle", "rl.acquire"
 	Allowed, Denied int64
 	ShadowDenied    int64 // SHADOW requests the limit would have refused
 	Shadows         bool  // the command takes SHADOW, and so has a ShadowDenied

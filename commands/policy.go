@@ -49,9 +49,10 @@ const (
 	policyFixed policyKind = iota
 	policySlide
 	policyGCRA
+	policyConcurrency
 )
 
-var policyKindNames = [...]string{policyFixed: "FIXED", policySlide: "SLIDE", policyGCRA: "GCRA"}
+var policyKindNames = [...]string{policyFixed: "FIXED", policySlide: "SLIDE", policyGCRA: "GCRA", policyConcurrency: "CONCURRENCY"}
 
 // policy is one named policy; it never changes once published (a SET
 // publishes a new one).
@@ -71,6 +72,9 @@ type policy struct {
 	ban      int64 // BAN's duration in ms; 0 for none
 	// GCRA: CL.THROTTLE's max_burst, count_per_period and period (s).
 	gcra engine.GCRA
+	// CONCURRENCY: RL.ACQUIRE's limit and lease (ms); the id comes with
+	// each RL.CHECK.
+	leases, lease int64
 	// shadow: decisions are answered allowed, denials counted apart.
 	shadow bool
 	// maxCost is the smallest limit of the rules: a COST above it could
@@ -176,7 +180,7 @@ func parsePolicy(name []byte, def [][]byte) (*policy, string) {
 		return nil, msg
 	}
 	if len(def) == 0 {
-		return nil, "policy '" + string(name) + "' has no definition: expected FIXED, SLIDE or GCRA and that command's arguments after the key"
+		return nil, "policy '" + string(name) + "' has no definition: expected FIXED, SLIDE, GCRA or CONCURRENCY and that command's arguments after the key"
 	}
 	p := &policy{name: string(name)}
 	args := def[1:]
@@ -218,8 +222,15 @@ func parsePolicy(name []byte, def [][]byte) (*policy, string) {
 		if msg := parsePolicyGCRA(p, args); msg != "" {
 			return nil, msg
 		}
+	case is(kind, "CONCURRENCY"):
+		p.kind = policyConcurrency
+		a, msg := parseLeasePolicy(args)
+		if msg != "" {
+			return nil, msg
+		}
+		p.leases, p.lease, p.shadow = a.limit, a.lease, a.shadow
 	default:
-		return nil, "invalid policy type '" + string(kind) + "': expected FIXED, SLIDE or GCRA"
+		return nil, "invalid policy type '" + string(kind) + "': expected FIXED, SLIDE, GCRA or CONCURRENCY"
 	}
 	p.def = p.normalised()
 	return p, ""
@@ -294,6 +305,8 @@ func (p *policy) normalised() [][]byte {
 		}
 	case policyGCRA:
 		w = append(w, strconv.FormatInt(p.gcra.MaxBurst, 10), strconv.FormatInt(p.gcra.Count, 10), formatWindow(p.gcra.Period*1000))
+	case policyConcurrency:
+		w = append(w, strconv.FormatInt(p.leases, 10), formatWindow(p.lease))
 	}
 	if p.shadow {
 		w = append(w, "SHADOW")
@@ -383,7 +396,9 @@ func cmdPolicyList(c *Ctx) {
 
 func cmdPolicyHelp(c *Ctx) {
 	help(c, "RL.POLICY", []string{
-		"SET <name> FIXED|SLIDE|GCRA <arguments of that command after the key>",
+		"SET <name> FIXED|SLIDE|GCRA|CONCURRENCY <arguments of that command after the key>",
+		"    FIXED: RL.FIXED's, SLIDE: RL.SLIDE's, GCRA: CL.THROTTLE's without the quantity,",
+		"    CONCURRENCY: RL.ACQUIRE's without the id.",
 		"    Create or replace a named policy.",
 		"GET <name>",
 		"    Return the policy's definition, as SET takes it.",
@@ -398,7 +413,8 @@ func noSuchPolicy(name []byte) string {
 	return "ERR no such policy '" + trunc(string(name), maxPolicyName) + "'"
 }
 
-// cmdRLCheck: RL.CHECK name key [COST n] [PEEK]. The key holds the state of
+// cmdRLCheck: RL.CHECK name key [COST n] [PEEK], or RL.CHECK name key ID id
+// for a CONCURRENCY policy (released with RL.RELEASE). The key holds the state of
 // the policy's command, so RL.CHECK and that command with the same rules
 // share it; the reply and the replication are that command's.
 func cmdRLCheck(c *Ctx) {
@@ -409,8 +425,22 @@ func cmdRLCheck(c *Ctx) {
 	}
 	cost, peek := int64(1), false
 	seenCost := false
+	var id []byte
 	for j := 3; j < len(c.Args); j++ {
 		switch opt := c.Args[j]; {
+		case p.kind == policyConcurrency && is(opt, "ID") && j+1 < len(c.Args) && id == nil:
+			id = c.Args[j+1]
+			if msg := leaseIDError(id); msg != "" {
+				c.W.Error(msg)
+				return
+			}
+			j++
+		case p.kind == policyConcurrency && is(opt, "ID") && j+1 >= len(c.Args):
+			c.W.Error("ERR ID needs a value")
+			return
+		case p.kind == policyConcurrency && (is(opt, "COST") || is(opt, "PEEK")):
+			c.W.Error("ERR " + strings.ToUpper(string(opt)) + " is not valid for policy '" + p.name + "' (CONCURRENCY): a request holds one slot, RL.ACQUIRE has no PEEK")
+			return
 		case is(opt, "COST") && j+1 < len(c.Args) && !seenCost:
 			n, ok := limitValue(c.Args[j+1])
 			if !ok {
@@ -424,15 +454,19 @@ func cmdRLCheck(c *Ctx) {
 			return
 		case is(opt, "PEEK") && !peek:
 			peek = true
-		case is(opt, "COST") || is(opt, "PEEK"):
-			c.W.Error("ERR " + strings.ToUpper(string(opt)) + " given twice")
+		case is(opt, "COST") || is(opt, "PEEK") || is(opt, "ID"):
+			c.W.Error("ERR " + strings.ToUpper(string(opt)) + " given twice or not valid for policy '" + p.name + "' (" + policyKindNames[p.kind] + ")")
 			return
 		default:
 			c.W.Error("syntax error: unexpected argument '" + string(opt) + "'")
 			return
 		}
 	}
-	if cost > p.maxCost {
+	if p.kind == policyConcurrency && id == nil {
+		c.W.Error("ERR policy '" + p.name + "' is a CONCURRENCY policy: RL.CHECK " + p.name + " key ID id, released with RL.RELEASE key id")
+		return
+	}
+	if cost > p.maxCost && p.kind != policyConcurrency {
 		c.W.Error("ERR COST " + strconv.FormatInt(cost, 10) + " exceeds the limit " + strconv.FormatInt(p.maxCost, 10) +
 			" of policy '" + p.name + "': the request could never be allowed")
 		return
@@ -454,6 +488,8 @@ func cmdRLCheck(c *Ctx) {
 		var res engine.ThrottleResult
 		res, err = sh.Throttle(c.DB, key, c.Now, g, &c.Client.rl.decide)
 		d = gcraDecision(res)
+	case policyConcurrency:
+		d, err = sh.Acquire(c.DB, key, c.Now, p.leases, p.lease, id, &c.Client.rl.decide)
 	}
 	if err != nil {
 		c.Err(err)
@@ -659,7 +695,7 @@ func readPolicyFile(r io.Reader, path string) ([]*policy, error) {
 			return nil, fail("unbalanced quotes")
 		}
 		if len(args) < 3 || !is(args[0], "RL.POLICY") || !is(args[1], "SET") {
-			return nil, fail("expected RL.POLICY SET name FIXED|SLIDE|GCRA ...")
+			return nil, fail("expected RL.POLICY SET name FIXED|SLIDE|GCRA|CONCURRENCY ...")
 		}
 		p, msg := parsePolicy(args[2], args[3:])
 		if msg != "" {

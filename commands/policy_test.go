@@ -31,6 +31,8 @@ func TestPolicyDefinitions(t *testing.T) {
 		{"SLIDE 3 1m ban 90000ms penalize", `["SLIDE", "3", "1m", "PENALIZE", "BAN", "90s"]`},
 		{"GCRA 9 100 3600 shadow", `["GCRA", "9", "100", "1h", "SHADOW"]`},
 		{"GCRA 4 10 2m", `["GCRA", "4", "10", "2m"]`},
+		{"concurrency 10 30000ms", `["CONCURRENCY", "10", "30s"]`},
+		{"CONCURRENCY 1 1h SHADOW", `["CONCURRENCY", "1", "1h", "SHADOW"]`},
 	}
 	for _, tc := range good {
 		args := append([]string{"RL.POLICY", "SET", "p"}, strings.Fields(tc.def)...)
@@ -86,6 +88,13 @@ func TestPolicyDefinitions(t *testing.T) {
 		{"keep GCRA 4 10 1500ms", "invalid period '1500ms'"},
 		{"keep GCRA 4 2000000000 1", "more than one per nanosecond"},
 		{"keep GCRA 9007199254740990 1 3650d", "GCRA policy too long"},
+		{"keep CONCURRENCY 0 30s", "invalid limit '0'"},
+		{"keep CONCURRENCY 10001 30s", "invalid limit '10001'"},
+		{"keep CONCURRENCY 10 0s", "invalid lease '0s'"},
+		{"keep CONCURRENCY 10", "expected limit lease"},
+		{"keep CONCURRENCY 10 30s id1", "unexpected argument 'id1'"},
+		{"keep CONCURRENCY 10 30s COST 2", "COST belongs to RL.CHECK"},
+		{"keep CONCURRENCY 10 30s BAN 1m", "BAN given twice or not valid for RL.ACQUIRE"},
 		{"bad:name SLIDE 10 1m", "invalid policy name 'bad:name'"},
 		{"bad,name SLIDE 10 1m", "invalid policy name"},
 		{strings.Repeat("n", 129) + " SLIDE 10 1m", "invalid policy name"},
@@ -128,10 +137,20 @@ func TestPolicyDefinitions(t *testing.T) {
 		{[]string{"RL.CHECK", "keep", "k", "COST", "2"}, "-ERR COST 2 exceeds the limit 1 of policy 'keep': the request could never be allowed"},
 		{[]string{"RL.CHECK", "keep", "k", "COST", "x"}, "-ERR invalid COST 'x': expected an integer from 1 to 9007199254740992"},
 		{[]string{"RL.CHECK", "keep", "k", "COST"}, "-ERR COST needs a value"},
-		{[]string{"RL.CHECK", "keep", "k", "COST", "1", "COST", "1"}, "-ERR COST given twice"},
-		{[]string{"RL.CHECK", "keep", "k", "PEEK", "PEEK"}, "-ERR PEEK given twice"},
+		{[]string{"RL.CHECK", "keep", "k", "COST", "1", "COST", "1"}, "-ERR COST given twice or not valid for policy 'keep' (SLIDE)"},
+		{[]string{"RL.CHECK", "keep", "k", "PEEK", "PEEK"}, "-ERR PEEK given twice or not valid for policy 'keep' (SLIDE)"},
 		{[]string{"RL.CHECK", "keep", "k", "PENALIZE"}, "-ERR syntax error: unexpected argument 'PENALIZE'"},
+		{[]string{"RL.CHECK", "keep", "k", "ID", "x"}, "-ERR ID given twice or not valid for policy 'keep' (SLIDE)"},
+		{[]string{"RL.POLICY", "SET", "sem", "CONCURRENCY", "2", "30s"}, "+OK"},
+		{[]string{"RL.CHECK", "sem", "k"}, "-ERR policy 'sem' is a CONCURRENCY policy: RL.CHECK sem key ID id, released with RL.RELEASE key id"},
+		{[]string{"RL.CHECK", "sem", "k", "ID"}, "-ERR ID needs a value"},
+		{[]string{"RL.CHECK", "sem", "k", "ID", ""}, "-ERR invalid id of 0 bytes: expected 1 to 256 bytes"},
+		{[]string{"RL.CHECK", "sem", "k", "ID", strings.Repeat("i", 257)}, "-ERR invalid id of 257 bytes: expected 1 to 256 bytes"},
+		{[]string{"RL.CHECK", "sem", "k", "ID", "a", "ID", "b"}, "-ERR ID given twice or not valid for policy 'sem' (CONCURRENCY)"},
+		{[]string{"RL.CHECK", "sem", "k", "ID", "a", "COST", "1"}, "-ERR COST is not valid for policy 'sem' (CONCURRENCY): a request holds one slot, RL.ACQUIRE has no PEEK"},
+		{[]string{"RL.CHECK", "sem", "k", "PEEK", "ID", "a"}, "-ERR PEEK is not valid for policy 'sem' (CONCURRENCY): a request holds one slot, RL.ACQUIRE has no PEEK"},
 		{[]string{"EXISTS", "k"}, ":0"},
+		{[]string{"RL.POLICY", "DEL", "sem"}, ":1"},
 		{[]string{"RL.POLICY", "LIST"}, `["keep", "` + name128 + `", "q"]`},
 	} {
 		if v := h.do(tc.args...); v.String() != tc.want {
@@ -226,6 +245,43 @@ func TestPolicyCheckMatchesCommand(t *testing.T) {
 			h.clock.Advance(rng.Int63n(3000))
 		}
 		if a, b := h.do("PTTL", kc).Int, h.do("PTTL", kd).Int; a != b && cmd[0] != "CL.THROTTLE" {
+			t.Fatalf("%v: PTTL %d, direct %d", def, a, b)
+		}
+	}
+}
+
+// TestPolicyConcurrencyMatchesAcquire: RL.CHECK on a CONCURRENCY policy
+// decides as RL.ACQUIRE with its limit and lease, and RL.RELEASE frees the
+// slots it took, on random sequences of acquires, renewals, releases and
+// expiries.
+func TestPolicyConcurrencyMatchesAcquire(t *testing.T) {
+	h := newHarness(t)
+	rng := rand.New(rand.NewSource(42))
+	for round := 0; round < 10; round++ {
+		limit := strconv.Itoa(1 + rng.Intn(5))
+		lease := []string{"500ms", "2s", "10s"}[rng.Intn(3)]
+		def := []string{"CONCURRENCY", limit, lease}
+		if rng.Intn(3) == 0 {
+			def = append(def, "SHADOW")
+		}
+		name := "c" + strconv.Itoa(round)
+		h.do(append([]string{"RL.POLICY", "SET", name}, def...)...)
+		kc, kd := "check:"+name, "direct:"+name
+		for step := 0; step < 200; step++ {
+			id := "req" + strconv.Itoa(rng.Intn(8))
+			var got, want string
+			if rng.Intn(4) == 0 {
+				got, want = h.do("RL.RELEASE", kc, id).String(), h.do("RL.RELEASE", kd, id).String()
+			} else {
+				direct := append([]string{"RL.ACQUIRE", kd, limit, lease, id}, def[3:]...)
+				got, want = h.do("RL.CHECK", name, kc, "ID", id).String(), h.do(direct...).String()
+			}
+			if got != want {
+				t.Fatalf("%v step %d: policy %s, direct %s", def, step, got, want)
+			}
+			h.clock.Advance(rng.Int63n(400))
+		}
+		if a, b := h.do("PTTL", kc).Int, h.do("PTTL", kd).Int; a != b {
 			t.Fatalf("%v: PTTL %d, direct %d", def, a, b)
 		}
 	}
@@ -472,5 +528,31 @@ func TestPolicyChangesUnderLoad(t *testing.T) {
 	close(errs)
 	for e := range errs {
 		t.Fatal(e)
+	}
+}
+
+// TestPolicyACL: RL.CHECK's key is checked against the user's key
+// patterns; "+@ratelimit -@admin" applies and reads policies but does not
+// redefine them.
+func TestPolicyACL(t *testing.T) {
+	h := newHarness(t)
+	h.do("RL.POLICY", "SET", "api", "SLIDE", "10", "1m")
+	h.do("ACL", "SETUSER", "app", "on", ">pw", "~rl:*", "+@ratelimit", "-@admin")
+	h.use("app")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"AUTH", "app", "pw"}, "+OK"},
+		{[]string{"RL.CHECK", "api", "rl:1"}, "[:1, :10, :9, :-1, :60000]"},
+		{[]string{"RL.CHECK", "api", "other"}, "-NOPERM this user has no permissions to access one of the keys used as arguments"},
+		{[]string{"RL.POLICY", "GET", "api"}, `["SLIDE", "10", "1m"]`},
+		{[]string{"RL.POLICY", "LIST"}, `["api"]`},
+		{[]string{"RL.POLICY", "SET", "api", "SLIDE", "1000", "1m"}, "-NOPERM this user has no permissions to run the 'rl.policy|set' command"},
+		{[]string{"RL.POLICY", "DEL", "api"}, "-NOPERM this user has no permissions to run the 'rl.policy|del' command"},
+	} {
+		if v := h.do(tc.args...); v.String() != tc.want {
+			t.Errorf("%v: %s, want %s", tc.args, v, tc.want)
+		}
 	}
 }

@@ -72,6 +72,11 @@ func BenchmarkRLCommands(b *testing.B) {
 	bench("check-fixed", argv("RL.CHECK", "pf", "cf"), 1, 0)
 	bench("check-slide100", argv("RL.CHECK", "ps", "cs"), 100, 600)
 	bench("check-gcra", argv("RL.CHECK", "pg", "cg"), 1, 0)
+	run(argv("RL.POLICY", "SET", "pc", "CONCURRENCY", "100", "30s"))
+	for i := 0; i < 100; i++ {
+		run(argv("RL.CHECK", "pc", "csem", "ID", "req:"+strconv.Itoa(100_000+i)))
+	}
+	bench("check-concurrency-renew100", argv("RL.CHECK", "pc", "csem", "ID", "req:100042"), 0, 0)
 	// BAN and SHADOW: "open" is BAN given with no ban in force; "banned"
 	// is every request denied by a ban (the first denial started it, the
 	// clock stands still); shadow answers allowed for what the limit

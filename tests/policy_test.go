@@ -30,27 +30,32 @@ func TestPolicyCheckAtomicity(t *testing.T) {
 		{"pen", "SLIDE", strconv.Itoa(limit), "1h", "PENALIZE"},
 		// GCRA on a frozen clock: the burst, max_burst + 1, and no more.
 		{"gcra", "GCRA", strconv.Itoa(limit - 1), "1", "3600"},
+		// CONCURRENCY: every request a holder of its own.
+		{"sem", "CONCURRENCY", strconv.Itoa(limit), "1h"},
 	} {
 		mustDo(t, ctl, "+OK", append([]string{"RL.POLICY", "SET"}, def...)...)
 	}
-	for _, name := range []string{"fixed", "fixed2", "slide", "pen", "gcra"} {
+	for _, name := range []string{"fixed", "fixed2", "slide", "pen", "gcra", "sem"} {
 		t.Run(name, func(t *testing.T) {
 			key := "k-" + name
 			var admitted atomic.Int64
 			var wg sync.WaitGroup
 			start := make(chan struct{})
-			req := resp.AppendCommand(nil, []byte("RL.CHECK"), []byte(name), []byte(key))
-			var batch []byte
-			for i := 0; i < each; i++ {
-				batch = append(batch, req...)
-			}
 			cs := make([]*rawConn, conns)
 			for i := range cs {
 				cs[i] = dialRaw(t, s.addr)
 			}
-			for _, c := range cs {
+			for ci, c := range cs {
+				var batch []byte
+				for i := 0; i < each; i++ {
+					args := [][]byte{[]byte("RL.CHECK"), []byte(name), []byte(key)}
+					if name == "sem" {
+						args = append(args, []byte("ID"), []byte("id-"+strconv.Itoa(ci)+"-"+strconv.Itoa(i)))
+					}
+					batch = resp.AppendCommand(batch, args...)
+				}
 				wg.Add(1)
-				go func(c *rawConn) {
+				go func(c *rawConn, batch []byte) {
 					defer wg.Done()
 					<-start
 					c.send(batch)
@@ -59,7 +64,7 @@ func TestPolicyCheckAtomicity(t *testing.T) {
 							admitted.Add(1)
 						}
 					}
-				}(c)
+				}(c, batch)
 			}
 			close(start)
 			wg.Wait()
@@ -89,12 +94,18 @@ func TestPoliciesSurviveRestart(t *testing.T) {
 	mustDo(t, c, "+OK", "RL.POLICY", "SET", "api", "SLIDE", "2", "1h")
 	mustDo(t, c, "+OK", "RL.POLICY", "SET", "login", "FIXED", "5", "15m", "TZ", "Europe/Paris", "SHADOW")
 	mustDo(t, c, "+OK", "RL.POLICY", "SET", "gone", "GCRA", "4", "10", "60")
+	mustDo(t, c, "+OK", "RL.POLICY", "SET", "sem", "CONCURRENCY", "1", "1h")
+	mustDo(t, c, "[:1, :1, :0, :-1, :3600000]", "RL.CHECK", "sem", "s", "ID", "job")
 	mustDo(t, c, "[:1, :2, :1, :-1, :3600000]", "RL.CHECK", "api", "u")
 	s.stop()
 
 	s = startLimitkvIn(t, dir, "--snapshot-interval", "1h")
 	c = dialRaw(t, s.addr)
-	mustDo(t, c, `["api", "gone", "login"]`, "RL.POLICY", "LIST")
+	mustDo(t, c, `["api", "gone", "login", "sem"]`, "RL.POLICY", "LIST")
+	if d := decision(t, c.do("RL.CHECK", "sem", "s", "ID", "other")); d[0] != 0 {
+		t.Fatalf("the lease taken before the restart is gone: %v", d)
+	}
+	mustDo(t, c, ":1", "RL.POLICY", "DEL", "sem")
 	mustDo(t, c, `["FIXED", "5", "15m", "TZ", "Europe/Paris", "SHADOW"]`, "RL.POLICY", "GET", "login")
 	if d := decision(t, c.do("RL.CHECK", "api", "u")); d[0] != 1 || d[2] != 0 {
 		t.Fatalf("the second request after the restart: %v", d)
@@ -165,11 +176,13 @@ func TestPoliciesReplicate(t *testing.T) {
 	// The stream: changes, deletions, and the decisions' states.
 	mustDo(t, mr, "+OK", "RL.POLICY", "SET", "api", "SLIDE", "5", "1m")
 	mustDo(t, mr, "+OK", "RL.POLICY", "SET", "new", "FIXED", "2", "1h", "ALIGN", "FIRST")
+	mustDo(t, mr, "+OK", "RL.POLICY", "SET", "sem", "CONCURRENCY", "2", "1h")
+	mustDo(t, mr, "[:1, :2, :1, :-1, :3600000]", "RL.CHECK", "sem", "s", "ID", "job")
 	mustDo(t, mr, ":1", "RL.POLICY", "DEL", "burst")
 	mustDo(t, mr, "[:1, :5, :3, :-1, :60000]", "RL.CHECK", "api", "u")
 	mustDo(t, mr, "[:1, :2, :1, :-1, :3600000]", "RL.CHECK", "new", "n")
 	waitInSync(t, mc, rc)
-	mustDo(t, rr, `["api", "new"]`, "RL.POLICY", "LIST")
+	mustDo(t, rr, `["api", "new", "sem"]`, "RL.POLICY", "LIST")
 	mustDo(t, rr, `["FIXED", "2", "1h", "ALIGN", "FIRST"]`, "RL.POLICY", "GET", "new")
 	sameKeyspace(t, mc, rc)
 
@@ -184,10 +197,51 @@ func TestPoliciesReplicate(t *testing.T) {
 	// keeps none.
 	mustDo(t, mr, ":1", "RL.POLICY", "DEL", "api")
 	mustDo(t, mr, ":1", "RL.POLICY", "DEL", "new")
+	mustDo(t, mr, ":1", "RL.POLICY", "DEL", "sem")
 	mustDo(t, rr, "+OK", "REPLICAOF", "NO", "ONE")
 	mustDo(t, rr, "+OK", "RL.POLICY", "SET", "stale", "SLIDE", "1", "1s")
 	mustDo(t, rr, "+OK", "REPLICAOF", host, port)
 	waitInSync(t, mc, rc, rc2)
 	mustDo(t, rr, "[]", "RL.POLICY", "LIST")
 	mustDo(t, dialRaw(t, r2.addr), "[]", "RL.POLICY", "LIST")
+}
+
+// TestPolicyMetrics: the metrics count each policy's decisions, labelled
+// by policy and decision; a deleted policy's series go.
+func TestPolicyMetrics(t *testing.T) {
+	mport := freePort(t)
+	s := startLimitkv(t, "--persistence", "no", "--metrics-addr", "127.0.0.1:"+strconv.Itoa(mport))
+	c := dialRaw(t, s.addr)
+	mustDo(t, c, "+OK", "RL.POLICY", "SET", "api", "FIXED", "2", "1m")
+	mustDo(t, c, "+OK", "RL.POLICY", "SET", "roll", "SLIDE", "1", "1m", "SHADOW")
+	mustDo(t, c, "+OK", "RL.POLICY", "SET", "gone", "SLIDE", "1", "1m")
+	for i := 0; i < 3; i++ {
+		c.do("RL.CHECK", "api", "a")
+		c.do("RL.CHECK", "roll", "r")
+	}
+	c.do("RL.CHECK", "api", "a", "PEEK")
+	mustDo(t, c, ":1", "RL.POLICY", "DEL", "gone")
+	url := "http://127.0.0.1:" + strconv.Itoa(mport) + "/metrics"
+	fams := scrape(t, url)
+	for _, tc := range []struct {
+		labels []string
+		want   float64
+	}{
+		{[]string{"policy=api", "decision=allowed"}, 2},
+		{[]string{"policy=api", "decision=denied"}, 1},
+		{[]string{"policy=api", "decision=shadow_denied"}, 0},
+		{[]string{"policy=roll", "decision=allowed"}, 1},
+		{[]string{"policy=roll", "decision=denied"}, 0},
+		{[]string{"policy=roll", "decision=shadow_denied"}, 2},
+	} {
+		if got := sample(t, fams, "limitkv_ratelimit_policy_decisions_total", tc.labels...); got != tc.want {
+			t.Errorf("%v = %v, want %v", tc.labels, got, tc.want)
+		}
+	}
+	if _, ok := lookupSample(fams, "limitkv_ratelimit_policy_decisions_total", "policy=gone", "decision=allowed"); ok {
+		t.Error("a deleted policy is still in the metrics")
+	}
+	if got := sample(t, fams, "limitkv_ratelimit_decisions_total", "command=rl.check", "decision=shadow_denied"); got != 2 {
+		t.Errorf("rl.check shadow_denied = %v, want 2", got)
+	}
 }
