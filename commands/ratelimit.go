@@ -8,7 +8,8 @@ import (
 	"github.com/limitkv/limitkv/engine"
 )
 
-// Rate-limit commands: RL.FIXED RL.SLIDE RL.LOGIN CL.THROTTLE. Each decision
+// Rate-limit commands: RL.FIXED RL.SLIDE RL.LOGIN CL.THROTTLE (RL.ACQUIRE
+// and RL.RELEASE are in ratelimit_lease.go). Each decision
 // runs under the key's shard lock, on the server's clock, in one round
 // trip; see docs/commands.md for the contract.
 
@@ -31,17 +32,19 @@ const (
 	rlSlide
 	rlLogin
 	clThrottle
+	rlAcquire
+	rlCheck
 	rlCommands
 )
 
 // shadows says whether the command takes the SHADOW option, and so has a
 // shadow-denied count to show.
 func (cmd rlCommand) shadows() bool {
-	return cmd == rlFixed || cmd == rlSlide
+	return cmd == rlFixed || cmd == rlSlide || cmd == rlAcquire || cmd == rlCheck
 }
 
 // rlCounterNames are the counters' prefixes in INFO, in INFO's order.
-var rlCounterNames = [rlCommands]string{"rl_fixed", "rl_slide", "rl_login", "cl_throttle"}
+var rlCounterNames = [rlCommands]string{"rl_fixed", "rl_slide", "rl_login", "cl_throttle", "rl_acquire", "rl_check"}
 
 // rlStats counts the decisions of each rate-limit command for INFO's
 // ratelimit section and the metrics. Requests that only ask (PEEK,
@@ -151,6 +154,8 @@ type rlArgs struct {
 	penalize bool
 	first    bool
 	zone     *engine.Zone
+	ban      int64 // BAN duration in ms; 0 for none
+	shadow   bool
 }
 
 // parseRules reads RL.FIXED's or RL.SLIDE's arguments after the key,
@@ -166,7 +171,8 @@ func (c *Ctx) parseRules(fixed bool) (rlArgs, bool) {
 
 // parseRLArgs reads "limit window [limit window ...]" and the options after
 // them, from the arguments that follow the key; fixed says whether ALIGN and
-// TZ are accepted (RL.FIXED) or PENALIZE (RL.SLIDE). The rules are kept in
+// TZ are accepted (RL.FIXED) or PENALIZE (RL.SLIDE). BAN and SHADOW are
+// accepted by both. The rules are kept in
 // *rules, so that parsing allocates nothing. On bad input it returns the
 // error text, which names the argument; named policies (RL.POLICY SET) read
 // their definitions with it too, so a policy accepts exactly what the
@@ -197,7 +203,7 @@ func parseRLArgs(args [][]byte, cmd string, fixed bool, rules *[maxRules]engine.
 		a.rules = rules[:len(a.rules)+1]
 		j += 2
 	}
-	var seenCost, seenAlign, seenTZ bool
+	var seenCost, seenAlign, seenTZ, seenBan bool
 	for ; j < len(args); j++ {
 		opt := args[j]
 		hasValue := j+1 < len(args)
@@ -213,6 +219,15 @@ func parseRLArgs(args [][]byte, cmd string, fixed bool, rules *[maxRules]engine.
 			a.peek = true
 		case is(opt, "PENALIZE") && !fixed && !a.penalize:
 			a.penalize = true
+		case is(opt, "BAN") && hasValue && !seenBan:
+			d, msg := parseBan(args[j+1])
+			if msg != "" {
+				return a, msg
+			}
+			a.ban, seenBan = d, true
+			j++
+		case is(opt, "SHADOW") && !a.shadow:
+			a.shadow = true
 		case is(opt, "ALIGN") && fixed && hasValue && !seenAlign:
 			switch v := args[j+1]; {
 			case is(v, "EPOCH"):
@@ -230,7 +245,7 @@ func parseRLArgs(args [][]byte, cmd string, fixed bool, rules *[maxRules]engine.
 			}
 			a.zone, seenTZ = z, true
 			j++
-		case (is(opt, "COST") || is(opt, "ALIGN") || is(opt, "TZ")) && !hasValue:
+		case (is(opt, "COST") || is(opt, "ALIGN") || is(opt, "TZ") || is(opt, "BAN")) && !hasValue:
 			return a, "ERR " + strings.ToUpper(string(opt)) + " needs a value"
 		default:
 			if isRLOption(opt) {
@@ -255,8 +270,18 @@ func parseRLArgs(args [][]byte, cmd string, fixed bool, rules *[maxRules]engine.
 	return a, ""
 }
 
+// parseBan reads BAN's duration, in the window syntax.
+func parseBan(b []byte) (int64, string) {
+	d, ok := ParseDuration(b)
+	if !ok {
+		return 0, "invalid BAN '" + string(b) +
+			"': expected a whole number with unit ms, s, m, h or d (a bare number is seconds), from 1ms to 3650d"
+	}
+	return d, ""
+}
+
 func isRLOption(b []byte) bool {
-	for _, o := range []string{"COST", "PEEK", "PENALIZE", "ALIGN", "TZ", "KEEP"} {
+	for _, o := range []string{"COST", "PEEK", "PENALIZE", "ALIGN", "TZ", "KEEP", "BAN", "SHADOW"} {
 		if is(b, o) {
 			return true
 		}
@@ -279,13 +304,13 @@ func cmdRLFixed(c *Ctx) {
 	if !ok {
 		return
 	}
-	o := engine.FixedOptions{Cost: a.cost, Peek: a.peek, First: a.first, Zone: a.zone}
+	o := engine.FixedOptions{Cost: a.cost, Peek: a.peek, First: a.first, Zone: a.zone, Ban: a.ban}
 	d, err := c.Shard(c.Args[1]).Fixed(c.DB, c.Args[1], c.Now, a.rules, o, &c.Client.rl.decide)
 	if err != nil {
 		c.Err(err)
 		return
 	}
-	c.decided(rlFixed, d, a.peek, false)
+	c.decided(rlFixed, d, a.peek, a.shadow)
 }
 
 func cmdRLSlide(c *Ctx) {
@@ -293,13 +318,13 @@ func cmdRLSlide(c *Ctx) {
 	if !ok {
 		return
 	}
-	o := engine.SlideOptions{Cost: a.cost, Peek: a.peek, Penalize: a.penalize}
+	o := engine.SlideOptions{Cost: a.cost, Peek: a.peek, Penalize: a.penalize, Ban: a.ban}
 	d, err := c.Shard(c.Args[1]).Slide(c.DB, c.Args[1], c.Now, a.rules, o, &c.Client.rl.decide)
 	if err != nil {
 		c.Err(err)
 		return
 	}
-	c.decided(rlSlide, d, a.peek, false)
+	c.decided(rlSlide, d, a.peek, a.shadow)
 }
 
 // cmdCLThrottle is redis-cell's CL.THROTTLE, with its argument parsing and
@@ -352,9 +377,10 @@ func infoRateLimit(s *Server, b *strings.Builder) {
 			kv(b, name+"_shadow_denied", s.rl[cmd].shadowDenied.Load())
 		}
 	}
+	infoPolicies(s, b)
 }
 
-// cmdRLLogin: RL.LOGIN key limit window [KEEP n].
+// cmdRLLogin: RL.LOGIN key limit window [KEEP n] [BAN duration].
 func cmdRLLogin(c *Ctx) {
 	limit, ok := limitValue(c.Args[2])
 	if !ok {
@@ -368,23 +394,40 @@ func cmdRLLogin(c *Ctx) {
 		return
 	}
 	keep := c.Srv.Cfg.LoginKeep()
-	switch {
-	case len(c.Args) == 4:
-	case len(c.Args) == 6 && is(c.Args[4], "KEEP"):
-		n, ok := engine.ParseInt(c.Args[5])
-		if !ok || n < 1 || n > maxLoginKeep {
-			c.W.Error("invalid KEEP '" + string(c.Args[5]) + "': expected an integer from 1 to 1048576")
+	var ban int64
+	var seenKeep bool
+	for j := 4; j < len(c.Args); j++ {
+		opt := c.Args[j]
+		hasValue := j+1 < len(c.Args)
+		switch {
+		case is(opt, "KEEP") && hasValue && !seenKeep:
+			n, ok := engine.ParseInt(c.Args[j+1])
+			if !ok || n < 1 || n > maxLoginKeep {
+				c.W.Error("invalid KEEP '" + string(c.Args[j+1]) + "': expected an integer from 1 to 1048576")
+				return
+			}
+			keep, seenKeep = n, true
+			j++
+		case is(opt, "BAN") && hasValue && ban == 0:
+			d, msg := parseBan(c.Args[j+1])
+			if msg != "" {
+				c.W.Error(msg)
+				return
+			}
+			ban = d
+			j++
+		case (is(opt, "KEEP") || is(opt, "BAN")) && !hasValue:
+			c.W.Error("ERR " + strings.ToUpper(string(opt)) + " needs a value")
+			return
+		case isRLOption(opt):
+			c.W.Error("ERR " + strings.ToUpper(string(opt)) + " given twice or not valid for RL.LOGIN")
+			return
+		default:
+			c.W.Error("syntax error: unexpected argument '" + string(opt) + "'")
 			return
 		}
-		keep = n
-	case len(c.Args) == 5 && is(c.Args[4], "KEEP"):
-		c.W.Error("ERR KEEP needs a value")
-		return
-	default:
-		c.W.Error("syntax error: unexpected argument '" + string(c.Args[4]) + "'")
-		return
 	}
-	d, err := c.Shard(c.Args[1]).Login(c.DB, c.Args[1], c.Now, limit, window, keep)
+	d, err := c.Shard(c.Args[1]).Login(c.DB, c.Args[1], c.Now, limit, window, keep, ban)
 	if err != nil {
 		c.Err(err)
 		return

@@ -3,6 +3,7 @@ package commands
 import (
 	"io"
 	"log/slog"
+	"strconv"
 	"testing"
 
 	"github.com/limitkv/limitkv/engine"
@@ -20,8 +21,12 @@ func BenchmarkRLCommands(b *testing.B) {
 	c := &Ctx{Srv: srv, Client: &Client{srv: srv}, W: w, Now: transcriptEpoch}
 	run := func(args [][]byte) {
 		c.Args = args
-		c.Spec = srv.Table.Lookup(args[0])
-		s := c.Shard(args[1])
+		c.Spec = srv.findSpec(args)
+		key := args[1]
+		if c.Spec.Name == "rl.check" {
+			key = args[2] // RL.CHECK policy key
+		}
+		s := c.Shard(key)
 		s.Lock()
 		c.Spec.Run(c)
 		s.Unlock()
@@ -59,6 +64,45 @@ func BenchmarkRLCommands(b *testing.B) {
 	bench("slide100", argv("RL.SLIDE", "s", "100", "1m"), 100, 600)
 	bench("throttle", argv("CL.THROTTLE", "t", "1000000000", "1000000000", "1"), 1, 0)
 	bench("login", argv("RL.LOGIN", "l", "5", "1m", "KEEP", "5"), 5, 12_001)
+	// Named policies: the same decisions through RL.CHECK (a lookup of
+	// the policy by name, no lock, no allocation).
+	run(argv("RL.POLICY", "SET", "pf", "FIXED", "1000000000000", "1m"))
+	run(argv("RL.POLICY", "SET", "ps", "SLIDE", "100", "1m"))
+	run(argv("RL.POLICY", "SET", "pg", "GCRA", "1000000000", "1000000000", "1"))
+	bench("check-fixed", argv("RL.CHECK", "pf", "cf"), 1, 0)
+	bench("check-slide100", argv("RL.CHECK", "ps", "cs"), 100, 600)
+	bench("check-gcra", argv("RL.CHECK", "pg", "cg"), 1, 0)
+	// BAN and SHADOW: "open" is BAN given with no ban in force; "banned"
+	// is every request denied by a ban (the first denial started it, the
+	// clock stands still); shadow answers allowed for what the limit
+	// denies.
+	bench("fixed-ban-open", argv("RL.FIXED", "fbo", "1000000000000", "1m", "BAN", "1h"), 1, 0)
+	bench("fixed-ban-banned", argv("RL.FIXED", "fbb", "1", "1m", "BAN", "1h"), 2, 0)
+	bench("fixed-shadow-denied", argv("RL.FIXED", "fsd", "1", "1m", "SHADOW"), 2, 0)
+	bench("slide100-ban-open", argv("RL.SLIDE", "sbo", "100", "1m", "BAN", "1h"), 100, 600)
+	bench("slide-ban-banned", argv("RL.SLIDE", "sbb", "1", "1m", "BAN", "1h"), 2, 0)
+	bench("slide100-shadow", argv("RL.SLIDE", "ss", "100", "1m", "SHADOW"), 100, 600)
+	bench("login-ban-banned", argv("RL.LOGIN", "lbb", "1", "1m", "BAN", "1h"), 2, 0)
+	// A semaphore of 100 held by 100 ids: a heartbeat, a denial, and a
+	// release with the acquire that takes the slot back (two commands).
+	var ids [][]byte
+	for i := 0; i < 100; i++ {
+		id := []byte("req:" + strconv.Itoa(100_000+i))
+		ids = append(ids, id)
+		run([][]byte{[]byte("RL.ACQUIRE"), []byte("sem"), []byte("100"), []byte("30s"), id})
+	}
+	bench("acquire-renew100", argv("RL.ACQUIRE", "sem", "100", "30s", "req:100042"), 0, 0)
+	bench("acquire-denied100", argv("RL.ACQUIRE", "sem", "100", "30s", "req:other"), 0, 0)
+	b.Run("release+acquire100", func(b *testing.B) {
+		rel := argv("RL.RELEASE", "sem", "")
+		acq := argv("RL.ACQUIRE", "sem", "100", "30s", "")
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			rel[2], acq[4] = ids[i%100], ids[i%100]
+			run(rel)
+			run(acq)
+		}
+	})
 	// Denials, which RL.TOP counts.
 	bench("fixed-denied", argv("RL.FIXED", "fd", "1", "1h"), 1, 0)
 	bench("throttle-denied", argv("CL.THROTTLE", "td", "0", "1", "3600"), 1, 0)
@@ -66,7 +110,8 @@ func BenchmarkRLCommands(b *testing.B) {
 
 // TestInfoRateLimit: INFO's ratelimit section counts each RL command's
 // allowed and denied decisions on this server; PEEKs and CL.THROTTLE with
-// quantity 0 take nothing and are not counted, nor are refused arguments.
+// quantity 0 take nothing and are not counted, nor are refused arguments
+// or RL.RELEASE; a SHADOW request the limit refuses is shadow-denied.
 func TestInfoRateLimit(t *testing.T) {
 	h := newHarness(t)
 	for _, cmd := range [][]string{
@@ -85,6 +130,13 @@ func TestInfoRateLimit(t *testing.T) {
 		{"CL.THROTTLE", "t", "0", "1", "60", "0"},
 		{"CL.THROTTLE", "t", "0", "1", "60"},
 		{"CL.THROTTLE", "t", "0", "0", "60"},
+		{"RL.ACQUIRE", "a", "1", "1m", "x"},
+		{"RL.ACQUIRE", "a", "1", "1m", "x"},
+		{"RL.ACQUIRE", "a", "1", "1m", "y"},
+		{"RL.ACQUIRE", "a", "1", "1m", "y", "SHADOW"},
+		{"RL.ACQUIRE", "a", "0", "1m", "y"},
+		{"RL.RELEASE", "a", "x"},
+		{"RL.RELEASE", "a", "x"},
 	} {
 		h.do(cmd...)
 	}
@@ -92,7 +144,9 @@ func TestInfoRateLimit(t *testing.T) {
 		"rl_fixed_allowed:2\r\nrl_fixed_denied:1\r\nrl_fixed_shadow_denied:0\r\n" +
 		"rl_slide_allowed:1\r\nrl_slide_denied:1\r\nrl_slide_shadow_denied:0\r\n" +
 		"rl_login_allowed:1\r\nrl_login_denied:2\r\n" +
-		"cl_throttle_allowed:1\r\ncl_throttle_denied:1\r\n"
+		"cl_throttle_allowed:1\r\ncl_throttle_denied:1\r\n" +
+		"rl_acquire_allowed:2\r\nrl_acquire_denied:1\r\nrl_acquire_shadow_denied:1\r\n" +
+		"rl_check_allowed:0\r\nrl_check_denied:0\r\nrl_check_shadow_denied:0\r\n"
 	if got := string(h.do("INFO", "ratelimit").Str); got != want {
 		t.Fatalf("INFO ratelimit:\n%q\nwant\n%q", got, want)
 	}

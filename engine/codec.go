@@ -21,6 +21,8 @@ import (
 //	'S' set        1 if in the hashtable encoding (0: intset), count, then
 //	               each member as (uvarint length, bytes)
 //	'r' ratelimit  the rate-limit state bytes
+//	'L' list       a list banned by RL.LOGIN BAN: the ban's end in ms (zig-zag
+//	               varint), then the body of 'l'
 //
 // The bytes are part of the on-disk format: changing them means a new
 // snapshot format version.
@@ -32,6 +34,9 @@ const (
 	valLimit  byte = 'r'
 	valSet    byte = 'S'
 )
+
+// valListBan is a list with an RL.LOGIN ban (format 3).
+const valListBan byte = 'L'
 
 // AppendStringHead appends the encoding of a string entry's value up to
 // its bytes, which follow it (StringOf): a snapshot copies a big string a
@@ -56,8 +61,14 @@ func AppendValue(dst []byte, s *Shard, e Entry) ([]byte, error) {
 		return append(dst, v...), nil
 	case KindList:
 		l := s.Object(e).(*List)
-		dst = append(dst, valList)
-		dst = binary.AppendUvarint(dst, exp)
+		if ban := listBanEnd(e.rec); ban != 0 {
+			dst = append(dst, valListBan)
+			dst = binary.AppendUvarint(dst, exp)
+			dst = binary.AppendVarint(dst, ban)
+		} else {
+			dst = append(dst, valList)
+			dst = binary.AppendUvarint(dst, exp)
+		}
 		dst = binary.AppendUvarint(dst, uint64(l.Len()))
 		for v := range l.All() {
 			dst = appendLenBytes(dst, v)
@@ -164,6 +175,12 @@ func (r *codecReader) uvarint() uint64 {
 	return v
 }
 
+// varint reads a zig-zag encoded signed number.
+func (r *codecReader) varint() int64 {
+	u := r.uvarint()
+	return int64(u>>1) ^ -int64(u&1)
+}
+
 func (r *codecReader) bytes() []byte {
 	n := r.uvarint()
 	if r.err != nil {
@@ -208,7 +225,11 @@ func (s *Shard) StoreValue(db int, key, v []byte, lim Limits) error {
 	case valString:
 		s.SetString(db, key, r.b, exp)
 		return nil
-	case valList:
+	case valList, valListBan:
+		var ban int64
+		if v[0] == valListBan {
+			ban = r.varint()
+		}
 		n := r.count()
 		l := NewList()
 		for i := 0; i < n && r.err == nil; i++ {
@@ -218,6 +239,9 @@ func (s *Shard) StoreValue(db int, key, v []byte, lim Limits) error {
 			return r.err
 		}
 		s.storeObject(db, key, KindList, l, n, exp)
+		if e, ok := s.Raw(db, key); ok && n > 0 && ban != 0 {
+			s.setListBan(e, ban, exp)
+		}
 		return nil
 	case valHash:
 		n := r.count()

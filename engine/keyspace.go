@@ -215,10 +215,11 @@ func Move(from *Shard, src Entry, to *Shard, db int, dst []byte) {
 	enc := src.rec[0]
 	exp := src.ExpireAt()
 	payload := recPayload(src.rec)
-	var hb [4]byte
+	var hb [12]byte
 	if encHasHandle(enc) {
+		// The handle is replaced; what follows it (a ban's end) is kept.
 		put32(hb[:], to.newObj(from.objs[recHandle(src.rec)]))
-		payload = hb[:]
+		payload = hb[:copy(hb[4:], payload[4:])+4]
 	}
 	srcKey := recKey(src.rec)
 	to.put(db, dst, enc, exp, payload, nil, false, false)

@@ -16,6 +16,7 @@ const (
 	LimitFixed byte = 1 // RL.FIXED: one counter per rule and window
 	LimitSlide byte = 2 // RL.SLIDE: log of (time, cost) entries
 	LimitGCRA  byte = 3 // CL.THROTTLE: theoretical arrival time
+	LimitLease byte = 4 // RL.ACQUIRE: the live leases, end and id each
 )
 
 // MaxLimit bounds limits and costs (2^53, the largest integer a double, and
@@ -46,7 +47,7 @@ func (s *Shard) LimitState(db int, key []byte, now int64, kind byte) ([]byte, bo
 		return nil, false, ErrWrongType
 	}
 	st := limitBytes(s, e)
-	if len(st) == 0 || st[0] != kind {
+	if len(st) == 0 || st[0]&^limitBanned != kind {
 		return nil, false, ErrWrongType
 	}
 	return st, true, nil
@@ -58,6 +59,7 @@ func (s *Shard) LimitState(db int, key []byte, now int64, kind byte) ([]byte, bo
 type LimitScratch struct {
 	fixed FixedScratch
 	slide SlideScratch
+	lease LeaseScratch
 	state []byte // the new state, until SetLimitState copies it
 }
 
@@ -92,13 +94,15 @@ func (s *Shard) SetLimitState(db int, key []byte, now int64, state []byte, expir
 
 // LimitKindName names a state's kind for OBJECT ENCODING.
 func LimitKindName(kind byte) string {
-	switch kind {
+	switch kind &^ limitBanned {
 	case LimitFixed:
 		return "fixed-window"
 	case LimitSlide:
 		return "sliding-window"
 	case LimitGCRA:
 		return "gcra"
+	case LimitLease:
+		return "concurrency"
 	}
 	return "ratelimit"
 }

@@ -351,7 +351,7 @@ func runLoginData(t *testing.T, path string) {
 			td.ScanArgs(t, "limit", &limit)
 			td.MaybeScanArgs(t, "keep", &keep)
 			window := parseDur(t, argVal(t, td, "window"))
-			x, err := s.Login(0, key, now, limit, window, keep)
+			x, err := s.Login(0, key, now, limit, window, keep, 0)
 			if err != nil {
 				return "error: " + err.Error() + "\n"
 			}

@@ -23,6 +23,7 @@ type FixedOptions struct {
 	Peek  bool
 	First bool  // ALIGN FIRST: a window opens with the first request finding none
 	Zone  *Zone // ALIGN EPOCH in this zone; nil for UTC
+	Ban   int64 // BAN: ms a rule's denial bans the key for; 0 for none
 }
 
 const (
@@ -40,10 +41,11 @@ type fixedEntry struct {
 // parseFixed decodes a state into entries; a damaged state reads as empty.
 func parseFixed(st []byte, out []fixedEntry) []fixedEntry {
 	out = out[:0]
-	if len(st) == 0 || st[0] != LimitFixed {
+	body, _, ok := limitBody(st, LimitFixed)
+	if !ok {
 		return out
 	}
-	r := varintReader{b: st[1:]}
+	r := varintReader{b: body}
 	n := r.uvarint()
 	for i := uint64(0); i < n && !r.bad; i++ {
 		e := fixedEntry{window: int64(r.uvarint()), align: r.byte(), start: r.varint(), count: int64(r.uvarint())}
@@ -105,18 +107,28 @@ func DecideFixed(old []byte, rules []Rule, now int64, o FixedOptions, sc *FixedS
 		sc.windows = append(sc.windows, w)
 	}
 
-	d.Allowed = allowed
+	// During a ban nothing is counted: an allowed request's fields are the
+	// rules' state as it is.
+	_, banEnd, _ := limitBody(old, LimitFixed)
+	banned := now < banEnd
+	cost := o.Cost
+	if banned {
+		cost = 0
+	}
+	d.Allowed = allowed && !banned
 	if allowed {
 		best := -1
 		for i, r := range rules {
-			left := r.Limit - (sc.windows[i].count + o.Cost)
+			left := r.Limit - (sc.windows[i].count + cost)
 			if best < 0 || left < d.Remaining {
 				best, d.Remaining = i, left
 			}
 		}
 		d.Limit = rules[best].Limit
 		d.RetryAfter = -1
-		d.ResetAfter = sc.windows[best].end - now
+		if w := sc.windows[best]; w.count+cost > 0 {
+			d.ResetAfter = w.end - now
+		}
 	} else {
 		best := -1
 		for i, r := range rules {
@@ -135,18 +147,38 @@ func DecideFixed(old []byte, rules []Rule, now int64, o FixedOptions, sc *FixedS
 			d.ResetAfter = w.end - now
 		}
 	}
-	if !allowed || o.Peek {
+	switch {
+	case banned:
+		d.RetryAfter = max(d.RetryAfter, banEnd-now)
+		return d, nil, 0, false
+	case o.Peek:
+		return d, nil, 0, false
+	case !allowed && o.Ban > 0:
+		// A rule's denial starts a ban: the counts are kept as they are.
+		banEnd, cost = now+o.Ban, 0
+		d.RetryAfter = max(d.RetryAfter, o.Ban)
+		expireAt = banEnd - 1
+	case !allowed:
 		return d, nil, 0, false
 	}
 
-	state = append(out, LimitFixed)
-	state = binary.AppendUvarint(state, uint64(len(rules)))
+	state = appendLimitHead(out, LimitFixed, banEnd, now)
+	n := 0
+	for _, w := range sc.windows {
+		if w.count+cost > 0 {
+			n++
+		}
+	}
+	state = binary.AppendUvarint(state, uint64(n))
 	for i, r := range rules {
 		w := sc.windows[i]
+		if w.count+cost == 0 {
+			continue
+		}
 		state = binary.AppendUvarint(state, uint64(r.Window))
 		state = append(state, align)
 		state = binary.AppendVarint(state, w.start)
-		state = binary.AppendUvarint(state, uint64(w.count+o.Cost))
+		state = binary.AppendUvarint(state, uint64(w.count+cost))
 		expireAt = max(expireAt, w.end-1)
 	}
 	return d, state, expireAt, true

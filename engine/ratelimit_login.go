@@ -12,22 +12,26 @@ import (
 // window; then its time is pushed at the head and the list trimmed to
 // max(limit, keep) entries, so that raising the limit later works at once
 // on the real history. The key expires when its newest login leaves the
-// window. Refused logins are not recorded.
+// window. Refused logins are not recorded. With BAN the key's record also
+// carries the ban's end (ratelimit_ban.go).
 
 // ErrLoginEntry reports a list at an RL.LOGIN key holding something other
 // than login times.
 var ErrLoginEntry = errors.New("the list is not a list of login times")
 
-// Login runs RL.LOGIN.
-func (s *Shard) Login(db int, key []byte, now, limit, window, keep int64) (Decision, error) {
+// Login runs RL.LOGIN; ban is BAN's duration in ms (0: none). A ban's end
+// is kept in the list's record (encListBan), not in the list.
+func (s *Shard) Login(db int, key []byte, now, limit, window, keep, ban int64) (Decision, error) {
 	var d Decision
 	e, found := s.Find(db, key, now)
 	var l *List
+	var banEnd int64
 	if found {
 		if e.Kind() != KindList {
 			return d, ErrWrongType
 		}
 		l = s.Object(e).(*List)
+		banEnd = listBanEnd(e.rec)
 	}
 	// Read the first limit entries: the decision depends on no others.
 	var scratch [24]byte
@@ -54,11 +58,34 @@ func (s *Shard) Login(db int, key []byte, now, limit, window, keep int64) (Decis
 		}
 	}
 	d.Limit = limit
+	banned := now < banEnd
 	if haveLimitTh && limitTh > now-window {
 		d.RetryAfter = limitTh + window - now
 		if haveNewest {
 			d.ResetAfter = max(newest+window-now, 0)
 		}
+		switch {
+		case banned:
+			d.RetryAfter = max(d.RetryAfter, banEnd-now)
+		case ban > 0:
+			// A rule's denial starts a ban; the key lives until its end.
+			banEnd = now + ban
+			d.RetryAfter = max(d.RetryAfter, ban)
+			exp := e.ExpireAt()
+			if exp > 0 {
+				exp = max(exp, banEnd-1)
+			}
+			s.setListBan(e, banEnd, exp)
+		}
+		return d, nil
+	}
+	if banned {
+		// The rules would allow it: their state as it is, nothing recorded.
+		d.Remaining = limit - inWindow
+		if haveNewest && inWindow > 0 {
+			d.ResetAfter = newest + window - now
+		}
+		d.RetryAfter = banEnd - now
 		return d, nil
 	}
 	d.Allowed = true
@@ -78,6 +105,11 @@ func (s *Shard) Login(db int, key []byte, now, limit, window, keep int64) (Decis
 		l.RemoveRange(int(kept), int(n-kept))
 	}
 	s.Touch(e)
+	if banEnd != 0 {
+		// The ban is over: the record goes back to a plain list.
+		s.setListBan(e, 0, now+window-1)
+		return d, nil
+	}
 	s.SetExpire(e, now+window-1)
 	return d, nil
 }

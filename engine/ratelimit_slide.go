@@ -34,7 +34,8 @@ import "encoding/binary"
 type SlideOptions struct {
 	Cost     int64
 	Peek     bool
-	Penalize bool // record denied requests too
+	Penalize bool  // record denied requests too
+	Ban      int64 // BAN: ms a rule's denial bans the key for; 0 for none
 }
 
 // slideLog is a decoded header with the undecoded older entries.
@@ -49,10 +50,11 @@ type slideLog struct {
 
 // parseSlideLog reads a state; a missing or damaged one reads as empty.
 func parseSlideLog(st []byte) slideLog {
-	if len(st) == 0 || st[0] != LimitSlide {
+	body, _, ok := limitBody(st, LimitSlide)
+	if !ok {
 		return slideLog{}
 	}
-	r := varintReader{b: st[1:]}
+	r := varintReader{b: body}
 	var l slideLog
 	l.n, l.total, l.firstT = int64(r.uvarint()), int64(r.uvarint()), r.varint()
 	l.lastT, l.lastCost, l.lastDelta = r.varint(), int64(r.uvarint()), int64(r.uvarint())
@@ -185,6 +187,8 @@ type SlideScratch struct {
 // the newest entry leaves the longest window.
 func DecideSlide(old []byte, rules []Rule, now int64, o SlideOptions, sc *SlideScratch, out []byte) (d Decision, state []byte, expireAt int64, write bool) {
 	l := parseSlideLog(old)
+	_, banEnd, _ := limitBody(old, LimitSlide)
+	banned := now < banEnd
 	allowed := true
 	for _, r := range rules {
 		if l.sum(now, r.Window)+o.Cost > r.Limit {
@@ -193,14 +197,15 @@ func DecideSlide(old []byte, rules []Rule, now int64, o SlideOptions, sc *SlideS
 		}
 	}
 	// An allowed request is counted in the reply (PEEK says what would be
-	// left); a denied one only when PENALIZE records it for real, so that a
-	// PEEK's retry time holds for the state as it is.
-	record := allowed || (o.Penalize && !o.Peek)
+	// left); a denied one (by a rule or by a ban) only when PENALIZE
+	// records it for real, so that a PEEK's retry time holds for the state
+	// as it is. During a ban an allowed request is not counted either.
+	record := allowed && !banned || (o.Penalize && !o.Peek)
 	if record {
 		l.record(now, o.Cost, sc)
 	}
 
-	d.Allowed = allowed
+	d.Allowed = allowed && !banned
 	if allowed {
 		best := -1
 		for i, r := range rules {
@@ -225,14 +230,34 @@ func DecideSlide(old []byte, rules []Rule, now int64, o SlideOptions, sc *SlideS
 		d.RetryAfter = at - now
 		d.ResetAfter = l.resetAfter(now, r.Window)
 	}
-	if !record || o.Peek {
+	if banned {
+		// The ban's end, or later if a rule (which PENALIZE may just have
+		// filled) needs longer.
+		at := banEnd
+		for _, r := range rules {
+			at = max(at, l.fitsAt(now, r, o.Cost))
+		}
+		d.RetryAfter = max(d.RetryAfter, at-now)
+	}
+	write = record && !o.Peek
+	if !allowed && !banned && o.Ban > 0 && !o.Peek {
+		// A rule's denial starts a ban.
+		banEnd = now + o.Ban
+		d.RetryAfter = max(d.RetryAfter, o.Ban)
+		write = true
+	}
+	if !write {
 		return d, nil, 0, false
 	}
 	var longest int64
 	for _, r := range rules {
 		longest = max(longest, r.Window)
 	}
-	return d, l.encode(out, rules, now), l.lastT + longest - 1, true
+	expireAt = l.lastT + longest - 1
+	if banEnd > now {
+		expireAt = max(expireAt, banEnd-1)
+	}
+	return d, l.encode(appendLimitHead(out, LimitSlide, banEnd, now), rules, now), expireAt, true
 }
 
 // Slide runs RL.SLIDE on key: it loads the log, decides and, when the
@@ -249,10 +274,10 @@ func (s *Shard) Slide(db int, key []byte, now int64, rules []Rule, o SlideOption
 	return d, nil
 }
 
-// encode writes the log without its prefix of entries that can no longer
-// change a decision under rules: the first kept entry is re-encoded, the
-// bytes after it copied. The newest entry was just recorded and always
-// stays.
+// encode appends the log's body (out holds the state's head) without its
+// prefix of entries that can no longer change a decision under rules: the
+// first kept entry is re-encoded, the bytes after it copied. The newest
+// entry always stays.
 func (l *slideLog) encode(out []byte, rules []Rule, now int64) []byte {
 	newer := l.total
 	var dropped, droppedCost, keepT, keepCost int64
@@ -281,8 +306,7 @@ func (l *slideLog) encode(out []byte, rules []Rule, now int64) []byte {
 	if kept {
 		firstT, lastDelta = keepT, l.lastDelta
 	}
-	state := append(out, LimitSlide)
-	state = binary.AppendUvarint(state, uint64(n))
+	state := binary.AppendUvarint(out, uint64(n))
 	state = binary.AppendUvarint(state, uint64(l.total-droppedCost))
 	state = binary.AppendVarint(state, firstT)
 	state = binary.AppendVarint(state, l.lastT)

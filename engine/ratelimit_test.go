@@ -496,7 +496,7 @@ func TestLoginAgainstModel(t *testing.T) {
 				want.ResetAfter = window
 			}
 			s.Lock()
-			got, err := s.Login(0, key, now, limit, window, keep)
+			got, err := s.Login(0, key, now, limit, window, keep, 0)
 			s.Unlock()
 			if err != nil {
 				t.Fatal(err)

@@ -30,7 +30,12 @@ const (
 	encZSet   byte = 5 // handle of a *ZSet
 	encSet    byte = 6 // handle of a *Set
 	encLimit  byte = 7 // rate-limit state: uvarint length, bytes
-	numEncs        = 8
+	// encListBan is a list that RL.LOGIN has banned: the handle of its
+	// *List, then the ban's end in Unix ms as int64 little endian. The ban
+	// lives in the record, not in the list, so that LRANGE and LLEN show
+	// only the login times and an unbanned list costs nothing more.
+	encListBan byte = 8
+	numEncs         = 9
 
 	classMask  byte = 0x3f
 	flagExpire byte = 0x40
@@ -39,14 +44,14 @@ const (
 
 // encKind maps an encoding to the type Redis clients see.
 var encKind = [numEncs]Kind{
-	encRaw: KindString, encInt: KindString, encList: KindList,
+	encRaw: KindString, encInt: KindString, encList: KindList, encListBan: KindList,
 	encHash: KindHash, encZSet: KindZSet, encSet: KindSet,
 	encLimit: KindLimit,
 }
 
 // encHasHandle reports whether the payload is an object handle.
 func encHasHandle(enc byte) bool {
-	return enc == encList || enc == encHash || enc == encZSet || enc == encSet || enc == encStub
+	return enc == encList || enc == encHash || enc == encZSet || enc == encSet || enc == encStub || enc == encListBan
 }
 
 // recKeyBounds returns the start and end offsets of the key.
@@ -84,6 +89,8 @@ func recPayload(r []byte) []byte {
 	case encInt:
 		_, w := binary.Varint(p)
 		return p[:w]
+	case encListBan:
+		return p[:12]
 	default:
 		return p[:4]
 	}

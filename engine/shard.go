@@ -294,7 +294,12 @@ func (s *Shard) put(db int, key []byte, enc byte, expireAt int64, head, body []b
 		// Still too big for the arena and the heap copy still fits.
 		r = old[:size]
 		writeRecord(r, enc, 0, stamp, key, expireAt, head, body)
-		s.objs[le32(blk[2:])] = r // same capacity: nothing to count
+		if len(old) != size {
+			// Same capacity: nothing to count. (Storing a slice in
+			// objs allocates its header: skipped when the length is
+			// the same, as when a rate-limit state is rewritten.)
+			s.objs[le32(blk[2:])] = r
+		}
 	default:
 		var nref uint32
 		nref, r = s.newRecord(key, enc, stamp, expireAt, head, body)

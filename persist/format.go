@@ -18,11 +18,13 @@ import (
 //
 // A key's value is the engine's value codec (engine/codec.go): a type
 // byte, the absolute expiry, the body. formatVersion covers both: 2 added
-// sets ('S'); a format 1 database is read as it is and marked 2 when
-// opened for writing.
+// sets ('S'); 3 added bans (lists of type 'L', rate-limit states whose kind
+// byte has limitBanned set), so that an older binary refuses a snapshot it
+// would misread. An older database is read as it is and marked current
+// when opened for writing.
 const (
 	magic         = "limitkv-snapshot"
-	formatVersion = 2
+	formatVersion = 3
 
 	tagMeta byte = 0x00
 	tagKey  byte = 0x01
@@ -38,6 +40,10 @@ var replKey = []byte{tagMeta, 'r', 'e', 'p', 'l'}
 // funcKey holds the function libraries (Options.Functions), as the
 // commands layer encodes them. A binary that does not know it ignores it.
 var funcKey = []byte{tagMeta, 'f', 'u', 'n', 'c'}
+
+// policyKey holds the named rate-limit policies (Options.Policies), as the
+// commands layer encodes them. A binary that does not know it ignores it.
+var policyKey = []byte{tagMeta, 'p', 'o', 'l', 'i', 'c', 'y'}
 
 func replValue(id string, off int64) []byte {
 	return binary.AppendUvarint([]byte(id), uint64(off))

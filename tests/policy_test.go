@@ -1,0 +1,193 @@
+package tests
+
+import (
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/limitkv/limitkv/resp"
+)
+
+// Named policies against the real binary: atomicity through RL.CHECK, the
+// policies surviving a restart, reaching replicas by the full sync and by
+// the stream, and --rl-policies at start-up.
+
+// TestPolicyCheckAtomicity: 128 connections hammer one key through
+// RL.CHECK at once; exactly limit requests are admitted, for each kind of
+// policy, and the key is shared with the command of the same rules.
+func TestPolicyCheckAtomicity(t *testing.T) {
+	const conns, each, limit = 128, 8, 300
+	s, ctl := frozenServer(t, 1_800_000_000_000)
+	for _, def := range [][]string{
+		{"fixed", "FIXED", strconv.Itoa(limit), "1h"},
+		{"fixed2", "FIXED", "1000", "1h", strconv.Itoa(limit), "1d"},
+		{"slide", "SLIDE", strconv.Itoa(limit), "1h"},
+		{"pen", "SLIDE", strconv.Itoa(limit), "1h", "PENALIZE"},
+		// GCRA on a frozen clock: the burst, max_burst + 1, and no more.
+		{"gcra", "GCRA", strconv.Itoa(limit - 1), "1", "3600"},
+	} {
+		mustDo(t, ctl, "+OK", append([]string{"RL.POLICY", "SET"}, def...)...)
+	}
+	for _, name := range []string{"fixed", "fixed2", "slide", "pen", "gcra"} {
+		t.Run(name, func(t *testing.T) {
+			key := "k-" + name
+			var admitted atomic.Int64
+			var wg sync.WaitGroup
+			start := make(chan struct{})
+			req := resp.AppendCommand(nil, []byte("RL.CHECK"), []byte(name), []byte(key))
+			var batch []byte
+			for i := 0; i < each; i++ {
+				batch = append(batch, req...)
+			}
+			cs := make([]*rawConn, conns)
+			for i := range cs {
+				cs[i] = dialRaw(t, s.addr)
+			}
+			for _, c := range cs {
+				wg.Add(1)
+				go func(c *rawConn) {
+					defer wg.Done()
+					<-start
+					c.send(batch)
+					for i := 0; i < each; i++ {
+						if v := c.read(); v.Type == '*' && v.Elems[0].Int == 1 {
+							admitted.Add(1)
+						}
+					}
+				}(c)
+			}
+			close(start)
+			wg.Wait()
+			if got := admitted.Load(); got != limit {
+				t.Fatalf("%d of %d requests admitted, want exactly %d", got, conns*each, limit)
+			}
+		})
+	}
+	// The state is the command's: RL.SLIDE with the same rules sees it.
+	if d := decision(t, ctl.do("RL.SLIDE", "k-slide", strconv.Itoa(limit), "1h", "PEEK")); d[0] != 0 || d[2] != 0 {
+		t.Fatalf("RL.SLIDE on the policy's key: %v", d)
+	}
+	info := ctl.do("INFO", "ratelimit").String()
+	if !strings.Contains(info, "policy_slide:allowed=300,denied=724,shadow_denied=0") {
+		t.Fatalf("INFO ratelimit:\n%s", info)
+	}
+}
+
+// TestPoliciesSurviveRestart: the snapshot keeps the policies (a change
+// with no key changed included, and a deletion); --rl-policies's file is
+// loaded after the snapshot, replacing the policies of the same names and
+// leaving the others.
+func TestPoliciesSurviveRestart(t *testing.T) {
+	dir := t.TempDir()
+	s := startLimitkvIn(t, dir, "--snapshot-interval", "1h")
+	c := dialRaw(t, s.addr)
+	mustDo(t, c, "+OK", "RL.POLICY", "SET", "api", "SLIDE", "2", "1h")
+	mustDo(t, c, "+OK", "RL.POLICY", "SET", "login", "FIXED", "5", "15m", "TZ", "Europe/Paris", "SHADOW")
+	mustDo(t, c, "+OK", "RL.POLICY", "SET", "gone", "GCRA", "4", "10", "60")
+	mustDo(t, c, "[:1, :2, :1, :-1, :3600000]", "RL.CHECK", "api", "u")
+	s.stop()
+
+	s = startLimitkvIn(t, dir, "--snapshot-interval", "1h")
+	c = dialRaw(t, s.addr)
+	mustDo(t, c, `["api", "gone", "login"]`, "RL.POLICY", "LIST")
+	mustDo(t, c, `["FIXED", "5", "15m", "TZ", "Europe/Paris", "SHADOW"]`, "RL.POLICY", "GET", "login")
+	if d := decision(t, c.do("RL.CHECK", "api", "u")); d[0] != 1 || d[2] != 0 {
+		t.Fatalf("the second request after the restart: %v", d)
+	}
+	if d := decision(t, c.do("RL.CHECK", "api", "u")); d[0] != 0 {
+		t.Fatalf("the third request after the restart: %v", d)
+	}
+	mustDo(t, c, ":1", "RL.POLICY", "DEL", "gone")
+	s.stop()
+
+	file := filepath.Join(t.TempDir(), "policies.conf")
+	os.WriteFile(file, []byte("# deployed with the app\nRL.POLICY SET api SLIDE 100 1m\nRL.POLICY SET new FIXED 1 1s\n"), 0o644)
+	s = startLimitkvIn(t, dir, "--snapshot-interval", "1h", "--rl-policies", file)
+	c = dialRaw(t, s.addr)
+	mustDo(t, c, `["api", "login", "new"]`, "RL.POLICY", "LIST")
+	mustDo(t, c, `["SLIDE", "100", "1m"]`, "RL.POLICY", "GET", "api")
+	mustDo(t, c, `["FIXED", "5", "15m", "TZ", "Europe/Paris", "SHADOW"]`, "RL.POLICY", "GET", "login")
+	mustDo(t, c, `["rl-policies", "`+file+`"]`, "CONFIG", "GET", "rl-policies")
+	s.stop()
+
+	// The file's policies were saved too: without the flag they are there.
+	s = startLimitkvIn(t, dir, "--snapshot-interval", "1h")
+	c = dialRaw(t, s.addr)
+	mustDo(t, c, `["api", "login", "new"]`, "RL.POLICY", "LIST")
+	mustDo(t, c, `["SLIDE", "100", "1m"]`, "RL.POLICY", "GET", "api")
+}
+
+// TestPolicyFileRefused: one bad line and the server does not start; the
+// error names the file and the line.
+func TestPolicyFileRefused(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "policies.conf")
+	os.WriteFile(file, []byte("RL.POLICY SET api SLIDE 100 1m\n\n# next one is wrong\nRL.POLICY SET sms SLIDE 3 1m COST 2\n"), 0o644)
+	out, err := runBinary(t, "--port", strconv.Itoa(freePort(t)), "--persistence", "no", "--rl-policies", file)
+	if err == nil {
+		t.Fatalf("the server started with a bad policies file:\n%s", out)
+	}
+	if !strings.Contains(out, file+":4: COST belongs to RL.CHECK, not to a policy's definition") {
+		t.Fatalf("the error does not name the line:\n%s", out)
+	}
+	out, err = runBinary(t, "--port", strconv.Itoa(freePort(t)), "--persistence", "no", "--rl-policies", file+".missing")
+	if err == nil || !strings.Contains(out, "no such file") {
+		t.Fatalf("a missing policies file: %v\n%s", err, out)
+	}
+}
+
+// TestPoliciesReplicate: a replica gets the master's policies by the full
+// sync (its own are replaced) and then by the stream, and the states
+// RL.CHECK writes; it refuses RL.POLICY SET as any write.
+func TestPoliciesReplicate(t *testing.T) {
+	m := startMaster(t, "--persistence", "no")
+	mc := goRedis(t, m.addr, 2)
+	mr := dialRaw(t, m.addr)
+	mustDo(t, mr, "+OK", "RL.POLICY", "SET", "api", "SLIDE", "3", "1m")
+	mustDo(t, mr, "+OK", "RL.POLICY", "SET", "burst", "GCRA", "4", "10", "60", "SHADOW")
+	mustDo(t, mr, "[:1, :3, :2, :-1, :60000]", "RL.CHECK", "api", "u")
+	r := startMaster(t, "--persistence", "no")
+	rc := goRedis(t, r.addr, 2)
+	rr := dialRaw(t, r.addr)
+	mustDo(t, rr, "+OK", "RL.POLICY", "SET", "mine", "FIXED", "1", "1s")
+	host, port, _ := net.SplitHostPort(m.addr)
+	mustDo(t, rr, "+OK", "REPLICAOF", host, port)
+	waitInSync(t, mc, rc)
+	mustDo(t, rr, `["api", "burst"]`, "RL.POLICY", "LIST")
+	mustDo(t, rr, `["GCRA", "4", "10", "1m", "SHADOW"]`, "RL.POLICY", "GET", "burst")
+	mustDo(t, rr, "-READONLY You can't write against a read only replica.", "RL.POLICY", "SET", "x", "SLIDE", "1", "1s")
+	mustDo(t, rr, "-READONLY You can't write against a read only replica.", "RL.CHECK", "api", "u")
+
+	// The stream: changes, deletions, and the decisions' states.
+	mustDo(t, mr, "+OK", "RL.POLICY", "SET", "api", "SLIDE", "5", "1m")
+	mustDo(t, mr, "+OK", "RL.POLICY", "SET", "new", "FIXED", "2", "1h", "ALIGN", "FIRST")
+	mustDo(t, mr, ":1", "RL.POLICY", "DEL", "burst")
+	mustDo(t, mr, "[:1, :5, :3, :-1, :60000]", "RL.CHECK", "api", "u")
+	mustDo(t, mr, "[:1, :2, :1, :-1, :3600000]", "RL.CHECK", "new", "n")
+	waitInSync(t, mc, rc)
+	mustDo(t, rr, `["api", "new"]`, "RL.POLICY", "LIST")
+	mustDo(t, rr, `["FIXED", "2", "1h", "ALIGN", "FIRST"]`, "RL.POLICY", "GET", "new")
+	sameKeyspace(t, mc, rc)
+
+	// A second replica's full sync, now that the policies changed.
+	r2 := startReplicaOf(t, m, "", "--persistence", "no")
+	rc2 := goRedis(t, r2.addr, 2)
+	waitInSync(t, mc, rc, rc2)
+	mustDo(t, dialRaw(t, r2.addr), `["SLIDE", "5", "1m"]`, "RL.POLICY", "GET", "api")
+	sameKeyspace(t, mc, rc2)
+
+	// A master whose policies are all deleted: a replica that syncs again
+	// keeps none.
+	mustDo(t, mr, ":1", "RL.POLICY", "DEL", "api")
+	mustDo(t, mr, ":1", "RL.POLICY", "DEL", "new")
+	mustDo(t, rr, "+OK", "REPLICAOF", "NO", "ONE")
+	mustDo(t, rr, "+OK", "RL.POLICY", "SET", "stale", "SLIDE", "1", "1s")
+	mustDo(t, rr, "+OK", "REPLICAOF", host, port)
+	waitInSync(t, mc, rc, rc2)
+	mustDo(t, rr, "[]", "RL.POLICY", "LIST")
+	mustDo(t, dialRaw(t, r2.addr), "[]", "RL.POLICY", "LIST")
+}
