@@ -18,11 +18,12 @@
 //	Throttle     CL.THROTTLE key max_burst count_per_period period quantity
 //	Acquire      RL.ACQUIRE key limit lease id [SHADOW]
 //	Release      RL.RELEASE key id
-//	SetPolicy    RL.POLICY SET name FIXED|SLIDE|GCRA args... (FixedPolicy, SlidePolicy, GCRAPolicy)
+//	SetPolicy    RL.POLICY SET name FIXED|SLIDE|GCRA|CONCURRENCY args... (FixedPolicy, SlidePolicy, GCRAPolicy, ConcurrencyPolicy)
 //	GetPolicy    RL.POLICY GET name
 //	DelPolicy    RL.POLICY DEL name
 //	ListPolicies RL.POLICY LIST [pattern]
 //	Check        RL.CHECK name key [COST n] [PEEK]
+//	CheckID      RL.CHECK name key ID id (a CONCURRENCY policy)
 //	Top          RL.TOP count
 //	TopReset     RL.TOP RESET
 //

@@ -34,6 +34,11 @@ type LimiterConfig struct {
 	// rate: RL.ACQUIRE key Concurrency Lease <a random request id> before
 	// the handler runs, RL.RELEASE when it returns.
 	Concurrency int64
+	// ConcurrencyPolicy, with Policy, says that the policy is a
+	// CONCURRENCY one: RL.CHECK Policy key ID <a random request id> before
+	// the handler, RL.RELEASE after, renewed every Lease/2 (Lease should
+	// then be the policy's).
+	ConcurrencyPolicy bool
 	// Lease is how long a slot outlives a process that died holding it
 	// (default 30s). A handler that runs longer keeps its slot: the lease
 	// is renewed every Lease/2 until the handler returns.
@@ -99,12 +104,15 @@ type Limiter struct {
 	mode     limiterMode
 	args     []any // the command, with the key (and id) left to fill in
 	keyPos   int
+	idPos    int // the request id's place, for a lease
 	prefix   string
 	key      func(*http.Request) (string, error)
 	failMode bool
 	onError  func(*http.Request, error)
 	onDenied func(http.ResponseWriter, *http.Request, Decision)
 	lease    time.Duration
+
+	concurrencyPolicy bool // the policy header comes from each reply
 
 	rules  []Rule
 	items  []string // each rule's name as an sf-string (one for Policy and Concurrency)
@@ -126,6 +134,9 @@ func NewLimiter(c *Client, cfg LimiterConfig) (*Limiter, error) {
 	}
 	if modes != 1 {
 		return nil, errors.New("limitkv: a limiter needs exactly one of Rules, Policy and Concurrency")
+	}
+	if cfg.ConcurrencyPolicy && cfg.Policy == "" {
+		return nil, errors.New("limitkv: ConcurrencyPolicy needs the Policy's name")
 	}
 	name := cfg.Name
 	if name == "" {
@@ -158,19 +169,22 @@ func NewLimiter(c *Client, cfg LimiterConfig) (*Limiter, error) {
 	}
 	var args []any
 	switch {
+	case cfg.Policy != "" && cfg.ConcurrencyPolicy:
+		l.mode, l.keyPos, l.idPos = modeConcurrency, 2, 4
+		if l.lease, err = leaseOf(cfg.Lease); err != nil {
+			return nil, err
+		}
+		args = []any{"RL.CHECK", cfg.Policy, "", "ID", ""}
+		l.concurrencyPolicy = true
 	case cfg.Policy != "":
 		l.mode, l.keyPos = modePolicy, 2
 		args = []any{"RL.CHECK", cfg.Policy, ""}
 	case cfg.Concurrency != 0:
-		l.mode, l.keyPos = modeConcurrency, 1
-		l.lease = cfg.Lease
-		if l.lease == 0 {
-			l.lease = 30 * time.Second
+		l.mode, l.keyPos, l.idPos = modeConcurrency, 1, 4
+		if l.lease, err = leaseOf(cfg.Lease); err != nil {
+			return nil, err
 		}
-		w, err := FormatWindow(l.lease)
-		if err != nil {
-			return nil, fmt.Errorf("%w (lease)", err)
-		}
+		w, _ := FormatWindow(l.lease)
 		args = []any{"RL.ACQUIRE", "", cfg.Concurrency, w, ""}
 		l.policy = quoted + ";q=" + strconv.FormatInt(cfg.Concurrency, 10) + `;qu="concurrent-requests"`
 	default:
@@ -190,6 +204,16 @@ func NewLimiter(c *Client, cfg LimiterConfig) (*Limiter, error) {
 		return nil, err
 	}
 	return l, nil
+}
+
+func leaseOf(d time.Duration) (time.Duration, error) {
+	if d == 0 {
+		d = 30 * time.Second
+	}
+	if _, err := FormatWindow(d); err != nil {
+		return 0, fmt.Errorf("%w (lease)", err)
+	}
+	return d, nil
 }
 
 // nameRules names the rules in the headers: one rule is named name;
@@ -277,7 +301,7 @@ func (l *Limiter) command(key string) []any {
 	copy(args, l.args)
 	args[l.keyPos] = l.prefix + key
 	if l.mode == modeConcurrency {
-		args[4] = rand.Text()
+		args[l.idPos] = rand.Text()
 	}
 	return args
 }
@@ -313,7 +337,7 @@ func (l *Limiter) hold(r *http.Request, args []any) (release func()) {
 		done = true
 		timer.Stop()
 		mu.Unlock()
-		if _, err := l.c.Release(ctx, args[1].(string), args[4].(string)); err != nil && l.onError != nil {
+		if _, err := l.c.Release(ctx, args[l.keyPos].(string), args[l.idPos].(string)); err != nil && l.onError != nil {
 			l.onError(r, err)
 		}
 	}
@@ -341,8 +365,11 @@ func (l *Limiter) SetHeaders(h http.Header, d Decision) {
 		}
 	}
 	policy := l.policy
-	if l.mode == modePolicy {
+	switch {
+	case l.mode == modePolicy:
 		policy = item + ";q=" + strconv.FormatInt(d.Limit, 10)
+	case l.concurrencyPolicy:
+		policy = item + ";q=" + strconv.FormatInt(d.Limit, 10) + `;qu="concurrent-requests"`
 	}
 	t := d.ResetAfter
 	if !d.Allowed {

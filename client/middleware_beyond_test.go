@@ -170,3 +170,63 @@ func TestMiddlewareLeaseRenewed(t *testing.T) {
 		t.Errorf("errors: %v", errs)
 	}
 }
+
+// TestConcurrencyPolicy: a CONCURRENCY policy through the client
+// (CheckID, Release) and through the middleware, which holds a slot per
+// request and gives it back.
+func TestConcurrencyPolicy(t *testing.T) {
+	rec := &recorder{}
+	c, rdb := newClient(t, rec)
+	ctx := context.Background()
+	policy := fmt.Sprintf("clienttestcc%d", time.Now().UnixNano())
+	if err := c.SetPolicy(ctx, policy, ConcurrencyPolicy(1, time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	defer c.DelPolicy(ctx, policy)
+	if p, err := c.GetPolicy(ctx, policy); err != nil || p.String() != "CONCURRENCY 1 1m" {
+		t.Errorf("GET = %q, %v", p, err)
+	}
+	k := key(t, "direct")
+	for i, s := range []struct {
+		id      string
+		allowed bool
+	}{{"a", true}, {"b", false}, {"a", true}} {
+		d, err := c.CheckID(ctx, policy, k, s.id)
+		if err != nil || d.Allowed != s.allowed || d.Limit != 1 {
+			t.Errorf("check %d (%s): %+v, %v", i+1, s.id, d, err)
+		}
+	}
+	if a := argString(rec.last(t).args); a != "RL.CHECK "+policy+" "+k+" ID a" {
+		t.Errorf("sent %q", a)
+	}
+	if freed, err := c.Release(ctx, k, "a"); err != nil || !freed {
+		t.Errorf("release: %v, %v", freed, err)
+	}
+	if _, err := c.Check(ctx, policy, k); err == nil || err.Error() != "ERR policy '"+policy+"' is a CONCURRENCY policy: RL.CHECK "+policy+" key ID id, released with RL.RELEASE key id" {
+		t.Errorf("RL.CHECK without ID: %v", err)
+	}
+
+	l := mustLimiter(t, c, LimiterConfig{Policy: policy, ConcurrencyPolicy: true, Lease: time.Minute})
+	entered, leave := make(chan struct{}), make(chan struct{})
+	h := l.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		close(entered)
+		<-leave
+	}))
+	done := make(chan int)
+	go func() { done <- serve(h, "192.0.2.1:1", nil).Code }()
+	<-entered
+	w := serve(h, "192.0.2.1:2", nil)
+	if w.Code != http.StatusTooManyRequests || w.Header().Get("RateLimit-Policy") != `"`+policy+`";q=1;qu="concurrent-requests"` {
+		t.Errorf("second in flight: %d, RateLimit-Policy %q", w.Code, w.Header().Get("RateLimit-Policy"))
+	}
+	close(leave)
+	if code := <-done; code != http.StatusOK {
+		t.Errorf("first: %d", code)
+	}
+	if n, err := rdb.Exists(ctx, key(t, "")+":192.0.2.1").Result(); err != nil || n != 0 {
+		t.Errorf("EXISTS = %d, %v after the request returned", n, err)
+	}
+	if _, err := NewLimiter(c, LimiterConfig{Concurrency: 1, ConcurrencyPolicy: true}); err == nil {
+		t.Error("ConcurrencyPolicy without Policy: no error")
+	}
+}

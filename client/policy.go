@@ -9,11 +9,11 @@ import (
 	"time"
 )
 
-// Policy is a named policy's definition: a type (FIXED, SLIDE or GCRA)
-// and the arguments of that command after the key, as
+// Policy is a named policy's definition: a type (FIXED, SLIDE, GCRA or
+// CONCURRENCY) and the arguments of that command after the key, as
 // RL.POLICY SET takes them and RL.POLICY GET gives them back (normalised:
-// "1440m" comes back "1d"). Build one with FixedPolicy, SlidePolicy or
-// GCRAPolicy.
+// "1440m" comes back "1d"). Build one with FixedPolicy, SlidePolicy,
+// GCRAPolicy or ConcurrencyPolicy.
 type Policy struct {
 	Type string
 	Args []string
@@ -60,6 +60,17 @@ func GCRAPolicy(maxBurst, countPerPeriod int64, period time.Duration, opts ...Op
 	}
 	p.Args, p.err = words(args), err
 	return p
+}
+
+// ConcurrencyPolicy is RL.ACQUIRE's limit and lease as a policy; take a
+// slot with CheckID and free it with Release. Options: Shadow.
+func ConcurrencyPolicy(limit int64, lease time.Duration, opts ...Option) Policy {
+	w, err := FormatWindow(lease)
+	args := []any{limit, w}
+	if err == nil {
+		args, err = appendOptions(args, opts)
+	}
+	return Policy{Type: "CONCURRENCY", Args: words(args), err: err}
 }
 
 func words(args []any) []string {
@@ -132,4 +143,11 @@ func (c *Client) Check(ctx context.Context, name, key string, opts ...Option) (D
 		return Decision{}, err
 	}
 	return c.decide(ctx, args)
+}
+
+// CheckID is RL.CHECK name key ID id, for a CONCURRENCY policy: a slot on
+// key for holder id (renewed if id holds one already), freed by
+// Release(key, id) or when its lease ends.
+func (c *Client) CheckID(ctx context.Context, name, key, id string) (Decision, error) {
+	return c.decide(ctx, []any{"RL.CHECK", name, key, "ID", id})
 }
