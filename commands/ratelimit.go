@@ -87,10 +87,15 @@ func (st *rlStats) count(cmd rlCommand, allowed bool) {
 // decided is where every RL decision ends: it counts the decision (unless
 // the request only looked) and writes the five-integer reply. A SHADOW
 // request's denial is counted as shadow-denied and answered as allowed,
-// with the other fields as the limit computed them.
+// with the other fields as the limit computed them. Denials (not shadow
+// ones) are counted for RL.TOP against the command's first key by its key
+// specs: a new caller declares its key there, as dispatch needs anyway.
 func (c *Ctx) decided(cmd rlCommand, d engine.Decision, peek, shadow bool) {
 	if !peek {
 		c.Srv.rl[cmd].count(d.Allowed, shadow)
+		if !d.Allowed && !shadow {
+			c.noteDenied() // RL.TOP
+		}
 	}
 	if shadow {
 		d.Allowed = true
@@ -352,6 +357,9 @@ func cmdCLThrottle(c *Ctx) {
 	}
 	if g.Quantity != 0 {
 		c.Srv.rl.count(clThrottle, !res.Limited)
+		if res.Limited {
+			c.noteDenied() // RL.TOP
+		}
 	}
 	c.W.Array(5)
 	c.W.Int(b2i(res.Limited))

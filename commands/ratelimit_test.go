@@ -108,6 +108,9 @@ func BenchmarkRLCommands(b *testing.B) {
 			run(acq)
 		}
 	})
+	// Denials, which RL.TOP counts.
+	bench("fixed-denied", argv("RL.FIXED", "fd", "1", "1h"), 1, 0)
+	bench("throttle-denied", argv("CL.THROTTLE", "td", "0", "1", "3600"), 1, 0)
 }
 
 // TestInfoRateLimit: INFO's ratelimit section counts each RL command's

@@ -109,6 +109,12 @@ func commandTable() []*Spec {
 				},
 			},
 		},
+		{
+			Name:  "rl.top",
+			Arity: -1,
+			Flags: Admin | Loading | Stale,
+			Run:   cmdRLTop,
+		},
 
 		// Strings (strings.go, docs/strings.json)
 		{

@@ -43,6 +43,10 @@ type Shard struct {
 
 	// Counters, guarded by mu.
 	Hits, Misses, Expired int64
+
+	// denials counts the denials of this shard's keys for RL.TOP
+	// (ratelimit_top.go); nil until the first one.
+	denials *denials
 }
 
 func (s *Shard) init(e *Engine) {

@@ -312,7 +312,7 @@ func TestACLCatMatchesRedis(t *testing.T) {
 			}
 		}
 		if cat == "ratelimit" {
-			if strings.Join(got, " ") != "cl.throttle rl.acquire rl.check rl.fixed rl.login rl.policy rl.policy|del rl.policy|get rl.policy|help rl.policy|list rl.policy|set rl.release rl.slide" {
+			if strings.Join(got, " ") != "cl.throttle rl.acquire rl.check rl.fixed rl.login rl.policy rl.policy|del rl.policy|get rl.policy|help rl.policy|list rl.policy|set rl.release rl.slide rl.top" {
 				t.Errorf("@ratelimit: %v", got)
 			}
 			continue

@@ -34,6 +34,9 @@ var allowedImports = map[string]struct {
 	// metrics reads the server's counters through commands' exported
 	// stats; commands knows nothing of it.
 	"metrics": {ours: []string{"commands"}},
+	// client is what users go get: go-redis and the standard library,
+	// nothing of the server.
+	"client": {},
 }
 
 const module = "github.com/limitkv/limitkv/"
@@ -113,6 +116,8 @@ func TestForbiddenImportsCatches(t *testing.T) {
 		{"replication", "github.com/limitkv/limitkv/persist"},
 		{"rdb", "github.com/limitkv/limitkv/engine"},
 		{"rdb", "github.com/limitkv/limitkv/commands"},
+		{"client", "github.com/limitkv/limitkv/engine"},
+		{"client", "github.com/limitkv/limitkv/resp"},
 	} {
 		r := allowedImports[c.pkg]
 		if importAllowed(c.path, r.ours, r.stdOnly) {
