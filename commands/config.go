@@ -276,6 +276,8 @@ func configParams() []*param {
 		{name: "lazyfree-lazy-user-flush", kind: pBool, def: "no", help: "accepted for compatibility"},
 		{name: "rl-login-keep", kind: pInt, def: "32", min: 1, max: 1 << 20,
 			help: "entries RL.LOGIN keeps when the command gives no KEEP", apply: func(c *Config, _ string, n int64) { c.loginKeep.Store(n) }},
+		{name: "rl-policies", def: "", immutable: true,
+			help: "file of RL.POLICY SET lines loaded at start-up, after the snapshot: its policies replace those of the same names (empty: none)"},
 		{name: "snapshot-interval", kind: pDuration, def: "1s", min: 0, max: int64(24 * time.Hour),
 			help: "time between snapshots (0 with persistence no: never)"},
 		{name: "persistence", kind: pBool, def: "yes", immutable: true, help: "keep the keyspace on disk under dir"},

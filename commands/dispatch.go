@@ -32,7 +32,8 @@ type Server struct {
 	stats     Stats
 	auth      authGuard
 	acl       aclState
-	rl        rlStats // rate-limit decisions per command, for INFO
+	rl        rlStats        // rate-limit decisions per command, for INFO
+	policies  policyRegistry // named rate-limit policies (policy.go)
 	ops       opsMeter
 	startTime time.Time
 	mem       memoryMarks

@@ -106,7 +106,7 @@ type RateLimitStat struct {
 }
 
 // rlCommandNames are the rate-limit commands' names, by rlCommand.
-var rlCommandNames = [rlCommands]string{"rl.fixed", "rl.slide", "rl.login", "cl.throttle"}
+var rlCommandNames = [rlCommands]string{"rl.fixed", "rl.slide", "rl.login", "cl.throttle", "rl.check"}
 
 // RateLimitStats returns the decisions of each rate-limit command.
 func (s *Server) RateLimitStats() []RateLimitStat {

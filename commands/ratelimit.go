@@ -31,17 +31,18 @@ const (
 	rlSlide
 	rlLogin
 	clThrottle
+	rlCheck
 	rlCommands
 )
 
 // shadows says whether the command takes the SHADOW option, and so has a
 // shadow-denied count to show.
 func (cmd rlCommand) shadows() bool {
-	return cmd == rlFixed || cmd == rlSlide
+	return cmd == rlFixed || cmd == rlSlide || cmd == rlCheck
 }
 
 // rlCounterNames are the counters' prefixes in INFO, in INFO's order.
-var rlCounterNames = [rlCommands]string{"rl_fixed", "rl_slide", "rl_login", "cl_throttle"}
+var rlCounterNames = [rlCommands]string{"rl_fixed", "rl_slide", "rl_login", "cl_throttle", "rl_check"}
 
 // rlStats counts the decisions of each rate-limit command for INFO's
 // ratelimit section and the metrics. Requests that only ask (PEEK,
@@ -344,6 +345,7 @@ func infoRateLimit(s *Server, b *strings.Builder) {
 			kv(b, name+"_shadow_denied", s.rl[cmd].shadowDenied.Load())
 		}
 	}
+	infoPolicies(s, b)
 }
 
 // cmdRLLogin: RL.LOGIN key limit window [KEEP n].

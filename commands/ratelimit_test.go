@@ -20,8 +20,12 @@ func BenchmarkRLCommands(b *testing.B) {
 	c := &Ctx{Srv: srv, Client: &Client{srv: srv}, W: w, Now: transcriptEpoch}
 	run := func(args [][]byte) {
 		c.Args = args
-		c.Spec = srv.Table.Lookup(args[0])
-		s := c.Shard(args[1])
+		c.Spec = srv.findSpec(args)
+		key := args[1]
+		if c.Spec.Name == "rl.check" {
+			key = args[2] // RL.CHECK policy key
+		}
+		s := c.Shard(key)
 		s.Lock()
 		c.Spec.Run(c)
 		s.Unlock()
@@ -59,6 +63,14 @@ func BenchmarkRLCommands(b *testing.B) {
 	bench("slide100", argv("RL.SLIDE", "s", "100", "1m"), 100, 600)
 	bench("throttle", argv("CL.THROTTLE", "t", "1000000000", "1000000000", "1"), 1, 0)
 	bench("login", argv("RL.LOGIN", "l", "5", "1m", "KEEP", "5"), 5, 12_001)
+	// Named policies: the same decisions through RL.CHECK (a lookup of
+	// the policy by name, no lock, no allocation).
+	run(argv("RL.POLICY", "SET", "pf", "FIXED", "1000000000000", "1m"))
+	run(argv("RL.POLICY", "SET", "ps", "SLIDE", "100", "1m"))
+	run(argv("RL.POLICY", "SET", "pg", "GCRA", "1000000000", "1000000000", "1"))
+	bench("check-fixed", argv("RL.CHECK", "pf", "cf"), 1, 0)
+	bench("check-slide100", argv("RL.CHECK", "ps", "cs"), 100, 600)
+	bench("check-gcra", argv("RL.CHECK", "pg", "cg"), 1, 0)
 }
 
 // TestInfoRateLimit: INFO's ratelimit section counts each RL command's
@@ -89,7 +101,8 @@ func TestInfoRateLimit(t *testing.T) {
 		"rl_fixed_allowed:2\r\nrl_fixed_denied:1\r\nrl_fixed_shadow_denied:0\r\n" +
 		"rl_slide_allowed:1\r\nrl_slide_denied:1\r\nrl_slide_shadow_denied:0\r\n" +
 		"rl_login_allowed:1\r\nrl_login_denied:2\r\n" +
-		"cl_throttle_allowed:1\r\ncl_throttle_denied:1\r\n"
+		"cl_throttle_allowed:1\r\ncl_throttle_denied:1\r\n" +
+		"rl_check_allowed:0\r\nrl_check_denied:0\r\nrl_check_shadow_denied:0\r\n"
 	if got := string(h.do("INFO", "ratelimit").Str); got != want {
 		t.Fatalf("INFO ratelimit:\n%q\nwant\n%q", got, want)
 	}

@@ -41,6 +41,8 @@ func (s *Server) initReplication() {
 		RoleChanged: func() { s.roleChanged() },
 		OutputLimit: func() int64 { return s.Net.Limits.Output(resp.ClassReplica).Hard },
 		Functions:   s.functionsForSync,
+		Policies:    s.policiesForSync,
+		SetPolicies: s.RestorePolicies,
 	}, s.Log)
 }
 

@@ -51,6 +51,52 @@ func commandTable() []*Spec {
 			Flags: Write | DenyOOM | Fast,
 			Run:   cmdCLThrottle,
 		},
+		// Named policies (policy.go). RL.POLICY SET and DEL change every
+		// application's limits: they are @admin and @dangerous as well as
+		// @ratelimit, so that "+@ratelimit -@admin" lets a user apply
+		// policies with RL.CHECK and read them without redefining them.
+		{
+			Name:  "rl.check",
+			Arity: -3,
+			Flags: Write | DenyOOM | Fast,
+			Run:   cmdRLCheck,
+		},
+		{
+			Name:  "rl.policy",
+			Arity: -2,
+			Sub: []*Spec{
+				{
+					Name:  "del",
+					Arity: 3,
+					Flags: Write | Admin | Fast,
+					Run:   cmdPolicyDel,
+				},
+				{
+					Name:  "get",
+					Arity: 3,
+					Flags: ReadOnly | Fast,
+					Run:   cmdPolicyGet,
+				},
+				{
+					Name:  "help",
+					Arity: 2,
+					Flags: Loading | Stale,
+					Run:   cmdPolicyHelp,
+				},
+				{
+					Name:  "list",
+					Arity: -2,
+					Flags: ReadOnly,
+					Run:   cmdPolicyList,
+				},
+				{
+					Name:  "set",
+					Arity: -4,
+					Flags: Write | Admin | DenyOOM,
+					Run:   cmdPolicySet,
+				},
+			},
+		},
 
 		// Strings (strings.go, docs/strings.json)
 		{

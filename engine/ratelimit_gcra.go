@@ -21,6 +21,9 @@ type GCRA struct {
 	Count    int64 // count_per_period
 	Period   int64 // seconds
 	Quantity int64
+	// Peek evaluates the request without recording it (named policies'
+	// RL.CHECK ... PEEK; CL.THROTTLE looks with quantity 0 instead).
+	Peek bool
 }
 
 // ThrottleResult is CL.THROTTLE's reply.
@@ -142,7 +145,7 @@ func DecideGCRA(old []byte, g GCRA, nowMs int64, out []byte) (res ThrottleResult
 		ttl = tat - now
 	} else {
 		ttl = newTAT - now
-		if g.Quantity != 0 {
+		if g.Quantity != 0 && !g.Peek {
 			state = binary.AppendVarint(append(out, LimitGCRA), newTAT)
 			expireAt = nowMs + ttl/1e6
 			write = true

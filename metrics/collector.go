@@ -7,8 +7,9 @@
 // Every label takes its values from a bounded set, whatever the traffic:
 // command (the command table, plus "(unknown)" for every request naming
 // no command), code (error codes, which the server caps at 128),
-// decision (allowed, denied), db (the databases, at most the databases
-// setting) and role (master, replica). No label ever holds a key.
+// decision (allowed, denied, shadow_denied), db (the databases, at most
+// the databases setting), role (master, replica) and policy (the named
+// rate-limit policies, at most 10000). No label ever holds a key.
 package metrics
 
 import (
@@ -41,6 +42,7 @@ type Collector struct {
 
 	commands, failed, rejected, duration             *prometheus.Desc
 	rlDecisions, errors, errorReplies                *prometheus.Desc
+	policyDecisions                                  *prometheus.Desc
 	clients, maxClients, connections, rejectedConns  *prometheus.Desc
 	processed, netIn, netOut, uptime, info           *prometheus.Desc
 	memUsed, memPeak, memRSS, memDataset, memMax     *prometheus.Desc
@@ -60,49 +62,50 @@ func NewCollector(srv *commands.Server) *Collector {
 		return prometheus.NewDesc("limitkv_"+name, help, labels, nil)
 	}
 	c := &Collector{
-		srv:           srv,
-		commands:      d("commands_total", "Calls of each command (INFO commandstats calls), subcommands as container|sub.", "command"),
-		failed:        d("commands_failed_total", "Calls that ran and replied with an error (failed_calls).", "command"),
-		rejected:      d("commands_rejected_total", "Requests refused before running: wrong arity, NOAUTH, BUSY... (rejected_calls); \"(unknown)\" counts unknown commands.", "command"),
-		duration:      d("command_duration_seconds", "Time each command took, from dispatch to its reply written (waits for shard locks included), while latency-tracking is on.", "command"),
-		rlDecisions:   d("ratelimit_decisions_total", "Rate-limit decisions by command and outcome (requests that only look, such as PEEK, are not counted).", "command", "decision"),
-		errors:        d("errors_total", "Error replies by code (INFO errorstats; at most 128 codes, then ERRORSTATS_DISABLED).", "code"),
-		errorReplies:  d("error_replies_total", "Error replies sent (total_error_replies)."),
-		clients:       d("connected_clients", "Client connections open."),
-		maxClients:    d("max_clients", "The maxclients setting."),
-		connections:   d("connections_received_total", "Connections accepted."),
-		rejectedConns: d("rejected_connections_total", "Connections refused (maxclients, protected mode)."),
-		processed:     d("commands_processed_total", "Commands executed (total_commands_processed)."),
-		netIn:         d("net_input_bytes_total", "Bytes read from clients."),
-		netOut:        d("net_output_bytes_total", "Bytes written to clients."),
-		uptime:        d("uptime_seconds", "Time since the server started."),
-		info:          d("build_info", "The server's version and the Redis version it is compatible with; always 1.", "version", "redis_version"),
-		memUsed:       d("memory_used_bytes", "Bytes the server holds for its data, clients and scripts, by its own count (INFO used_memory), which maxmemory limits."),
-		memPeak:       d("memory_peak_bytes", "The highest used memory seen (used_memory_peak)."),
-		memRSS:        d("memory_rss_bytes", "Resident set size of the process."),
-		memDataset:    d("memory_dataset_bytes", "Bytes the keyspace's values and keys take (used_memory_dataset)."),
-		memMax:        d("memory_max_bytes", "The maxmemory setting (0: no limit)."),
-		keys:          d("keys", "Keys in each database that holds any.", "db"),
-		expiring:      d("keys_expiring", "Keys with a time to live in each database that holds any.", "db"),
-		expired:       d("expired_keys_total", "Keys deleted because their time to live ran out."),
-		evicted:       d("evicted_keys_total", "Keys evicted to stay under maxmemory."),
-		hits:          d("keyspace_hits_total", "Lookups that found their key."),
-		misses:        d("keyspace_misses_total", "Lookups that did not find their key."),
-		slowlogLen:    d("slowlog_length", "Entries in the slow log."),
-		persistence:   d("persistence_enabled", "1 when snapshots keep the keyspace on disk."),
-		snapshots:     d("snapshots_total", "Snapshots attempted."),
-		snapErrors:    d("snapshot_errors_total", "Snapshots that failed."),
-		snapRunning:   d("snapshot_in_progress", "1 while a snapshot runs."),
-		snapDuration:  d("snapshot_last_duration_seconds", "How long the last snapshot took."),
-		snapPause:     d("snapshot_last_pause_seconds", "The longest time the last snapshot held one shard, delaying the commands on it."),
-		snapLastOK:    d("snapshot_last_ok", "1 when the last snapshot succeeded."),
-		snapSuccess:   d("snapshot_last_success_timestamp_seconds", "Unix time of the last successful snapshot (or of the load at start-up)."),
-		snapAge:       d("snapshot_last_success_age_seconds", "Time since the last successful snapshot: the changes a crash would lose are at most this old."),
-		snapPending:   d("snapshot_pending_changes", "Keys changed since the last snapshot."),
-		replRole:      d("replication_role", "The server's replication role; always 1.", "role"),
-		replicas:      d("replication_connected_replicas", "Replicas connected to this server."),
-		replLag:       d("replication_lag_seconds", "On a replica, the time since its master was last heard from; on a master, the largest lag of its replicas."),
-		replOffset:    d("replication_offset", "The replication offset."),
+		srv:             srv,
+		commands:        d("commands_total", "Calls of each command (INFO commandstats calls), subcommands as container|sub.", "command"),
+		failed:          d("commands_failed_total", "Calls that ran and replied with an error (failed_calls).", "command"),
+		rejected:        d("commands_rejected_total", "Requests refused before running: wrong arity, NOAUTH, BUSY... (rejected_calls); \"(unknown)\" counts unknown commands.", "command"),
+		duration:        d("command_duration_seconds", "Time each command took, from dispatch to its reply written (waits for shard locks included), while latency-tracking is on.", "command"),
+		rlDecisions:     d("ratelimit_decisions_total", "Rate-limit decisions by command and outcome (requests that only look, such as PEEK, are not counted).", "command", "decision"),
+		policyDecisions: d("ratelimit_policy_decisions_total", "RL.CHECK decisions by named policy and outcome (PEEK not counted); a policy replaced by RL.POLICY SET keeps its counts, a deleted one loses them.", "policy", "decision"),
+		errors:          d("errors_total", "Error replies by code (INFO errorstats; at most 128 codes, then ERRORSTATS_DISABLED).", "code"),
+		errorReplies:    d("error_replies_total", "Error replies sent (total_error_replies)."),
+		clients:         d("connected_clients", "Client connections open."),
+		maxClients:      d("max_clients", "The maxclients setting."),
+		connections:     d("connections_received_total", "Connections accepted."),
+		rejectedConns:   d("rejected_connections_total", "Connections refused (maxclients, protected mode)."),
+		processed:       d("commands_processed_total", "Commands executed (total_commands_processed)."),
+		netIn:           d("net_input_bytes_total", "Bytes read from clients."),
+		netOut:          d("net_output_bytes_total", "Bytes written to clients."),
+		uptime:          d("uptime_seconds", "Time since the server started."),
+		info:            d("build_info", "The server's version and the Redis version it is compatible with; always 1.", "version", "redis_version"),
+		memUsed:         d("memory_used_bytes", "Bytes the server holds for its data, clients and scripts, by its own count (INFO used_memory), which maxmemory limits."),
+		memPeak:         d("memory_peak_bytes", "The highest used memory seen (used_memory_peak)."),
+		memRSS:          d("memory_rss_bytes", "Resident set size of the process."),
+		memDataset:      d("memory_dataset_bytes", "Bytes the keyspace's values and keys take (used_memory_dataset)."),
+		memMax:          d("memory_max_bytes", "The maxmemory setting (0: no limit)."),
+		keys:            d("keys", "Keys in each database that holds any.", "db"),
+		expiring:        d("keys_expiring", "Keys with a time to live in each database that holds any.", "db"),
+		expired:         d("expired_keys_total", "Keys deleted because their time to live ran out."),
+		evicted:         d("evicted_keys_total", "Keys evicted to stay under maxmemory."),
+		hits:            d("keyspace_hits_total", "Lookups that found their key."),
+		misses:          d("keyspace_misses_total", "Lookups that did not find their key."),
+		slowlogLen:      d("slowlog_length", "Entries in the slow log."),
+		persistence:     d("persistence_enabled", "1 when snapshots keep the keyspace on disk."),
+		snapshots:       d("snapshots_total", "Snapshots attempted."),
+		snapErrors:      d("snapshot_errors_total", "Snapshots that failed."),
+		snapRunning:     d("snapshot_in_progress", "1 while a snapshot runs."),
+		snapDuration:    d("snapshot_last_duration_seconds", "How long the last snapshot took."),
+		snapPause:       d("snapshot_last_pause_seconds", "The longest time the last snapshot held one shard, delaying the commands on it."),
+		snapLastOK:      d("snapshot_last_ok", "1 when the last snapshot succeeded."),
+		snapSuccess:     d("snapshot_last_success_timestamp_seconds", "Unix time of the last successful snapshot (or of the load at start-up)."),
+		snapAge:         d("snapshot_last_success_age_seconds", "Time since the last successful snapshot: the changes a crash would lose are at most this old."),
+		snapPending:     d("snapshot_pending_changes", "Keys changed since the last snapshot."),
+		replRole:        d("replication_role", "The server's replication role; always 1.", "role"),
+		replicas:        d("replication_connected_replicas", "Replicas connected to this server."),
+		replLag:         d("replication_lag_seconds", "On a replica, the time since its master was last heard from; on a master, the largest lag of its replicas."),
+		replOffset:      d("replication_offset", "The replication offset."),
 	}
 	c.names = names
 	return c
@@ -114,7 +117,7 @@ func (c *Collector) Names() []string { return c.names }
 // Describe sends the descriptors of every metric.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{
-		c.commands, c.failed, c.rejected, c.duration, c.rlDecisions, c.errors, c.errorReplies,
+		c.commands, c.failed, c.rejected, c.duration, c.rlDecisions, c.policyDecisions, c.errors, c.errorReplies,
 		c.clients, c.maxClients, c.connections, c.rejectedConns, c.processed, c.netIn, c.netOut, c.uptime, c.info,
 		c.memUsed, c.memPeak, c.memRSS, c.memDataset, c.memMax,
 		c.keys, c.expiring, c.expired, c.evicted, c.hits, c.misses, c.slowlogLen,
@@ -162,6 +165,11 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		if rl.Shadows {
 			counter(c.rlDecisions, float64(rl.ShadowDenied), rl.Command, "shadow_denied")
 		}
+	}
+	for _, p := range srv.PolicyStats() {
+		counter(c.policyDecisions, float64(p.Allowed), p.Policy, "allowed")
+		counter(c.policyDecisions, float64(p.Denied), p.Policy, "denied")
+		counter(c.policyDecisions, float64(p.ShadowDenied), p.Policy, "shadow_denied")
 	}
 	total, byCode := srv.ErrorStats()
 	counter(c.errorReplies, float64(total))

@@ -39,6 +39,10 @@ var replKey = []byte{tagMeta, 'r', 'e', 'p', 'l'}
 // commands layer encodes them. A binary that does not know it ignores it.
 var funcKey = []byte{tagMeta, 'f', 'u', 'n', 'c'}
 
+// policyKey holds the named rate-limit policies (Options.Policies), as the
+// commands layer encodes them. A binary that does not know it ignores it.
+var policyKey = []byte{tagMeta, 'p', 'o', 'l', 'i', 'c', 'y'}
+
 func replValue(id string, off int64) []byte {
 	return binary.AppendUvarint([]byte(id), uint64(off))
 }

@@ -46,6 +46,9 @@ type Options struct {
 	// changes whenever they do. They are written when that number differs
 	// from the one last written, and read back by Functions.
 	Functions func() (libs []byte, gen uint64)
+	// Policies, if set, gives the named rate-limit policies a snapshot
+	// keeps, as Functions does the libraries; read back by Policies.
+	Policies func() (policies []byte, gen uint64)
 }
 
 // Stats describe the snapshots so far, for INFO.
@@ -114,6 +117,9 @@ type Store struct {
 	// generation of those the last snapshot wrote.
 	funcs []byte
 	fnGen uint64
+	// pols and polGen: the same for the rate-limit policies.
+	pols   []byte
+	polGen uint64
 }
 
 // Open checks the data directory and, if it holds a database, opens it
@@ -180,6 +186,10 @@ func (s *Store) Load(now int64) (int, error) {
 			s.funcs = append([]byte(nil), v...)
 			closer.Close()
 		}
+		if v, closer, err := s.ro.Get(policyKey); err == nil {
+			s.pols = append([]byte(nil), v...)
+			closer.Close()
+		}
 		n, err := s.loadFrom(s.ro, now)
 		cerr := s.ro.Close()
 		s.ro = nil
@@ -220,6 +230,10 @@ func (s *Store) Position() (string, int64) { return s.posID, s.posOff }
 // Functions returns the function libraries the loaded snapshot kept, as
 // Options.Functions gave them (nil when none).
 func (s *Store) Functions() []byte { return s.funcs }
+
+// Policies returns the rate-limit policies the loaded snapshot kept, as
+// Options.Policies gave them (nil when none).
+func (s *Store) Policies() []byte { return s.pols }
 
 // refusedAtStart reports whether a writer that cannot start makes the
 // start-up fail: for a directory that is not usable as configured (in use,
@@ -482,6 +496,12 @@ func (s *Store) capture(ctx context.Context) (keys int, size int64, err error) {
 		funcs, fnGen = s.opts.Functions()
 		fnChanged = fnGen != s.fnGen
 	}
+	var pols []byte
+	polGen, polChanged := s.polGen, false
+	if s.opts.Policies != nil {
+		pols, polGen = s.opts.Policies()
+		polChanged = polGen != s.polGen
+	}
 	flushed := s.eng.TakeFlushed()
 	taken := make([][]byte, engine.Shards)
 	var encErr, sendErr error
@@ -675,6 +695,15 @@ func (s *Store) capture(ctx context.Context) (keys int, size int64, err error) {
 		ops++
 	}
 	switch {
+	case !polChanged:
+	case len(pols) == 0:
+		stage = appendDelete(stage, policyKey)
+		ops++
+	default:
+		stage = appendSet(stage, policyKey, pols)
+		ops++
+	}
+	switch {
 	case pos == nil || ops == 0:
 	case len(pos) < 40:
 		stage = appendDelete(stage, replKey)
@@ -726,6 +755,7 @@ func (s *Store) capture(ctx context.Context) (keys int, size int64, err error) {
 		}
 	}
 	s.fnGen = fnGen
+	s.polGen = polGen
 	return keys, size, nil
 }
 

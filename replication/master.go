@@ -136,6 +136,13 @@ func (n *Node) Psync(conn ReplicaConn, hs Handshake, replid string, offset int64
 		funcs = appendEntry(nil, entry)
 		defer release()
 	}
+	if f := n.hooks.Policies; f != nil {
+		payload, release := f()
+		if len(payload) > 0 {
+			funcs = appendEntry(funcs, [][]byte{policiesCmd, payload})
+		}
+		defer release()
+	}
 	n.streamMu.Lock()
 	pos := n.backlog.End()
 	r, _ := n.backlog.NewReader(pos)
@@ -189,7 +196,8 @@ func (n *Node) remove(s *Session) {
 // shard's encoding plus this, however large the keyspace.
 const syncWindow = 4 << 20
 
-// fullSync sends the function libraries (funcs, an entry), the keyspace,
+// fullSync sends the function libraries and the rate-limit policies
+// (funcs, entries), the keyspace,
 // shard by shard, then the stream from the offset the copy stands for. Each shard is captured whole under its lock,
 // so that keys moving inside its table cannot be missed; the shards are
 // captured at different moments, and the stream that follows makes the

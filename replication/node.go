@@ -92,6 +92,12 @@ type Hooks struct {
 	// read the offset its copy stands for: a change of the libraries is
 	// in the copy or in the stream after that offset.
 	Functions func() (entry [][]byte, release func())
+	// Policies gives the named rate-limit policies a full sync carries, as
+	// an encoding the node does not read (nil: none), under a hold as
+	// Functions does; SetPolicies replaces a replica's with its master's
+	// (nil: none) when a full sync starts and when it carries them.
+	Policies    func() (payload []byte, release func())
+	SetPolicies func(payload []byte) error
 }
 
 // Node is one server's place in replication: a master with its replicas,

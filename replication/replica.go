@@ -382,6 +382,12 @@ func (l *link) load(rd *entryReader) error {
 	if err := n.hooks.Exec(0, [][]byte{[]byte("FLUSHALL")}, false); err != nil {
 		return err
 	}
+	// The master's policies replace the replica's, none if it sends none.
+	if f := n.hooks.SetPolicies; f != nil {
+		if err := f(nil); err != nil {
+			return err
+		}
+	}
 	lim := n.limits()
 	db, keys := 0, 0
 	for {
@@ -416,6 +422,10 @@ func (l *link) load(rd *entryReader) error {
 			// The master's function libraries (FUNCTION RESTORE ... FLUSH).
 			if err := n.hooks.Exec(0, copyArgs(args), false); err != nil {
 				return fmt.Errorf("the master's function libraries: %w", err)
+			}
+		case isCmd(args[0], "LKV.POLICIES") && len(args) == 2 && n.hooks.SetPolicies != nil:
+			if err := n.hooks.SetPolicies(args[1]); err != nil {
+				return fmt.Errorf("the master's rate-limit policies: %w", err)
 			}
 		case isCmd(args[0], "LKV.SET"):
 			sh := n.eng.ShardFor(args[1])

@@ -20,9 +20,11 @@ import (
 //	                              PUBLISH, ...): one that gives the same
 //	                              result wherever it runs
 //
-// A full sync sends, after +FULLRESYNC, "LKV.SYNC BEGIN", the keyspace as
-// SELECT and LKV.SET entries, and "LKV.SYNC END"; those bytes do not count
-// in the offsets. The stream proper follows.
+// A full sync sends, after +FULLRESYNC, "LKV.SYNC BEGIN", the function
+// libraries (FUNCTION RESTORE payload FLUSH), the rate-limit policies
+// ("LKV.POLICIES payload", when there are any), the keyspace as SELECT
+// and LKV.SET entries, and "LKV.SYNC END"; those bytes do not count in
+// the offsets. The stream proper follows.
 
 // appendArrayHeader appends a RESP array header.
 func appendArrayHeader(dst []byte, n int) []byte {
@@ -63,6 +65,8 @@ var (
 	entryAck   = []byte("*3\r\n$8\r\nREPLCONF\r\n$6\r\nGETACK\r\n$1\r\n*\r\n")
 	syncBegin  = []byte("*2\r\n$8\r\nLKV.SYNC\r\n$5\r\nBEGIN\r\n")
 	syncEnd    = []byte("*2\r\n$8\r\nLKV.SYNC\r\n$3\r\nEND\r\n")
+	// policiesCmd carries a master's rate-limit policies in a full sync.
+	policiesCmd = []byte("LKV.POLICIES")
 )
 
 // Limits on what a reader accepts from a master: a damaged or hostile

@@ -142,6 +142,24 @@ func run(args []string, stderr io.Writer) int {
 		log.Warn("persistence is off: the keyspace lives in memory only")
 	}
 
+	// The policies file, after the snapshot: its definitions replace
+	// those of the same names, the snapshot's others stay. One bad line
+	// and the server does not start.
+	if path := cfg.Get("rl-policies"); path != "" {
+		n, err := srv.LoadPolicyFile(path)
+		if err != nil {
+			log.Error("cannot load the rate-limit policies (rl-policies)", "err", err)
+			if logOut != stderr {
+				fmt.Fprintf(stderr, "limitkv: rl-policies: %v\n", err)
+			}
+			if store != nil {
+				store.Close()
+			}
+			return 1
+		}
+		log.Info("rate-limit policies loaded", "file", path, "policies", n)
+	}
+
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var bg sync.WaitGroup
@@ -342,6 +360,7 @@ func openStore(srv *commands.Server, cfg *commands.Config, log *slog.Logger) (*p
 			}
 		},
 		Functions: srv.FunctionsPayload,
+		Policies:  srv.PoliciesPayload,
 	})
 	if err != nil {
 		return nil, err
@@ -358,6 +377,12 @@ func openStore(srv *commands.Server, cfg *commands.Config, log *slog.Logger) (*p
 		if err := srv.RestoreFunctions(libs); err != nil {
 			store.Close()
 			return nil, fmt.Errorf("loading the function libraries of the snapshot: %w", err)
+		}
+	}
+	if pols := store.Policies(); pols != nil {
+		if err := srv.RestorePolicies(pols); err != nil {
+			store.Close()
+			return nil, fmt.Errorf("loading the rate-limit policies of the snapshot: %w", err)
 		}
 	}
 	log.Info("snapshot loaded", "dir", cfg.Get("dir"), "keys", n, "took", time.Since(start).Round(time.Millisecond))

@@ -1,0 +1,672 @@
+package commands
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/limitkv/limitkv/engine"
+	"github.com/limitkv/limitkv/resp"
+)
+
+// Named policies: RL.POLICY SET|GET|DEL|LIST and RL.CHECK. A policy is a
+// limit defined once on the server (the arguments of RL.FIXED, RL.SLIDE or
+// CL.THROTTLE after the key) that applications apply by name, so that a
+// limit changes without a deploy and is reported per policy.
+//
+// RL.CHECK is as hot as the commands it stands for, so the policies are an
+// immutable map behind an atomic pointer: a lookup takes no lock and
+// allocates nothing; RL.POLICY SET and DEL copy the map and swap it, under
+// the registry's mutex, under which they are also sent to the replicas (a
+// full sync reads the policies under it with the offset its copy stands
+// for, as it does the function libraries). Snapshots keep the policies in
+// a meta record of their own (PoliciesPayload, RestorePolicies).
+//
+// The registry is bounded, so that its memory and the metrics' cardinality
+// are: at most maxPolicies policies, names of at most maxPolicyName bytes
+// from [A-Za-z0-9_.-] (names appear in INFO lines, which a colon or a
+// comma would break, and in metric labels), and a definition is what
+// RL.FIXED accepts, at most 16 rules.
+
+const (
+	maxPolicies   = 10000
+	maxPolicyName = 128
+)
+
+// policyKind is the limit a policy applies, which is also the kind of
+// state its keys hold.
+type policyKind byte
+
+const (
+	policyFixed policyKind = iota
+	policySlide
+	policyGCRA
+)
+
+var policyKindNames = [...]string{policyFixed: "FIXED", policySlide: "SLIDE", policyGCRA: "GCRA"}
+
+// policy is one named policy; it never changes once published (a SET
+// publishes a new one).
+type policy struct {
+	name string
+	kind policyKind
+	// def is the normalised definition (the words after the name), which
+	// RL.POLICY GET returns and snapshots keep: fed back to SET it gives
+	// the same policy.
+	def [][]byte
+	// FIXED and SLIDE: the rules and options; COST and PEEK come with
+	// each RL.CHECK.
+	rules    []engine.Rule
+	first    bool
+	zone     *engine.Zone
+	penalize bool
+	// GCRA: CL.THROTTLE's max_burst, count_per_period and period (s).
+	gcra engine.GCRA
+	// shadow: decisions are answered allowed, denials counted apart.
+	shadow bool
+	// maxCost is the smallest limit of the rules: a COST above it could
+	// never be allowed, and is an error.
+	maxCost int64
+	// counts are the policy's decisions, for INFO and the metrics. A SET
+	// that replaces a policy keeps them (the series of a name goes on);
+	// a DEL drops them.
+	counts *rlCounts
+}
+
+// policyRegistry is the server's policies.
+type policyRegistry struct {
+	// mu orders the changes and their replication (see above).
+	mu  sync.Mutex
+	cur atomic.Pointer[map[string]*policy]
+	// gen counts changes, for snapshots.
+	gen atomic.Uint64
+}
+
+// lookup finds a policy without locking or allocating.
+func (reg *policyRegistry) lookup(name []byte) *policy {
+	m := reg.cur.Load()
+	if m == nil {
+		return nil
+	}
+	return (*m)[string(name)]
+}
+
+// snapshot returns the current map (never nil); it must not be changed.
+func (reg *policyRegistry) snapshot() map[string]*policy {
+	if m := reg.cur.Load(); m != nil {
+		return *m
+	}
+	return nil
+}
+
+// sorted returns the policies by name.
+func (reg *policyRegistry) sorted() []*policy {
+	m := reg.snapshot()
+	out := make([]*policy, 0, len(m))
+	for _, p := range m {
+		out = append(out, p)
+	}
+	slices.SortFunc(out, func(a, b *policy) int { return strings.Compare(a.name, b.name) })
+	return out
+}
+
+// replaceLocked publishes m (the caller holds mu), carrying the counters
+// of the policies it replaces over to their successors.
+func (reg *policyRegistry) replaceLocked(m map[string]*policy) {
+	old := reg.snapshot()
+	for name, p := range m {
+		if p.counts == nil {
+			if prev := old[name]; prev != nil {
+				p.counts = prev.counts
+			} else {
+				p.counts = new(rlCounts)
+			}
+		}
+	}
+	reg.cur.Store(&m)
+	reg.gen.Add(1)
+}
+
+// withChanges returns a copy of the current policies with set added (or
+// replacing those of the same names) and del removed, or the reason it
+// would hold too many.
+func (reg *policyRegistry) withChanges(set []*policy, del string) (map[string]*policy, string) {
+	old := reg.snapshot()
+	m := make(map[string]*policy, len(old)+len(set))
+	for name, p := range old {
+		if name != del {
+			m[name] = p
+		}
+	}
+	for _, p := range set {
+		m[p.name] = p
+	}
+	if len(m) > maxPolicies {
+		return nil, "too many policies: at most " + strconv.Itoa(maxPolicies)
+	}
+	return m, ""
+}
+
+// checkPolicyName returns the reason a policy name is refused, or "".
+func checkPolicyName(name []byte) string {
+	if len(name) == 0 || len(name) > maxPolicyName {
+		return "invalid policy name '" + trunc(string(name), maxPolicyName) + "': expected 1 to 128 characters from A-Z a-z 0-9 _ . -"
+	}
+	for _, ch := range name {
+		if !('a' <= ch && ch <= 'z' || 'A' <= ch && ch <= 'Z' || '0' <= ch && ch <= '9' || ch == '_' || ch == '.' || ch == '-') {
+			return "invalid policy name '" + string(name) + "': expected 1 to 128 characters from A-Z a-z 0-9 _ . -"
+		}
+	}
+	return ""
+}
+
+// parsePolicy reads a policy's definition, the words after its name,
+// returning the error text (naming the argument) when it is refused.
+func parsePolicy(name []byte, def [][]byte) (*policy, string) {
+	if msg := checkPolicyName(name); msg != "" {
+		return nil, msg
+	}
+	if len(def) == 0 {
+		return nil, "policy '" + string(name) + "' has no definition: expected FIXED, SLIDE or GCRA and that command's arguments after the key"
+	}
+	p := &policy{name: string(name)}
+	args := def[1:]
+	// COST and PEEK are each request's, given to RL.CHECK.
+	for _, a := range args {
+		if is(a, "COST") || is(a, "PEEK") {
+			return nil, "ERR " + strings.ToUpper(string(a)) + " belongs to RL.CHECK, not to a policy's definition"
+		}
+	}
+	// SHADOW may end any definition.
+	if n := len(args); n > 0 && is(args[n-1], "SHADOW") {
+		p.shadow = true
+		args = args[:n-1]
+	}
+	switch kind := def[0]; {
+	case is(kind, "FIXED"), is(kind, "SLIDE"):
+		p.kind = policySlide
+		cmd := "rl.slide"
+		if is(kind, "FIXED") {
+			p.kind, cmd = policyFixed, "rl.fixed"
+		}
+		var rules [maxRules]engine.Rule
+		a, msg := parseRLArgs(args, cmd, p.kind == policyFixed, &rules)
+		if msg != "" {
+			return nil, msg
+		}
+		if len(a.rules) == 0 {
+			return nil, "policy '" + string(name) + "' has no rule: expected limit window [limit window ...]"
+		}
+		p.rules = slices.Clone(a.rules)
+		p.first, p.zone, p.penalize = a.first, a.zone, a.penalize
+		p.maxCost = engine.MaxLimit
+		for _, r := range p.rules {
+			p.maxCost = min(p.maxCost, r.Limit)
+		}
+	case is(kind, "GCRA"):
+		p.kind = policyGCRA
+		if msg := parsePolicyGCRA(p, args); msg != "" {
+			return nil, msg
+		}
+	default:
+		return nil, "invalid policy type '" + string(kind) + "': expected FIXED, SLIDE or GCRA"
+	}
+	p.def = p.normalised()
+	return p, ""
+}
+
+// parsePolicyGCRA reads "max_burst count_per_period period", CL.THROTTLE's
+// arguments; the quantity is RL.CHECK's COST. The period is a duration in
+// whole seconds (a bare number is seconds, as in CL.THROTTLE).
+func parsePolicyGCRA(p *policy, args [][]byte) string {
+	if len(args) != 3 {
+		if len(args) > 3 {
+			return "syntax error: unexpected argument '" + string(args[3]) + "'"
+		}
+		return "ERR GCRA needs max_burst count_per_period period"
+	}
+	burst, ok := engine.ParseInt(args[0])
+	if !ok || burst < 0 || burst >= engine.MaxLimit {
+		return "invalid max_burst '" + string(args[0]) + "': expected an integer from 0 to 9007199254740991"
+	}
+	count, ok := limitValue(args[1])
+	if !ok {
+		return "invalid count_per_period '" + string(args[1]) + "': expected " + limitRange
+	}
+	period, ok := ParseDuration(args[2])
+	if !ok || period%1000 != 0 {
+		return "invalid period '" + string(args[2]) + "': expected whole seconds, a number with unit s, m, h or d (a bare number is seconds), from 1s to 3650d"
+	}
+	g := engine.GCRA{MaxBurst: burst, Count: count, Period: period / 1000}
+	// The engine's arithmetic in ns must not overflow for any COST the
+	// policy admits: the burst's span, (max_burst+1) emission intervals,
+	// is bounded by the longest window, and an interval is at least 1 ns.
+	emission := int64(float64(g.Period*1e9) / float64(g.Count))
+	if emission == 0 {
+		return "invalid count_per_period '" + string(args[1]) + "': more than one per nanosecond over the period"
+	}
+	if span, ok := mulNoOverflow(emission, burst+1); !ok || span > engine.MaxWindow*1e6 {
+		return "ERR GCRA policy too long: max_burst+1 requests at count_per_period per period must span at most 3650d"
+	}
+	p.gcra = g
+	p.maxCost = burst + 1
+	return ""
+}
+
+func mulNoOverflow(a, b int64) (int64, bool) {
+	if a != 0 && b > (1<<63-1)/a {
+		return 0, false
+	}
+	return a * b, true
+}
+
+// normalised returns the policy's definition in one form: the type and
+// option words in upper case, numbers in decimal, windows in their
+// largest whole unit, the zone as ParseZone names it.
+func (p *policy) normalised() [][]byte {
+	w := []string{policyKindNames[p.kind]}
+	switch p.kind {
+	case policyFixed, policySlide:
+		for _, r := range p.rules {
+			w = append(w, strconv.FormatInt(r.Limit, 10), formatWindow(r.Window))
+		}
+		if p.first {
+			w = append(w, "ALIGN", "FIRST")
+		}
+		if p.zone != nil {
+			w = append(w, "TZ", p.zone.Name)
+		}
+		if p.penalize {
+			w = append(w, "PENALIZE")
+		}
+	case policyGCRA:
+		w = append(w, strconv.FormatInt(p.gcra.MaxBurst, 10), strconv.FormatInt(p.gcra.Count, 10), formatWindow(p.gcra.Period*1000))
+	}
+	if p.shadow {
+		w = append(w, "SHADOW")
+	}
+	out := make([][]byte, len(w))
+	for i, s := range w {
+		out[i] = []byte(s)
+	}
+	return out
+}
+
+// formatWindow writes a duration in ms in its largest whole unit.
+func formatWindow(ms int64) string {
+	for _, u := range []struct {
+		ms   int64
+		unit string
+	}{{24 * 3600 * 1000, "d"}, {3600 * 1000, "h"}, {60 * 1000, "m"}, {1000, "s"}} {
+		if ms%u.ms == 0 {
+			return strconv.FormatInt(ms/u.ms, 10) + u.unit
+		}
+	}
+	return strconv.FormatInt(ms, 10) + "ms"
+}
+
+func cmdPolicySet(c *Ctx) {
+	p, msg := parsePolicy(c.Args[2], c.Args[3:])
+	if msg != "" {
+		c.W.Error(msg)
+		return
+	}
+	reg := &c.Srv.policies
+	reg.mu.Lock()
+	defer reg.mu.Unlock()
+	m, msg := reg.withChanges([]*policy{p}, "")
+	if msg != "" {
+		c.W.Error(msg)
+		return
+	}
+	reg.replaceLocked(m)
+	c.replicate(-1, c.Args...)
+	c.W.OK()
+}
+
+func cmdPolicyGet(c *Ctx) {
+	p := c.Srv.policies.lookup(c.Args[2])
+	if p == nil {
+		c.W.Error(noSuchPolicy(c.Args[2]))
+		return
+	}
+	c.W.Array(len(p.def))
+	for _, w := range p.def {
+		c.W.Bulk(w)
+	}
+}
+
+func cmdPolicyDel(c *Ctx) {
+	reg := &c.Srv.policies
+	reg.mu.Lock()
+	defer reg.mu.Unlock()
+	if reg.lookup(c.Args[2]) == nil {
+		c.W.Int(0)
+		return
+	}
+	m, _ := reg.withChanges(nil, string(c.Args[2]))
+	reg.replaceLocked(m)
+	c.replicate(-1, c.Args...)
+	c.W.Int(1)
+}
+
+func cmdPolicyList(c *Ctx) {
+	if len(c.Args) > 3 {
+		c.W.Error(msgSyntax)
+		return
+	}
+	var names []string
+	for _, p := range c.Srv.policies.sorted() {
+		if len(c.Args) == 3 && !engine.Match(c.Args[2], []byte(p.name), false) {
+			continue
+		}
+		names = append(names, p.name)
+	}
+	c.W.Array(len(names))
+	for _, n := range names {
+		c.W.BulkString(n)
+	}
+}
+
+func cmdPolicyHelp(c *Ctx) {
+	help(c, "RL.POLICY", []string{
+		"SET <name> FIXED|SLIDE|GCRA <arguments of that command after the key> [SHADOW]",
+		"    Create or replace a named policy.",
+		"GET <name>",
+		"    Return the policy's definition, as SET takes it.",
+		"DEL <name>",
+		"    Delete the policy; returns 1, or 0 if there was none.",
+		"LIST [<pattern>]",
+		"    Return the names of the policies (matching the glob pattern), sorted.",
+	})
+}
+
+func noSuchPolicy(name []byte) string {
+	return "ERR no such policy '" + trunc(string(name), maxPolicyName) + "'"
+}
+
+// cmdRLCheck: RL.CHECK name key [COST n] [PEEK]. The key holds the state of
+// the policy's command, so RL.CHECK and that command with the same rules
+// share it; the reply and the replication are that command's.
+func cmdRLCheck(c *Ctx) {
+	p := c.Srv.policies.lookup(c.Args[1])
+	if p == nil {
+		c.W.Error(noSuchPolicy(c.Args[1]))
+		return
+	}
+	cost, peek := int64(1), false
+	seenCost := false
+	for j := 3; j < len(c.Args); j++ {
+		switch opt := c.Args[j]; {
+		case is(opt, "COST") && j+1 < len(c.Args) && !seenCost:
+			n, ok := limitValue(c.Args[j+1])
+			if !ok {
+				c.W.Error("invalid COST '" + string(c.Args[j+1]) + "': expected " + limitRange)
+				return
+			}
+			cost, seenCost = n, true
+			j++
+		case is(opt, "COST") && j+1 >= len(c.Args):
+			c.W.Error("ERR COST needs a value")
+			return
+		case is(opt, "PEEK") && !peek:
+			peek = true
+		case is(opt, "COST") || is(opt, "PEEK"):
+			c.W.Error("ERR " + strings.ToUpper(string(opt)) + " given twice")
+			return
+		default:
+			c.W.Error("syntax error: unexpected argument '" + string(opt) + "'")
+			return
+		}
+	}
+	if cost > p.maxCost {
+		c.W.Error("ERR COST " + strconv.FormatInt(cost, 10) + " exceeds the limit " + strconv.FormatInt(p.maxCost, 10) +
+			" of policy '" + p.name + "': the request could never be allowed")
+		return
+	}
+	key := c.Args[2]
+	sh := c.Shard(key)
+	var d engine.Decision
+	var err error
+	switch p.kind {
+	case policyFixed:
+		o := engine.FixedOptions{Cost: cost, Peek: peek, First: p.first, Zone: p.zone}
+		d, err = sh.Fixed(c.DB, key, c.Now, p.rules, o, &c.Client.rl.decide)
+	case policySlide:
+		o := engine.SlideOptions{Cost: cost, Peek: peek, Penalize: p.penalize}
+		d, err = sh.Slide(c.DB, key, c.Now, p.rules, o, &c.Client.rl.decide)
+	case policyGCRA:
+		g := p.gcra
+		g.Quantity, g.Peek = cost, peek
+		var res engine.ThrottleResult
+		res, err = sh.Throttle(c.DB, key, c.Now, g, &c.Client.rl.decide)
+		d = gcraDecision(res)
+	}
+	if err != nil {
+		c.Err(err)
+		return
+	}
+	if !peek {
+		p.counts.count(d.Allowed, p.shadow)
+	}
+	c.decided(rlCheck, d, peek, p.shadow)
+}
+
+// gcraDecision gives a CL.THROTTLE result in the RL reply's conventions:
+// allowed as 1, times in ms (rounded up, so that a client waiting that
+// long is allowed), -1 retry when allowed.
+func gcraDecision(res engine.ThrottleResult) engine.Decision {
+	d := engine.Decision{Allowed: !res.Limited, Limit: res.Limit, Remaining: res.Remaining, RetryAfter: -1}
+	if res.Limited && res.RetryNs >= 0 {
+		d.RetryAfter = (res.RetryNs + 999_999) / 1_000_000
+	}
+	d.ResetAfter = max((res.ResetNs+999_999)/1_000_000, 0)
+	return d
+}
+
+// infoPolicies writes each policy's decisions, sorted by name, in INFO's
+// ratelimit section: policy_<name>:allowed=..,denied=..,shadow_denied=..
+func infoPolicies(s *Server, b *strings.Builder) {
+	for _, p := range s.policies.sorted() {
+		fmt.Fprintf(b, "policy_%s:allowed=%d,denied=%d,shadow_denied=%d\r\n",
+			p.name, p.counts.allowed.Load(), p.counts.denied.Load(), p.counts.shadowDenied.Load())
+	}
+}
+
+// resetPolicyCounts zeroes every policy's counters (CONFIG RESETSTAT).
+func (reg *policyRegistry) resetCounts() {
+	for _, p := range reg.snapshot() {
+		p.counts.reset()
+	}
+}
+
+// PolicyStat counts the decisions of one named policy.
+type PolicyStat struct {
+	Policy                        string
+	Allowed, Denied, ShadowDenied int64
+}
+
+// PolicyStats returns the decisions of each policy, sorted by name: at
+// most maxPolicies of them, so the metrics' policy label stays bounded.
+func (s *Server) PolicyStats() []PolicyStat {
+	ps := s.policies.sorted()
+	out := make([]PolicyStat, len(ps))
+	for i, p := range ps {
+		out[i] = PolicyStat{p.name, p.counts.allowed.Load(), p.counts.denied.Load(), p.counts.shadowDenied.Load()}
+	}
+	return out
+}
+
+// Policies in snapshots and full syncs: a version byte, then per policy
+// its name and its normalised definition, each word length-prefixed.
+const policyPayloadVersion = 1
+
+func (reg *policyRegistry) payload() []byte {
+	ps := reg.sorted()
+	if len(ps) == 0 {
+		return nil
+	}
+	b := []byte{policyPayloadVersion}
+	b = binary.AppendUvarint(b, uint64(len(ps)))
+	for _, p := range ps {
+		b = binary.AppendUvarint(b, uint64(len(p.def)+1))
+		b = binary.AppendUvarint(b, uint64(len(p.name)))
+		b = append(b, p.name...)
+		for _, w := range p.def {
+			b = binary.AppendUvarint(b, uint64(len(w)))
+			b = append(b, w...)
+		}
+	}
+	return b
+}
+
+// readPolicyPayload parses a payload, each definition as SET would.
+func readPolicyPayload(b []byte) ([]*policy, error) {
+	if len(b) == 0 {
+		return nil, nil
+	}
+	if b[0] != policyPayloadVersion {
+		return nil, fmt.Errorf("policies recorded in an unknown format (version %d)", b[0])
+	}
+	b = b[1:]
+	bad := errors.New("the recorded policies are damaged")
+	next := func() (uint64, bool) {
+		v, n := binary.Uvarint(b)
+		if n <= 0 {
+			return 0, false
+		}
+		b = b[n:]
+		return v, true
+	}
+	count, ok := next()
+	if !ok || count > maxPolicies {
+		return nil, bad
+	}
+	out := make([]*policy, 0, count)
+	for i := uint64(0); i < count; i++ {
+		nw, ok := next()
+		if !ok || nw < 2 || nw > 256 {
+			return nil, bad
+		}
+		words := make([][]byte, nw)
+		for j := range words {
+			l, ok := next()
+			if !ok || l > uint64(len(b)) {
+				return nil, bad
+			}
+			words[j], b = b[:l:l], b[l:]
+		}
+		p, msg := parsePolicy(words[0], words[1:])
+		if msg != "" {
+			return nil, fmt.Errorf("policy '%s': %s", words[0], strings.TrimPrefix(msg, "ERR "))
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// PoliciesPayload returns the policies as snapshots keep them (nil: none),
+// and a number that changes whenever they do.
+func (s *Server) PoliciesPayload() ([]byte, uint64) {
+	reg := &s.policies
+	reg.mu.Lock()
+	defer reg.mu.Unlock()
+	return reg.payload(), reg.gen.Load()
+}
+
+// RestorePolicies replaces the policies with those of a payload made by
+// PoliciesPayload (a snapshot's, a master's in a full sync; nil: none).
+func (s *Server) RestorePolicies(payload []byte) error {
+	ps, err := readPolicyPayload(payload)
+	if err != nil {
+		return err
+	}
+	reg := &s.policies
+	reg.mu.Lock()
+	defer reg.mu.Unlock()
+	m := make(map[string]*policy, len(ps))
+	for _, p := range ps {
+		m[p.name] = p
+	}
+	reg.replaceLocked(m)
+	return nil
+}
+
+// policiesForSync is the replication's hook for a full sync: the policies
+// as a payload, read under the registry's lock, which release lets go once
+// the sync has read its offset (see functionsForSync).
+func (s *Server) policiesForSync() ([]byte, func()) {
+	reg := &s.policies
+	reg.mu.Lock()
+	return reg.payload(), reg.mu.Unlock
+}
+
+// LoadPolicyFile reads a file of "RL.POLICY SET name ..." lines (# starts
+// a comment line; quoting as in redis-cli and the config file) and adds
+// its policies to those the snapshot had, replacing those of the same
+// names; a name defined twice takes its last line, as the commands would.
+// One bad line refuses the whole file: the error names the file and line.
+func (s *Server) LoadPolicyFile(path string) (int, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	ps, err := readPolicyFile(f, path)
+	if err != nil {
+		return 0, err
+	}
+	reg := &s.policies
+	reg.mu.Lock()
+	defer reg.mu.Unlock()
+	m, msg := reg.withChanges(ps, "")
+	if msg != "" {
+		return 0, fmt.Errorf("%s: %s", path, msg)
+	}
+	reg.replaceLocked(m)
+	return len(ps), nil
+}
+
+func readPolicyFile(r io.Reader, path string) ([]*policy, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64*1024), 1<<20)
+	var ps []*policy
+	line := 0
+	for sc.Scan() {
+		line++
+		text := strings.TrimSpace(sc.Text())
+		if text == "" || text[0] == '#' {
+			continue
+		}
+		fail := func(msg string) error {
+			return fmt.Errorf("%s:%d: %s", path, line, strings.TrimPrefix(msg, "ERR "))
+		}
+		args, ok := resp.SplitArgs([]byte(text))
+		if !ok {
+			return nil, fail("unbalanced quotes")
+		}
+		if len(args) < 3 || !is(args[0], "RL.POLICY") || !is(args[1], "SET") {
+			return nil, fail("expected RL.POLICY SET name FIXED|SLIDE|GCRA ...")
+		}
+		p, msg := parsePolicy(args[2], args[3:])
+		if msg != "" {
+			return nil, fail(msg)
+		}
+		ps = append(ps, p)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%s:%d: %v", path, line+1, err)
+	}
+	if len(ps) > maxPolicies {
+		return nil, fmt.Errorf("%s: too many policies: at most %d", path, maxPolicies)
+	}
+	return ps, nil
+}
