@@ -19,9 +19,10 @@ import (
 )
 
 // The examples in examples/node (ioredis) and examples/python (redis-py)
-// are run as a user would run them, against a real limitkv: each must let
-// exactly the limit through, then answer 429 with Retry-After and the IETF
-// RateLimit-Policy / RateLimit fields.
+// are run as a user would run them, against a real limitkv: on each of
+// their endpoints (RL.SLIDE, and RL.CHECK of the policy the app defines at
+// start-up) they must let exactly the limit through, then answer 429 with
+// Retry-After and the IETF RateLimit-Policy / RateLimit fields.
 
 // exampleNeeds fails under CI (where .ci/run installs what the examples
 // need) and skips elsewhere.
@@ -112,6 +113,16 @@ func (a *exampleApp) stop() {
 	case <-time.After(10 * time.Second):
 		a.cmd.Process.Kill()
 		<-a.done
+	}
+}
+
+// stopCleanly stops the app and checks that it handled SIGTERM: closed its
+// server and its connection to limitkv, and exited with status 0.
+func (a *exampleApp) stopCleanly(t *testing.T) {
+	t.Helper()
+	a.stop()
+	if code := a.cmd.ProcessState.ExitCode(); code != 0 {
+		t.Fatalf("after SIGTERM the app exited with %d (%s):\n%s", code, a.cmd.ProcessState, a.log.String())
 	}
 }
 
@@ -218,9 +229,14 @@ func trackExample(files ...string) {
 	}
 }
 
+// The two endpoints get different limits and windows, so that a mix-up
+// between them shows.
 const (
-	exampleLimit  = 5
-	exampleWindow = 60
+	exampleLimit        = 5
+	exampleWindow       = 60
+	examplePolicy       = "example-api"
+	examplePolicyLimit  = 3
+	examplePolicyWindow = 30
 )
 
 func exampleEnv(s *server) []string {
@@ -228,18 +244,44 @@ func exampleEnv(s *server) []string {
 		"LIMITKV_ADDR=" + s.addr,
 		"SLIDE_LIMIT=" + strconv.Itoa(exampleLimit),
 		"SLIDE_WINDOW=" + strconv.Itoa(exampleWindow),
+		"POLICY_NAME=" + examplePolicy,
+		"POLICY_LIMIT=" + strconv.Itoa(examplePolicyLimit),
+		"POLICY_WINDOW=" + strconv.Itoa(examplePolicyWindow),
 	}
 }
 
-// checkExampleState looks at what the app left in limitkv: the key of the
-// client that used its quota is full.
-func checkExampleState(t *testing.T, s *server) {
+// checkExample drives both endpoints of a running example, then looks at
+// what it left in limitkv, and changes the policy on the server: the app
+// must apply the new limit at once, without a restart.
+func checkExample(t *testing.T, s *server, app *exampleApp) {
 	t.Helper()
+	checkLimitedEndpoint(t, app, "/slide", "slide", exampleLimit, exampleWindow)
+	checkLimitedEndpoint(t, app, "/policy", examplePolicy, examplePolicyLimit, examplePolicyWindow)
+
 	ctx := context.Background()
 	rdb := goRedis(t, s.addr, 2)
 	d, err := rdb.Do(ctx, "RL.SLIDE", "example:slide:seq", exampleLimit, exampleWindow, "PEEK").Int64Slice()
 	if err != nil || len(d) != 5 || d[0] != 0 || d[2] != 0 {
 		t.Fatalf("RL.SLIDE example:slide:seq ... PEEK: %v %v, want a full window", d, err)
+	}
+	d, err = rdb.Do(ctx, "RL.CHECK", examplePolicy, "example:policy:seq", "PEEK").Int64Slice()
+	if err != nil || len(d) != 5 || d[0] != 0 || d[1] != examplePolicyLimit || d[2] != 0 {
+		t.Fatalf("RL.CHECK %s example:policy:seq PEEK: %v %v, want a full window", examplePolicy, d, err)
+	}
+
+	const raised = 10
+	if err := rdb.Do(ctx, "RL.POLICY", "SET", examplePolicy, "SLIDE", raised, examplePolicyWindow).Err(); err != nil {
+		t.Fatal(err)
+	}
+	c := &http.Client{Timeout: 30 * time.Second}
+	r := exampleGet(t, c, app.base+"/policy", "seq")
+	want := exampleReply{
+		status:    200,
+		policy:    fmt.Sprintf(`"%s";q=%d;w=%d`, examplePolicy, raised, examplePolicyWindow),
+		rateLimit: fmt.Sprintf(`"%s";r=%d;t=%d`, examplePolicy, raised-examplePolicyLimit-1, examplePolicyWindow),
+	}
+	if r != want {
+		t.Fatalf("/policy after RL.POLICY SET %s SLIDE %d %d: got %+v, want %+v", examplePolicy, raised, examplePolicyWindow, r, want)
 	}
 }
 
@@ -255,8 +297,8 @@ func TestExampleNode(t *testing.T) {
 	}
 	s := startLimitkv(t)
 	app := startExample(t, dir, exampleEnv(s), node, "server.js")
-	checkLimitedEndpoint(t, app, "/slide", "slide", exampleLimit, exampleWindow)
-	checkExampleState(t, s)
+	checkExample(t, s, app)
+	app.stopCleanly(t)
 }
 
 // The Python example runs under Debian's python3 with Debian's
@@ -274,6 +316,6 @@ func TestExamplePython(t *testing.T) {
 	}
 	s := startLimitkv(t)
 	app := startExample(t, dir, exampleEnv(s), examplePython, "app.py")
-	checkLimitedEndpoint(t, app, "/slide", "slide", exampleLimit, exampleWindow)
-	checkExampleState(t, s)
+	checkExample(t, s, app)
+	app.stopCleanly(t)
 }

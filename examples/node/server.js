@@ -2,6 +2,9 @@
 // An HTTP API protected by limitkv, with node's http module and ioredis.
 //
 //   GET /slide   RL.SLIDE per client: SLIDE_LIMIT requests per SLIDE_WINDOW seconds
+//   GET /policy  RL.CHECK of the named policy POLICY_NAME, which the app
+//                defines at start-up with RL.POLICY SET (a sliding window of
+//                POLICY_LIMIT per POLICY_WINDOW seconds)
 //
 // Every answer carries the IETF RateLimit-Policy and RateLimit fields
 // (draft-ietf-httpapi-ratelimit-headers); a refusal is 429 with Retry-After.
@@ -35,6 +38,11 @@ const slide = {
   limit: positiveInt('SLIDE_LIMIT', process.env.SLIDE_LIMIT || '10'),
   window: positiveInt('SLIDE_WINDOW', process.env.SLIDE_WINDOW || '60'),
 };
+const policy = {
+  name: process.env.POLICY_NAME || 'example-api',
+  limit: positiveInt('POLICY_LIMIT', process.env.POLICY_LIMIT || '5'),
+  window: positiveInt('POLICY_WINDOW', process.env.POLICY_WINDOW || '60'),
+};
 
 const sep = addr.lastIndexOf(':');
 const redis = new Redis({
@@ -56,11 +64,12 @@ const seconds = (ms) => Math.ceil(ms / 1000);
 
 // RateLimit's t is when more quota comes: the retry time when refused, else
 // when the window is full again (an upper bound for a sliding window, which
-// the draft allows).
+// the draft allows). q is the limit limitkv decided with, so that a policy
+// changed on the server shows at once; w is the window this app knows.
 function answer(res, policy, d, body) {
   const t = d.allowed ? seconds(d.resetAfterMs) : seconds(d.retryAfterMs);
-  res.setHeader('RateLimit-Policy', `"${policy.name}";q=${policy.limit};w=${policy.window}`);
-  res.setHeader('RateLimit', `"${policy.name}";r=${d.remaining};t=${t}`);
+  res.setHeader('RateLimit-Policy', `"${policy.name}";q=${d.limit};w=${policy.window}`);
+  res.setHeader('RateLimit', `"${policy.name}";r=${Math.max(d.remaining, 0)};t=${t}`);
   if (!d.allowed) {
     res.setHeader('Retry-After', String(t));
     send(res, 429, { error: 'too many requests', retry_after_s: t });
@@ -90,6 +99,10 @@ async function handle(req, res) {
     const reply = await redis.call('RL.SLIDE', `example:slide:${client}`, slide.limit, slide.window);
     return answer(res, slide, decision(reply), { ok: true, endpoint: 'slide', client });
   }
+  if (path === '/policy') {
+    const reply = await redis.call('RL.CHECK', policy.name, `example:policy:${client}`);
+    return answer(res, policy, decision(reply), { ok: true, endpoint: 'policy', client });
+  }
   send(res, 404, { error: 'not found' });
 }
 
@@ -103,7 +116,10 @@ const server = http.createServer((req, res) => {
 });
 
 async function main() {
-  await redis.ping();
+  // Defined once on the server: every process of the app (and any other
+  // app) applying this name shares it, and an operator can change it with
+  // RL.POLICY SET, or load it with --rl-policies, without a deploy.
+  await redis.call('RL.POLICY', 'SET', policy.name, 'SLIDE', policy.limit, policy.window);
   server.listen(port, host, () => {
     const a = server.address();
     console.log(`ready: http://${a.address}:${a.port} (limitkv ${addr})`);

@@ -2,6 +2,9 @@
 """An HTTP API protected by limitkv, with the standard library and redis-py.
 
     GET /slide   RL.SLIDE per client: SLIDE_LIMIT requests per SLIDE_WINDOW seconds
+    GET /policy  RL.CHECK of the named policy POLICY_NAME, which the app
+                 defines at start-up with RL.POLICY SET (a sliding window of
+                 POLICY_LIMIT per POLICY_WINDOW seconds)
 
 Every answer carries the IETF RateLimit-Policy and RateLimit fields
 (draft-ietf-httpapi-ratelimit-headers); a refusal is 429 with Retry-After.
@@ -61,6 +64,11 @@ class Handler(BaseHTTPRequestHandler):
                     "RL.SLIDE", f"example:slide:{client}", p.limit, p.window)
                 self.answer(p, Decision(reply), {"ok": True, "endpoint": "slide", "client": client})
                 return
+            if path == "/policy":
+                p = app.policy
+                reply = app.redis.execute_command("RL.CHECK", p.name, f"example:policy:{client}")
+                self.answer(p, Decision(reply), {"ok": True, "endpoint": "policy", "client": client})
+                return
         except redis.RedisError as err:
             # limitkv unreachable or refusing: fail closed, say why.
             print(f"limitkv: {err}", file=sys.stderr, flush=True)
@@ -71,11 +79,13 @@ class Handler(BaseHTTPRequestHandler):
     def answer(self, policy, d, body):
         # RateLimit's t is when more quota comes: the retry time when
         # refused, else when the window is full again (an upper bound for a
-        # sliding window, which the draft allows).
+        # sliding window, which the draft allows). q is the limit limitkv
+        # decided with, so that a policy changed on the server shows at
+        # once; w is the window this app knows.
         t = seconds(d.reset_after_ms) if d.allowed else seconds(d.retry_after_ms)
         headers = [
-            ("RateLimit-Policy", f'"{policy.name}";q={policy.limit};w={policy.window}'),
-            ("RateLimit", f'"{policy.name}";r={d.remaining};t={t}'),
+            ("RateLimit-Policy", f'"{policy.name}";q={d.limit};w={policy.window}'),
+            ("RateLimit", f'"{policy.name}";r={max(d.remaining, 0)};t={t}'),
         ]
         if not d.allowed:
             headers.append(("Retry-After", str(t)))
@@ -97,6 +107,15 @@ class Handler(BaseHTTPRequestHandler):
         pass  # one line per request would drown the ready line in tests
 
 
+class Server(ThreadingHTTPServer):
+    # On SIGTERM, stop without waiting for idle keep-alive connections.
+    daemon_threads = True
+    block_on_close = False
+    # socketserver's default backlog of 5 makes a burst of clients wait for
+    # SYN retries.
+    request_queue_size = 128
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--limitkv", default=os.environ.get("LIMITKV_ADDR", "127.0.0.1:6379"),
@@ -113,17 +132,24 @@ def main():
     app.slide = Policy("slide",
                        positive_int("SLIDE_LIMIT", os.environ.get("SLIDE_LIMIT", "10")),
                        positive_int("SLIDE_WINDOW", os.environ.get("SLIDE_WINDOW", "60")))
+    app.policy = Policy(os.environ.get("POLICY_NAME", "example-api"),
+                        positive_int("POLICY_LIMIT", os.environ.get("POLICY_LIMIT", "5")),
+                        positive_int("POLICY_WINDOW", os.environ.get("POLICY_WINDOW", "60")))
     rhost, _, rport = args.limitkv.rpartition(":")
     app.redis = redis.Redis(host=rhost or "127.0.0.1", port=int(rport),
                             password=os.environ.get("LIMITKV_PASSWORD") or None,
                             socket_timeout=5)
     try:
-        app.redis.ping()
+        # Defined once on the server: every process of the app (and any
+        # other app) applying this name shares it, and an operator can
+        # change it with RL.POLICY SET, or load it with --rl-policies,
+        # without a deploy.
+        p = app.policy
+        app.redis.execute_command("RL.POLICY", "SET", p.name, "SLIDE", p.limit, p.window)
     except redis.RedisError as err:
         sys.exit(f"start-up failed: {err}")
 
-    server = ThreadingHTTPServer((host, args.port), Handler)
-    server.daemon_threads = True
+    server = Server((host, args.port), Handler)
     server.app = app
 
     def stop(signum, frame):
