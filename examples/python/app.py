@@ -26,7 +26,7 @@ import redis
 def positive_int(name, text):
     # Windows are whole seconds here because RateLimit-Policy's w is in
     # seconds; limitkv reads a bare integer window as seconds too.
-    if not text.isdigit() or text.startswith("0"):
+    if not (text.isascii() and text.isdigit()) or text.startswith("0"):
         sys.exit(f"{name} must be a positive integer, got '{text}'")
     return int(text)
 
