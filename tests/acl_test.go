@@ -38,7 +38,7 @@ func sha256Hex(s string) string {
 func TestACLFileSaveLoad(t *testing.T) {
 	dir := t.TempDir()
 	aclfile := filepath.Join(dir, "users.acl")
-	os.WriteFile(aclfile, []byte("user app on >app-secret ~rl:* -@all +@ratelimit +ping\n\nuser default on nopass ~* &* +@all\n"), 0o600)
+	os.WriteFile(aclfile, []byte("user app on >app-secret ~rl:* -@all +@ratelimit -@admin +ping\n\nuser default on nopass ~* &* +@all\n"), 0o600)
 	s := startLimitkv(t, "--aclfile", aclfile)
 	admin := dialRaw(t, s.addr)
 	app := dialRaw(t, s.addr)
@@ -52,6 +52,13 @@ func TestACLFileSaveLoad(t *testing.T) {
 		{app, []string{"RL.SLIDE", "rl:user:1", "10", "1m"}, "[:1, :10, :9, :-1, :60000]"},
 		{app, []string{"RL.SLIDE", "user:1", "10", "1m"}, "-NOPERM this user has no permissions to access one of the keys used as arguments"},
 		{app, []string{"GET", "rl:user:1"}, "-NOPERM this user has no permissions to run the 'get' command"},
+		// README's application user decides and reads policies, but
+		// neither redefines them nor sees every client's keys.
+		{admin, []string{"RL.POLICY", "SET", "api", "SLIDE", "2", "1m"}, "+OK"},
+		{app, []string{"RL.CHECK", "api", "rl:user:2"}, "[:1, :2, :1, :-1, :60000]"},
+		{app, []string{"RL.POLICY", "GET", "api"}, `["SLIDE", "2", "1m"]`},
+		{app, []string{"RL.POLICY", "SET", "api", "SLIDE", "1000", "1m"}, "-NOPERM this user has no permissions to run the 'rl.policy|set' command"},
+		{app, []string{"RL.TOP"}, "-NOPERM this user has no permissions to run the 'rl.top' command"},
 		{admin, []string{"ACL", "SETUSER", "ops", "on", ">ops pass", "allkeys", "+@all", "-@dangerous"}, "+OK"},
 		{admin, []string{"ACL", "SAVE"}, "+OK"},
 	} {
