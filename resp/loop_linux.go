@@ -164,18 +164,6 @@ func epollPoll(epfd int, events []syscall.EpollEvent) (int, syscall.Errno) {
 	return int(n), 0
 }
 
-// rawRW reads (or writes) fd once; the socket is non-blocking.
-func rawRW(trap uintptr, fd uintptr, b []byte) (int, error) {
-	if len(b) == 0 {
-		return 0, nil
-	}
-	n, _, errno := syscall.RawSyscall(trap, fd, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
-	if errno != 0 {
-		return 0, errno
-	}
-	return int(n), nil
-}
-
 // close closes the loop's descriptors, once. The epoll descriptor is
 // closed through epf when there is one, which owns it: closing the number
 // directly as well would close whatever file reuses it next, in this
@@ -609,11 +597,11 @@ type rawSock struct {
 func newRawSock(rc syscall.RawConn) *rawSock {
 	s := &rawSock{rc: rc}
 	s.read = func(fd uintptr) bool {
-		s.n, s.err = rawRW(syscall.SYS_READ, fd, s.b)
+		s.n, s.err = readFD(fd, s.b)
 		return true
 	}
 	s.write = func(fd uintptr) bool {
-		s.n, s.err = rawRW(syscall.SYS_WRITE, fd, s.b)
+		s.n, s.err = writeFD(fd, s.b)
 		return true
 	}
 	return s
