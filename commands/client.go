@@ -39,7 +39,10 @@ type Client struct {
 	// dispatched: the current request ran (Server.run), rather than being
 	// refused or queued.
 	dispatched bool
-	start      int64 // when the current request began (monoNow)
+	// inlined is the spec Inline found for the request about to run,
+	// taken (and cleared) by execute.
+	inlined *Spec
+	start   int64 // when the current request began (monoNow)
 	// authFails counts consecutive failed AUTHs; penalty is the delay the
 	// last one earned, served by Serve after the command (authGuard).
 	authFails int

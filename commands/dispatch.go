@@ -260,6 +260,10 @@ func (s *Server) Inline(conn *resp.Conn, args [][]byte) bool {
 	if spec == nil {
 		return true // an unknown command's error
 	}
+	// The request runs next, on the loop or on the connection's
+	// goroutine: execute takes the spec from here instead of looking the
+	// name up again.
+	conn.Ctx.(*Client).inlined = spec
 	if spec.Flags&(MayWait|Blocking|RunsScript|PubSub|NoAuth) != 0 {
 		return false
 	}
@@ -312,7 +316,15 @@ func (s *Server) request(cl *Client, w *resp.Writer, args [][]byte) {
 
 // execute runs one request for a client, queueing it inside MULTI.
 func (s *Server) execute(cl *Client, w *resp.Writer, args [][]byte, now int64) {
-	spec, errMsg := s.lookup(args)
+	var spec *Spec
+	var errMsg string
+	if in := cl.inlined; in != nil && len(in.Sub) == 0 && named(args[0], in.Name) && in.arityOK(len(args)) {
+		// Inline found it for this request (a name is one command's only).
+		spec = in
+	} else {
+		spec, errMsg = s.lookup(args)
+	}
+	cl.inlined = nil
 	if errMsg != "" {
 		if spec != nil {
 			spec.reject.Add(1) // a known command with the wrong arity
@@ -518,6 +530,22 @@ func (s *Server) lookup(args [][]byte) (*Spec, string) {
 		return spec, "wrong number of arguments for '" + spec.FullName() + "' command"
 	}
 	return spec, ""
+}
+
+// named reports whether b is the command name (lower case) in any case.
+func named(b []byte, name string) bool {
+	if len(b) != len(name) {
+		return false
+	}
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != name[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // findSpec finds the command args name, as Redis's lookupCommand does: a

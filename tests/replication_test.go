@@ -447,7 +447,12 @@ func TestWaitAndMinReplicas(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	if v, _ := mc.Get(ctx, "k").Result(); v == "v3" {
+	// The writes of v3 accepted before the master saw its replica go
+	// legitimately set it; a write refused from now on must change nothing.
+	if err := mc.Set(ctx, "k", "v4", 0).Err(); err == nil || err.Error() != "NOREPLICAS Not enough good replicas to write." {
+		t.Fatalf("write after the refusal: %v", err)
+	}
+	if v, _ := mc.Get(ctx, "k").Result(); v == "v4" {
 		t.Fatal("a refused write changed the key")
 	}
 	// Reads still go.
