@@ -419,10 +419,12 @@ func TestPushLimits(t *testing.T) {
 // it, and the connection's later replies go after earlier pushes.
 func TestPushOrder(t *testing.T) {
 	modes(t, func(t *testing.T, loops bool) {
+		// Added before SUB is sent: the client may read the reply before
+		// the handler has started pushing, and Wait must not return then.
 		var pushed sync.WaitGroup
+		pushed.Add(1)
 		h := &testHandler{}
 		h.onSub = func(c *Conn) {
-			pushed.Add(1)
 			go func() {
 				defer pushed.Done()
 				for i := 0; i < 100; i++ {
