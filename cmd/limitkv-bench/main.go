@@ -547,7 +547,7 @@ func (b *bench) throughput(ctx context.Context) error {
 }
 
 // startPair starts a memory-only limitkv and Redis, with the scripts
-// loaded into Redis.
+// loaded into Redis and the benchmark's policy defined on limitkv.
 func (b *bench) startPair(name string) (lk, rd *server, err error) {
 	if lk, err = startLimitkv(b.limitkvBin, filepath.Join(b.tmp, name+"-limitkv"), false); err != nil {
 		return nil, nil, err
@@ -556,7 +556,10 @@ func (b *bench) startPair(name string) (lk, rd *server, err error) {
 		lk.stop()
 		return nil, nil, err
 	}
-	if err := loadScripts(rd); err != nil {
+	if err = loadScripts(rd); err == nil {
+		err = definePolicy(lk)
+	}
+	if err != nil {
 		lk.stop()
 		rd.stop()
 		return nil, nil, err

@@ -71,7 +71,29 @@ redis.call('PEXPIRE', KEYS[1], window)
 return 1
 `
 
-var scripts = map[string]string{"slide": slideLua, "fixed": fixedLua, "login": loginLua}
+// leaseLua is the concurrency limit (a semaphore whose slots free
+// themselves) as users write it on Redis: a sorted set of holders scored
+// by their lease's end; drop the ended, then admit a holder already in
+// (a renewal) or a new one while fewer than limit hold a slot. The key
+// lives as long as its newest lease. RL.RELEASE's counterpart is ZREM.
+const leaseLua = `local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local limit = tonumber(ARGV[1])
+local lease = tonumber(ARGV[2])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+if redis.call('ZSCORE', KEYS[1], ARGV[3]) or redis.call('ZCARD', KEYS[1]) < limit then
+  redis.call('ZADD', KEYS[1], now + lease, ARGV[3])
+  redis.call('PEXPIRE', KEYS[1], lease)
+  return 1
+end
+return 0
+`
+
+var scripts = map[string]string{"slide": slideLua, "fixed": fixedLua, "login": loginLua, "lease": leaseLua}
+
+// benchPolicy is the named policy of the "check" workload, defined on
+// limitkv before the runs: the sliding window of the "slide" workload.
+var benchPolicy = []string{"RL.POLICY", "SET", "bench-slide", "SLIDE", "100", "60s"}
 
 func scriptSHA(src string) string {
 	sum := sha1.Sum([]byte(src))
@@ -85,11 +107,12 @@ const value32 = "0123456789abcdef0123456789abcdef"
 type argKind uint8
 
 const (
-	argLit    argKind = iota // the text as is
-	argKey                   // the text (a prefix) followed by the user number
-	argDay                   // a day of ten years, drawn per operation
-	argNonce                 // a request id unique within the run
-	argPadKey                // the prefix and the user number in 12 digits, as redis-benchmark writes __rand_int__
+	argLit       argKind = iota // the text as is
+	argKey                      // the text (a prefix) followed by the user number
+	argDay                      // a day of ten years, drawn per operation
+	argNonce                    // a request id unique within the run
+	argPadKey                   // the prefix and the user number in 12 digits, as redis-benchmark writes __rand_int__
+	argSameNonce                // the request id the last argNonce made (a release names its acquire's holder)
 )
 
 type arg struct {
@@ -105,6 +128,7 @@ func lit(s string) arg    { return arg{kind: argLit, text: []byte(s)} }
 func keyArg(p string) arg { return arg{kind: argKey, text: []byte(p)} }
 func dayArg() arg         { return arg{kind: argDay} }
 func nonceArg() arg       { return arg{kind: argNonce} }
+func sameNonceArg() arg   { return arg{kind: argSameNonce} }
 func padKeyArg(p string) arg {
 	return arg{kind: argPadKey, text: []byte(p)}
 }
@@ -166,6 +190,8 @@ func (e *encoder) appendOp(b []byte, o op, user int) []byte {
 				e.nonce = strconv.AppendUint(e.nonce[:0], e.seq*e.ids+e.id, 36)
 				e.seq++
 				e.args[i] = e.nonce
+			case argSameNonce:
+				e.args[i] = e.nonce
 			}
 		}
 		b = resp.AppendCommand(b, e.args[:len(c)]...)
@@ -225,7 +251,7 @@ func describe(o op) string {
 				words = append(words, string(a.text)+"<n>")
 			case argDay:
 				words = append(words, "<day>")
-			case argNonce:
+			case argNonce, argSameNonce:
 				words = append(words, "<id>")
 			}
 		}
@@ -258,6 +284,24 @@ func workloads() []*workload {
 			limitkv:  op{cmd("RL.SLIDE", keyArg("slide:"), lit("100"), lit("60s"))},
 			redis:    op{evalsha("slide", "slide:", lit("100"), lit("60000"), nonceArg())},
 			decision: true, check: checkDecision(100), checkUser: freshUser,
+		},
+		{
+			id: "check", name: "named policy: sliding window 100/60s",
+			limitkv:  op{cmd("RL.CHECK", lit(benchPolicy[2]), keyArg("check:"))},
+			redis:    op{evalsha("slide", "check:", lit("100"), lit("60000"), nonceArg())},
+			decision: true, check: checkDecision(100), checkUser: freshUser,
+		},
+		{
+			id: "lease", name: "concurrency 100, 30s lease: acquire + release",
+			limitkv: op{
+				cmd("RL.ACQUIRE", keyArg("lease:"), lit("100"), lit("30s"), nonceArg()),
+				cmd("RL.RELEASE", keyArg("lease:"), sameNonceArg()),
+			},
+			redis: op{
+				evalsha("lease", "lease:", lit("100"), lit("30000"), nonceArg()),
+				cmd("ZREM", keyArg("lease:"), sameNonceArg()),
+			},
+			decision: true, check: checkLease, checkUser: freshUser,
 		},
 		{
 			id: "fixed", name: "fixed window 100/60s",
@@ -340,6 +384,20 @@ func checkDecision(limit int64) func(string, []resp.Value) error {
 	}
 }
 
+// checkLease expects a slot taken on a new key and given back.
+func checkLease(kind string, r []resp.Value) error {
+	if len(r) != 2 {
+		return fmt.Errorf("%d replies to acquire + release", len(r))
+	}
+	if err := checkDecision(100)(kind, r[:1]); err != nil {
+		return err
+	}
+	if r[1].Type != ':' || r[1].Int != 1 {
+		return fmt.Errorf("release answered %v, want :1", r[1])
+	}
+	return nil
+}
+
 func checkInts(want ...int64) func(string, []resp.Value) error {
 	return func(_ string, r []resp.Value) error {
 		if len(r) != len(want) {
@@ -385,6 +443,17 @@ func verifyWorkload(s *server, w *workload, users int) error {
 		return fmt.Errorf("%s %s: %v", s.kind, w.id, err)
 	}
 	return nil
+}
+
+// definePolicy defines, on limitkv, the policy the "check" workload applies.
+func definePolicy(s *server) error {
+	c, err := dial(s.addr)
+	if err != nil {
+		return err
+	}
+	defer c.close()
+	_, err = c.ok(benchPolicy...)
+	return err
 }
 
 // loadScripts SCRIPT LOADs the scripts into Redis and checks the digests.
