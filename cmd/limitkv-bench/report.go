@@ -132,8 +132,11 @@ func summarize(runs []runRecord, selected []*workload, depths []int, quietCores 
 			row := rowSummary{Workload: w.id, Name: w.name, Depth: d, Decision: w.decision}
 			for _, kind := range []string{kindLimitkv, kindRedis} {
 				s := &serverSummary{Server: kind, Command: describe(w.opFor(kind))}
-				if name := scriptName(w.opFor(kind)); name != "" {
-					s.Command = "EVALSHA " + name
+				if o := w.opFor(kind); scriptName(o) != "" {
+					s.Command = "EVALSHA " + scriptName(o)
+					if len(o) > 1 {
+						s.Command += " + " + describe(o[1:])
+					}
 				}
 				var hist, lag, sent histogram
 				var srv, cli, oth, st, perOp []float64
@@ -633,7 +636,7 @@ func markdown(r *results) string {
 	}
 	p("## The Lua scripts run on Redis")
 	p("")
-	for _, name := range []string{"slide", "fixed", "login"} {
+	for _, name := range []string{"slide", "fixed", "login", "lease"} {
 		p("`%s.lua` (SHA1 %s):", name, scriptSHA(scripts[name]))
 		p("")
 		p("```lua")

@@ -261,7 +261,7 @@ func describe(o op) string {
 }
 
 func scriptName(o op) string {
-	if len(o) == 1 && string(o[0][0].text) == "EVALSHA" {
+	if len(o) >= 1 && string(o[0][0].text) == "EVALSHA" {
 		sha := string(o[0][1].text)
 		for name, src := range scripts {
 			if scriptSHA(src) == sha {
