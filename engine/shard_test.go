@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
+	"time"
 )
 
 // modelEntry is what the model expects a key to hold.
@@ -320,5 +321,36 @@ func TestAdoptString(t *testing.T) {
 	before := e.FreedBytes()
 	if !s.Delete(0, []byte("l"), 1) || e.FreedBytes()-before < int64(len(val)) {
 		t.Fatalf("Delete freed %d bytes", e.FreedBytes()-before)
+	}
+}
+
+// TestActiveExpireWorkExcludesLockWaits: a sweep that waits for a shard
+// held by someone else (a script holds every shard) reports only its own
+// work, which is what the expire-cycle latency event shows: in Redis the
+// cycle cannot run during a script at all.
+func TestActiveExpireWorkExcludesLockWaits(t *testing.T) {
+	e := New(Config{Databases: 1})
+	for i := 0; i < 100; i++ {
+		k := []byte(fmt.Sprintf("k:%d", i))
+		e.ShardFor(k).SetString(0, k, []byte("v"), 1000)
+	}
+	const hold = 60 * time.Millisecond
+	s := &e.shards[Shards/2]
+	s.mu.Lock()
+	released := make(chan struct{})
+	go func() {
+		time.Sleep(hold)
+		s.mu.Unlock()
+		close(released)
+	}()
+	start := time.Now()
+	st := e.ActiveExpire(500, 10*time.Second)
+	wall := time.Since(start)
+	<-released
+	if wall < hold/2 {
+		t.Fatalf("the sweep took %v: it did not wait for the held shard", wall)
+	}
+	if st.Work >= wall/2 {
+		t.Fatalf("work %v of a %v sweep that waited %v for a lock: the wait is counted", st.Work, wall, hold)
 	}
 }
