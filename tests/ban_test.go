@@ -3,7 +3,6 @@ package tests
 import (
 	"context"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -35,35 +34,14 @@ func TestBanAtomicity(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctl.do("DEBUG", "CLOCK", "SET", strconv.FormatInt(banT0, 10))
 			var admitted, retryBan atomic.Int64
-			var wg sync.WaitGroup
-			start := make(chan struct{})
-			req := resp.AppendCommand(nil, toBytes(tc.args)...)
-			var batch []byte
-			for i := 0; i < each; i++ {
-				batch = append(batch, req...)
-			}
-			cs := make([]*rawConn, conns)
-			for i := range cs {
-				cs[i] = dialRaw(t, s.addr)
-			}
-			for _, c := range cs {
-				wg.Add(1)
-				go func(c *rawConn) {
-					defer wg.Done()
-					<-start
-					c.send(batch)
-					for i := 0; i < each; i++ {
-						d := decision(t, c.read())
-						if d[3] == -1 {
-							admitted.Add(1)
-						} else if d[3] == 600_000 {
-							retryBan.Add(1)
-						}
-					}
-				}(c)
-			}
-			close(start)
-			wg.Wait()
+			hammer(t, s.addr, sameBatches(conns, each, tc.args), each, func(v resp.Value) {
+				d := decision(t, v)
+				if d[3] == -1 {
+					admitted.Add(1)
+				} else if d[3] == 600_000 {
+					retryBan.Add(1)
+				}
+			})
 			if got := admitted.Load(); got != limit {
 				t.Fatalf("%d of %d requests admitted, want exactly %d", got, conns*each, limit)
 			}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -22,43 +21,28 @@ import (
 func TestLeaseAtomicity(t *testing.T) {
 	const conns, each, limit = 128, 4, 50
 	s, ctl := frozenServer(t, 1_800_000_000_000)
-	cs := make([]*rawConn, conns)
-	for i := range cs {
-		cs[i] = dialRaw(t, s.addr)
-	}
 	run := func(cmd string) int64 {
-		var n atomic.Int64
-		var wg sync.WaitGroup
-		start := make(chan struct{})
-		for ci, c := range cs {
-			var batch []byte
+		batches := make([][]byte, conns)
+		for ci := range batches {
 			for i := 0; i < each; i++ {
 				id := "req:" + strconv.Itoa(ci) + ":" + strconv.Itoa(i)
 				if cmd == "RL.ACQUIRE" {
-					batch = resp.AppendCommand(batch, toBytes([]string{cmd, "sem", strconv.Itoa(limit), "1h", id})...)
+					batches[ci] = resp.AppendCommand(batches[ci], toBytes([]string{cmd, "sem", strconv.Itoa(limit), "1h", id})...)
 				} else {
-					batch = resp.AppendCommand(batch, toBytes([]string{cmd, "sem", id})...)
+					batches[ci] = resp.AppendCommand(batches[ci], toBytes([]string{cmd, "sem", id})...)
 				}
 			}
-			wg.Add(1)
-			go func(c *rawConn) {
-				defer wg.Done()
-				<-start
-				c.send(batch)
-				for i := 0; i < each; i++ {
-					v := c.read()
-					switch {
-					case v.Type == '*' && len(v.Elems) == 5 && v.Elems[0].Int == 1,
-						v.Type == ':' && v.Int == 1:
-						n.Add(1)
-					case v.Type == '-':
-						t.Errorf("%s: %s", cmd, v)
-					}
-				}
-			}(c)
 		}
-		close(start)
-		wg.Wait()
+		var n atomic.Int64
+		hammer(t, s.addr, batches, each, func(v resp.Value) {
+			switch {
+			case v.Type == '*' && len(v.Elems) == 5 && v.Elems[0].Int == 1,
+				v.Type == ':' && v.Int == 1:
+				n.Add(1)
+			case v.Type == '-':
+				t.Errorf("%s: %s", cmd, v)
+			}
+		})
 		return n.Load()
 	}
 	if got := run("RL.ACQUIRE"); got != limit {

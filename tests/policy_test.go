@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -38,36 +37,22 @@ func TestPolicyCheckAtomicity(t *testing.T) {
 	for _, name := range []string{"fixed", "fixed2", "slide", "pen", "gcra", "sem"} {
 		t.Run(name, func(t *testing.T) {
 			key := "k-" + name
-			var admitted atomic.Int64
-			var wg sync.WaitGroup
-			start := make(chan struct{})
-			cs := make([]*rawConn, conns)
-			for i := range cs {
-				cs[i] = dialRaw(t, s.addr)
-			}
-			for ci, c := range cs {
-				var batch []byte
+			batches := make([][]byte, conns)
+			for ci := range batches {
 				for i := 0; i < each; i++ {
 					args := [][]byte{[]byte("RL.CHECK"), []byte(name), []byte(key)}
 					if name == "sem" {
 						args = append(args, []byte("ID"), []byte("id-"+strconv.Itoa(ci)+"-"+strconv.Itoa(i)))
 					}
-					batch = resp.AppendCommand(batch, args...)
+					batches[ci] = resp.AppendCommand(batches[ci], args...)
 				}
-				wg.Add(1)
-				go func(c *rawConn, batch []byte) {
-					defer wg.Done()
-					<-start
-					c.send(batch)
-					for i := 0; i < each; i++ {
-						if v := c.read(); v.Type == '*' && v.Elems[0].Int == 1 {
-							admitted.Add(1)
-						}
-					}
-				}(c, batch)
 			}
-			close(start)
-			wg.Wait()
+			var admitted atomic.Int64
+			hammer(t, s.addr, batches, each, func(v resp.Value) {
+				if v.Type == '*' && v.Elems[0].Int == 1 {
+					admitted.Add(1)
+				}
+			})
 			if got := admitted.Load(); got != limit {
 				t.Fatalf("%d of %d requests admitted, want exactly %d", got, conns*each, limit)
 			}

@@ -72,38 +72,58 @@ func TestRateLimitAtomicity(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			var admitted atomic.Int64
-			var wg sync.WaitGroup
-			start := make(chan struct{})
-			req := resp.AppendCommand(nil, toBytes(tc.args)...)
-			var batch []byte
-			for i := 0; i < each; i++ {
-				batch = append(batch, req...)
-			}
-			cs := make([]*rawConn, conns)
-			for i := range cs {
-				cs[i] = dialRaw(t, s.addr)
-			}
-			for _, c := range cs {
-				wg.Add(1)
-				go func(c *rawConn) {
-					defer wg.Done()
-					<-start
-					c.send(batch)
-					for i := 0; i < each; i++ {
-						if v := c.read(); tc.allowed(v) {
-							admitted.Add(1)
-						}
-					}
-				}(c)
-			}
-			close(start)
-			wg.Wait()
+			hammer(t, s.addr, sameBatches(conns, each, tc.args), each, func(v resp.Value) {
+				if tc.allowed(v) {
+					admitted.Add(1)
+				}
+			})
 			if got := admitted.Load(); got != int64(tc.want) {
 				t.Fatalf("%d of %d requests admitted, want exactly %d", got, conns*each, tc.want)
 			}
 		})
 	}
 	_ = ctl
+}
+
+// hammer opens a connection per batch, sends every batch at the same
+// moment and hands each of the each replies a connection reads to
+// onReply, from the connections' goroutines: many clients on one key at
+// once, for the atomicity tests.
+func hammer(t *testing.T, addr string, batches [][]byte, each int, onReply func(resp.Value)) {
+	t.Helper()
+	cs := make([]*rawConn, len(batches))
+	for i := range cs {
+		cs[i] = dialRaw(t, addr)
+	}
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i, c := range cs {
+		wg.Add(1)
+		go func(c *rawConn, batch []byte) {
+			defer wg.Done()
+			<-start
+			c.send(batch)
+			for j := 0; j < each; j++ {
+				onReply(c.read())
+			}
+		}(c, batches[i])
+	}
+	close(start)
+	wg.Wait()
+}
+
+// sameBatches is conns batches of each copies of one command.
+func sameBatches(conns, each int, args []string) [][]byte {
+	req := resp.AppendCommand(nil, toBytes(args)...)
+	var batch []byte
+	for i := 0; i < each; i++ {
+		batch = append(batch, req...)
+	}
+	out := make([][]byte, conns)
+	for i := range out {
+		out[i] = batch
+	}
+	return out
 }
 
 func toBytes(args []string) [][]byte {
