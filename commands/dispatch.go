@@ -53,9 +53,9 @@ type Server struct {
 	latency      latencyMonitor
 	unknownCalls atomic.Int64
 
-	// loading: a replica is replacing its keyspace with its master's
-	// (commands answer LOADING).
-	loading atomic.Bool
+	// loadState: what a full sync under way lets commands do, a
+	// replication.LoadState (replication.go's loadingRefusal).
+	loadState atomic.Int32
 	// masterClient runs the commands of a master's stream on a replica.
 	masterClient *Client
 	// noActiveExpire: DEBUG SET-ACTIVE-EXPIRE 0 stopped the sweeper.
@@ -413,6 +413,15 @@ func (s *Server) execute(cl *Client, w *resp.Writer, args [][]byte, now int64) {
 			break
 		}
 		s.scripts.inFlight.exit(cl.ID) // a script started meanwhile: wait for it
+	}
+	// A full sync that began to replace the keyspace after the check
+	// above waits for the commands counted in flight: this one is, so it
+	// either ran past this point first or sees the load now.
+	if counted && s.loadState.Load() != 0 {
+		if msg := s.loadingRefusal(cl, spec); msg != "" {
+			s.reject(cl, w, spec, msg)
+			return
+		}
 	}
 	if cl.multi && !isTxControl(spec) {
 		if !cl.txDenyOOM && s.denyOOM(spec, args) {

@@ -31,7 +31,8 @@ const (
 func (s *Server) initReplication() {
 	s.Repl = replication.New(s.Eng, s.Cfg.repl, replication.Hooks{
 		Exec:    s.execFromMaster,
-		Loading: func(on bool) { s.loading.Store(on) },
+		Loading: s.setLoadState,
+		Dir:     func() string { return s.Cfg.Get("dir") },
 		Dial:    s.Cfg.DialReplication,
 		Port:    func() int { return s.listeningPort() },
 		Limits: func() engine.Limits {
@@ -66,41 +67,82 @@ func (s *Server) roleChanged() {
 }
 
 // replicationRefusal returns the error Redis gives a command that a
-// replica or min-replicas-to-write refuses, or "".
+// replica, min-replicas-to-write or a full sync under way refuses, or "",
+// in the order of Redis's processCommand.
 func (s *Server) replicationRefusal(cl *Client, spec *Spec) string {
-	if s.loading.Load() && spec.Flags&Loading == 0 {
-		return msgLoading
-	}
 	write := spec.Flags&Write != 0
 	stale := spec.Flags&Stale != 0
 	if spec.Name == "exec" {
-		write, stale = cl.queuedFlags()
+		write, stale, _, _ = cl.queuedFlags()
 	}
 	set := s.Repl.Set
 	if write && set.MinReplicas.Load() > 0 && !s.Repl.WriteAllowed() {
 		return msgNoReplicas
 	}
-	if !s.Repl.Replica() {
-		return ""
+	if s.Repl.Replica() {
+		if write && set.ReadOnly.Load() && !cl.master {
+			return msgReadOnlyReplica
+		}
+		if !stale && !set.ServeStale.Load() && !s.Repl.LinkUp() {
+			return msgMasterDown
+		}
 	}
-	if write && set.ReadOnly.Load() && !cl.master {
-		return msgReadOnlyReplica
-	}
-	if !stale && !set.ServeStale.Load() && !s.Repl.LinkUp() {
-		return msgMasterDown
+	return s.loadingRefusal(cl, spec)
+}
+
+// loadingRefusal returns LOADING for a command that may not run while a
+// full sync loads, or "". Checked before a command runs, and again once
+// it counts itself in flight (dispatch.go): a load that replaces the
+// keyspace waits for the commands in flight (setLoadState), so none reads
+// it half replaced.
+func (s *Server) loadingRefusal(cl *Client, spec *Spec) string {
+	switch replication.LoadState(s.loadState.Load()) {
+	case replication.LoadFull:
+		allowed := spec.Flags&Loading != 0
+		if spec.Name == "exec" {
+			_, _, allowed, _ = cl.queuedFlags()
+		}
+		if !allowed {
+			return msgLoading
+		}
+	case replication.LoadAsync:
+		denied := spec.Flags&NoAsyncLoading != 0
+		if spec.Name == "exec" {
+			_, _, _, denied = cl.queuedFlags()
+		}
+		if denied {
+			return msgLoading
+		}
 	}
 	return ""
 }
 
-// queuedFlags says whether a transaction writes, and whether every
-// command in it may run on a stale replica.
-func (cl *Client) queuedFlags() (write, stale bool) {
-	stale = true
+// setLoadState is the replication's Loading hook. Told LoadFull, it
+// returns once every command let through before has ended: those that
+// count themselves in flight (they check again once counted), and, under
+// every shard lock, scripts (which check under those locks).
+func (s *Server) setLoadState(st replication.LoadState) {
+	s.loadState.Store(int32(st))
+	if st != replication.LoadFull {
+		return
+	}
+	for !s.scripts.inFlight.idle() {
+		time.Sleep(20 * time.Microsecond)
+	}
+}
+
+// queuedFlags says whether a transaction writes, whether every command in
+// it may run on a stale replica or while the keyspace loads, and whether
+// one may not run while a full sync loads beside it (Redis's mstate flags).
+func (cl *Client) queuedFlags() (write, stale, loading, noAsync bool) {
+	stale, loading = true, true
 	for _, q := range cl.queued {
 		write = write || q.spec.Flags&Write != 0
 		stale = stale && q.spec.Flags&Stale != 0
+		loading = loading && q.spec.Flags&Loading != 0
+		noAsync = noAsync || q.spec.Flags&NoAsyncLoading != 0
 	}
-	return write, stale
+	return write, stale, loading, noAsync
 }
 
 // batch returns the client's replication batch.
@@ -244,7 +286,12 @@ func cmdReplicaOf(c *Ctx) {
 	host, port := c.Args[1], c.Args[2]
 	n := c.Srv.Repl
 	if is(host, "NO") && is(port, "ONE") {
-		if n.ReplicaOfNoOne() {
+		changed, err := n.ReplicaOfNoOne()
+		if err != nil {
+			c.W.Error(err.Error())
+			return
+		}
+		if changed {
 			c.Srv.Cfg.noteMaster("", 0)
 			c.Srv.Log.Info("MASTER MODE enabled (user request from '" + clientInfo(c.Client.conn) + "')")
 		}
@@ -260,7 +307,12 @@ func cmdReplicaOf(c *Ctx) {
 		c.W.Error("Invalid master port")
 		return
 	}
-	if !n.ReplicaOf(string(host), int(p)) {
+	changed, err := n.ReplicaOf(string(host), int(p))
+	if err != nil {
+		c.W.Error(err.Error())
+		return
+	}
+	if !changed {
 		c.W.Simple("OK Already connected to specified master")
 		return
 	}
@@ -470,6 +522,15 @@ func infoReplication(s *Server, b *strings.Builder) {
 		kv(b, "master_sync_in_progress", b2i(in.SyncInProgress))
 		kv(b, "slave_read_repl_offset", in.ReadOffset)
 		kv(b, "slave_repl_offset", in.Offset)
+		if in.SyncInProgress {
+			// As Redis shows a copy whose size was not announced (an
+			// EOF-marked diskless transfer): a total of 0.
+			kv(b, "master_sync_total_bytes", 0)
+			kv(b, "master_sync_read_bytes", in.SyncReadBytes)
+			kv(b, "master_sync_left_bytes", -in.SyncReadBytes)
+			kv(b, "master_sync_perc", "0.00")
+			kv(b, "master_sync_last_io_seconds_ago", in.SyncLastIOSecondsAgo)
+		}
 		if !in.LinkUp {
 			kv(b, "master_link_down_since_seconds", in.LinkDownSinceSeconds)
 		}
@@ -500,6 +561,16 @@ func infoReplication(s *Server, b *strings.Builder) {
 	kv(b, "last_full_sync_seconds", strconv.FormatFloat(time.Duration(st.LastFullSync.Load()).Seconds(), 'f', 3, 64))
 	kv(b, "last_full_sync_keys", st.LastFullKeys.Load())
 	kv(b, "last_full_sync_longest_lock_seconds", strconv.FormatFloat(time.Duration(st.LastSyncPause.Load()).Seconds(), 'f', 6, 64))
+	// And the full syncs it loaded as a replica: the repl-diskless-load
+	// path the last one took, how it ended, and swapdb's memory (the
+	// dataset being built, and the most both held at once).
+	if ld := in.Load; ld.Mode != "" {
+		kv(b, "replica_full_sync_load", ld.Mode)
+		kv(b, "replica_full_sync_status", ld.Status)
+		kv(b, "replica_full_sync_failures", ld.Failures)
+		kv(b, "replica_swapdb_used_memory", ld.SwapMemory)
+		kv(b, "replica_swapdb_peak_memory", ld.SwapPeak)
+	}
 }
 
 // replicationParams are the replication settings, with Redis 7.0's names,
@@ -562,7 +633,18 @@ func replicationParams() []*param {
 		{name: "repl-diskless-sync", kind: pBool, def: "yes", help: "accepted for compatibility: limitkv's full syncs never touch the disk"},
 		{name: "repl-diskless-sync-delay", kind: pInt, def: "5", min: 0, max: maxInt, help: "accepted for compatibility"},
 		{name: "repl-diskless-sync-max-replicas", kind: pInt, def: "0", min: 0, max: maxInt, help: "accepted for compatibility"},
-		{name: "repl-diskless-load", kind: pEnum, def: "disabled", enum: []string{"disabled", "on-empty-db", "swapdb"}, help: "accepted for compatibility"},
+		{name: "repl-diskless-load", kind: pEnum, def: "disabled", enum: []string{"disabled", "on-empty-db", "swapdb"},
+			help: "where a replica puts its master's copy while it arrives: disabled, a file in dir (memory: one dataset); swapdb, a second dataset in memory (memory: two at the peak); on-empty-db, the keyspace itself when it is empty, else as disabled",
+			apply: func(c *Config, v string, _ int64) {
+				mode := replication.LoadDisk
+				switch v {
+				case "on-empty-db":
+					mode = replication.LoadOnEmpty
+				case "swapdb":
+					mode = replication.LoadSwap
+				}
+				c.repl.DisklessLoad.Store(int32(mode))
+			}},
 		{name: "replica-lazy-flush", alias: "slave-lazy-flush", kind: pBool, def: "no", help: "accepted for compatibility"},
 		{name: "replica-ignore-maxmemory", alias: "slave-ignore-maxmemory", kind: pBool, def: "yes",
 			help:  "a replica evicts nothing by itself: its master's evictions reach it as deletions",

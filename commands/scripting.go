@@ -452,6 +452,15 @@ func (se *scriptEngine) run(c *Ctx, sc *luaScript, f *libFunction, keys, argv []
 		se.killMu.Unlock()
 	}()
 
+	// Scripts do not count themselves in flight: a full sync that began
+	// to replace the keyspace since the call was let through is seen here,
+	// under every shard lock, which the replacement needs too.
+	if c.Srv.loadState.Load() != 0 {
+		if msg := c.Srv.loadingRefusal(c.Client, c.Spec); msg != "" {
+			c.W.Error(msg)
+			return
+		}
+	}
 	if f != nil {
 		// Found before the locks were taken: the libraries may have
 		// changed since (or been loaded again into a new state).

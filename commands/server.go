@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/limitkv/limitkv/engine"
+	"github.com/limitkv/limitkv/replication"
 )
 
 // Server commands: INFO CONFIG TIME SHUTDOWN DEBUG MEMORY OBJECT FUNCTION.
@@ -647,7 +648,12 @@ func totalSystemMemory() int64 {
 }
 
 func infoPersistence(s *Server, b *strings.Builder) {
-	kv(b, "loading", 0)
+	ld := s.Repl.LoadInfo()
+	kv(b, "loading", b2i(ld.State == replication.LoadFull))
+	kv(b, "async_loading", b2i(ld.State == replication.LoadAsync))
+	if ld.State != replication.LoadNone {
+		defer infoLoading(b, ld) // last, as in Redis
+	}
 	if s.Hooks.Persistence == nil {
 		kv(b, "persistence_enabled", 0)
 		kv(b, "rdb_bgsave_in_progress", 0)
@@ -675,6 +681,28 @@ func infoPersistence(s *Server, b *strings.Builder) {
 	kv(b, "snapshot_loaded_keys", p.Loaded)
 	kv(b, "snapshot_load_ms", fmt.Sprintf("%.3f", p.LoadSeconds*1000))
 	kv(b, "aof_enabled", 0)
+}
+
+// infoLoading shows a full sync's load as Redis shows a load: its
+// progress when its size is known (a copy on disk), else as a load of
+// unknown size.
+func infoLoading(b *strings.Builder, ld replication.LoadInfo) {
+	perc, remaining := 0.0, int64(1)
+	if ld.TotalBytes > 0 {
+		perc = float64(ld.LoadedBytes) / float64(ld.TotalBytes) * 100
+		remaining = ld.TotalBytes - ld.LoadedBytes
+	}
+	elapsed := time.Now().Unix() - ld.StartUnix
+	eta := int64(1)
+	if elapsed > 0 {
+		eta = elapsed * remaining / (ld.LoadedBytes + 1)
+	}
+	kv(b, "loading_start_time", ld.StartUnix)
+	kv(b, "loading_total_bytes", ld.TotalBytes)
+	kv(b, "loading_rdb_used_mem", 0)
+	kv(b, "loading_loaded_bytes", ld.LoadedBytes)
+	kv(b, "loading_loaded_perc", fmt.Sprintf("%.2f", perc))
+	kv(b, "loading_eta_seconds", eta)
 }
 
 func infoStats(s *Server, b *strings.Builder) {

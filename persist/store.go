@@ -39,8 +39,10 @@ type Options struct {
 	// snapshot records, when ok: read before the snapshot captures
 	// anything, with the keyspace held at that position (no replicated
 	// change applied) until release, which the snapshot calls once it has
-	// captured every change.
-	Position func() (id string, off int64, release func(), ok bool)
+	// captured every change. rebuilding says that the keyspace is being
+	// replaced by a full sync and stands at no position: the snapshot
+	// captures nothing and fails with ErrRebuilding.
+	Position func() (id string, off int64, release func(), ok, rebuilding bool)
 	// Functions, if set, gives the function libraries a snapshot keeps:
 	// an encoding the store does not read (nil: none), and a number that
 	// changes whenever they do. They are written when that number differs
@@ -384,6 +386,13 @@ var ErrSealed = errors.New("snapshots are sealed: the server is stopping without
 // locks, the half that Seal keeps from being committed.
 func (s *Store) Seal() { s.sealed.Store(true) }
 
+// ErrRebuilding is the answer of a snapshot taken while a replica's full
+// sync replaces the keyspace in place: what memory holds is neither the
+// old dataset nor the new one, so the data directory keeps the old one
+// until a snapshot after the sync writes the new one, whole, in one batch.
+// It is not a failure.
+var ErrRebuilding = errors.New("not saved: a full sync from the master is replacing the keyspace; the data directory keeps the dataset from before it")
+
 // errWaiting is the answer of a periodic snapshot skipped while the
 // store waits to retry after a failure.
 var errWaiting = errors.New("waiting to retry after a failed snapshot")
@@ -422,8 +431,8 @@ func (s *Store) snapshot(ctx context.Context, periodic bool) error {
 		}
 	}
 	keys, size, err := s.capture(ctx)
-	if errors.Is(err, ErrSealed) {
-		return err // not a failure: the server stops without saving
+	if errors.Is(err, ErrSealed) || errors.Is(err, ErrRebuilding) {
+		return err // not a failure: nothing may be saved now
 	}
 	if err != nil {
 		s.failed(start, keys, size, err)
@@ -476,11 +485,12 @@ func (s *Store) capture(ctx context.Context) (keys int, size int64, err error) {
 	var pos []byte
 	var release func()
 	if s.opts.Position != nil {
-		var id string
-		var off int64
-		var ok bool
-		if id, off, release, ok = s.opts.Position(); ok {
-			pos = replValue(id, off) // id "": forget the position
+		id, off, rel, ok, rebuilding := s.opts.Position()
+		if rebuilding {
+			return 0, 0, ErrRebuilding
+		}
+		if release = rel; ok {
+			pos = replValue(id, off)
 		}
 	}
 	releaseOnce := func() {
@@ -703,11 +713,7 @@ func (s *Store) capture(ctx context.Context) (keys int, size int64, err error) {
 		stage = appendSet(stage, policyKey, pols)
 		ops++
 	}
-	switch {
-	case pos == nil || ops == 0:
-	case len(pos) < 40:
-		stage = appendDelete(stage, replKey)
-	default:
+	if pos != nil && ops > 0 {
 		stage = appendSet(stage, replKey, pos)
 	}
 	if encErr == nil {

@@ -442,55 +442,68 @@ func TestSealedStoreWritesNothing(t *testing.T) {
 }
 
 // A snapshot records the replication position the Position hook gives,
-// holding it (the hook's release) until every change is captured; an
-// empty id forgets the position recorded before.
+// holding it (the hook's release) until every change is captured. While
+// the hook says the keyspace is being rebuilt (a replica's full sync
+// replacing it in place), a snapshot writes nothing, counts as neither a
+// snapshot nor a failure, and leaves every change to the first snapshot
+// after: the directory keeps the old dataset and its position until a
+// batch writes the new one whole.
 func TestReplicationPosition(t *testing.T) {
 	fs := vfs.NewMem()
 	clock := engine.NewManualClock(t0)
 	id := strings.Repeat("ab", 20)
 	var off int64 = 12345
-	held := false
-	opts := func(eng *engine.Engine) Options {
-		return Options{Dir: "/data", FS: fs, Log: quiet, Position: func() (string, int64, func(), bool) {
-			held = true
-			return id, off, func() { held = false }, true
-		}}
-	}
-	snapshotWith := func(o Options, eng *engine.Engine) *Store {
-		st, err := Open(eng, o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := st.Load(clock.Now()); err != nil {
-			t.Fatal(err)
-		}
-		with(eng, "k", func(s *engine.Shard, k []byte) { s.SetString(0, k, []byte("v"), 0) })
-		if err := st.Snapshot(); err != nil {
-			t.Fatal(err)
-		}
-		if held {
-			t.Fatal("the position was not released")
-		}
-		st.Close()
-		return st
-	}
+	held, rebuilding := false, false
 	eng := newEngine(clock)
-	snapshotWith(opts(eng), eng)
-	st := open(t, newEngine(clock), fs)
+	st, err := Open(eng, Options{Dir: "/data", FS: fs, Log: quiet, Position: func() (string, int64, func(), bool, bool) {
+		if rebuilding {
+			return "", 0, nil, true, true
+		}
+		held = true
+		return id, off, func() { held = false }, true, false
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Load(clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	with(eng, "old", func(s *engine.Shard, k []byte) { s.SetString(0, k, []byte("v"), 0) })
+	if err := st.Snapshot(); err != nil {
+		t.Fatal(err)
+	}
+	if held {
+		t.Fatal("the position was not released")
+	}
+	saved := st.Stats()
+
+	// A full sync flushes and half loads the keyspace.
+	rebuilding = true
+	eng.FlushDB(-1, false)
+	with(eng, "new1", func(s *engine.Shard, k []byte) { s.SetString(0, k, []byte("v"), 0) })
+	if err := st.Snapshot(); !errors.Is(err, ErrRebuilding) {
+		t.Fatalf("snapshot while rebuilding: %v, want ErrRebuilding", err)
+	}
+	if got := st.Stats(); got.Snapshots != saved.Snapshots || got.Errors != saved.Errors || !got.LastSuccess.Equal(saved.LastSuccess) {
+		t.Fatalf("a skipped snapshot counted: %+v, before %+v", got, saved)
+	}
+	// The sync ends: a new position, and the whole new dataset.
+	with(eng, "new2", func(s *engine.Shard, k []byte) { s.SetString(0, k, []byte("v"), 0) })
+	rebuilding = false
+	id, off = strings.Repeat("cd", 20), 999
+	want := dump(t, eng)
+	if err := st.Snapshot(); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	eng2 := newEngine(clock)
+	st = open(t, eng2, fs)
+	defer st.Close()
 	st.Load(clock.Now())
 	if gid, goff := st.Position(); gid != id || goff != off {
 		t.Fatalf("position %q %d, want %q %d", gid, goff, id, off)
 	}
-	st.Close()
-
-	id = "" // a full sync under way: the old position must go
-	eng = newEngine(clock)
-	snapshotWith(opts(eng), eng)
-	st = open(t, newEngine(clock), fs)
-	st.Load(clock.Now())
-	if gid, _ := st.Position(); gid != "" {
-		t.Fatalf("position %q kept after it was forgotten", gid)
-	}
+	sameDump(t, dump(t, eng2), want)
 }
 
 // TestDirectoryLock: a store holds its directory from Open to Close; a

@@ -14,6 +14,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"log/slog"
 	"net"
 	"strconv"
@@ -42,7 +43,36 @@ type Settings struct {
 	AnnouncePort    atomic.Int64           // replica-announce-port (0: the listening port)
 	MasterUser      atomic.Pointer[string] // masteruser
 	MasterAuth      atomic.Pointer[string] // masterauth
+	DisklessLoad    atomic.Int32           // repl-diskless-load, a LoadMode
 }
+
+// LoadMode is repl-diskless-load: where a replica puts its master's copy
+// while it arrives. In every mode the copy replaces the keyspace whole or
+// not at all (fullsync.go).
+type LoadMode int32
+
+const (
+	// LoadDisk (disabled): to a file in the data directory; the
+	// keyspace serves its old dataset until the file is whole, then is
+	// flushed and loaded from it (LOADING meanwhile).
+	LoadDisk LoadMode = iota
+	// LoadOnEmpty (on-empty-db): straight into the keyspace when it holds
+	// no key (LOADING meanwhile), else as LoadDisk.
+	LoadOnEmpty
+	// LoadSwap (swapdb): into a second dataset in memory, swapped in once
+	// whole; the old one is served meanwhile when it is of the same
+	// history, else LOADING.
+	LoadSwap
+)
+
+// LoadState is what commands may do while a full sync loads.
+type LoadState int32
+
+const (
+	LoadNone  LoadState = iota // serve as usual
+	LoadFull                   // the keyspace is not to be read: LOADING (INFO loading:1)
+	LoadAsync                  // reads of the old dataset go on (INFO async_loading:1)
+)
 
 // NewSettings returns Redis 7.0's defaults.
 func NewSettings() *Settings {
@@ -70,9 +100,12 @@ type Hooks struct {
 	// state (FLUSHDB, SWAPDB, PUBLISH) in database db; held says every
 	// shard is already locked (inside MULTI/EXEC).
 	Exec func(db int, args [][]byte, held bool) error
-	// Loading is told when a full sync starts and ends replacing the
-	// keyspace (commands answer LOADING meanwhile).
-	Loading func(on bool)
+	// Loading is told what commands may do while a full sync loads. Told
+	// LoadFull, it returns once no command that was let through before
+	// is still running: the keyspace may then be replaced under them.
+	Loading func(state LoadState)
+	// Dir is the data directory, where LoadDisk receives the copy.
+	Dir func() string
 	// Dial connects to a master (TLS when tls-replication says so).
 	Dial func(ctx context.Context, addr string) (net.Conn, error)
 	// Port is the port replicas tell their master they listen on.
@@ -144,8 +177,13 @@ type Node struct {
 	stats Stats
 	// replica mirrors master != nil for the checks every command makes.
 	replica atomic.Bool
-	// loading: a full sync is replacing the keyspace.
-	loading atomic.Bool
+	// rebuilding: a full sync is replacing the keyspace in place, so that
+	// it stands at no position: snapshots capture nothing (Position) and
+	// the role cannot change until it ends. Written under applyMu and mu.
+	rebuilding bool
+	// load is the progress of the full sync under way and the outcome
+	// of the last (fullsync.go).
+	load loadProgress
 	// sweepBatch holds the batches of the engine's own changes.
 	sweepBatch sync.Pool
 }
@@ -210,25 +248,29 @@ func (n *Node) offsetLocked() int64 {
 
 // Position returns, on a replica, the replication id and offset the
 // keyspace stands at for a snapshot to record (restarted from it, the
-// replica asks to continue from there), and stops applying the stream
-// until release is called, so that the snapshot's capture has every entry
-// up to there and none after. While a full sync replaces the keyspace the
-// id is "": the keyspace stands nowhere, and a position recorded before
-// must be forgotten. ok is false on a master: what its snapshot captures
-// changes as it goes, and its replicas may be ahead of it after a restart,
-// so it would not be safe to continue from there.
-func (n *Node) Position() (id string, off int64, release func(), ok bool) {
-	if !n.replica.Load() {
-		return "", 0, nil, false
-	}
-	if n.loading.Load() {
-		return "", 0, func() {}, true
-	}
+// replica asks to continue from there), and stops applying the stream and
+// replacing the keyspace until release is called, so that the snapshot's
+// capture has every entry up to there and none after. ok is false on a
+// master: what its snapshot captures changes as it goes, and its replicas
+// may be ahead of it after a restart, so it would not be safe to continue
+// from there. rebuilding says that a full sync is replacing the keyspace
+// in place: it is neither the old dataset nor the new one, and no snapshot
+// may capture it (release is nil).
+func (n *Node) Position() (id string, off int64, release func(), ok, rebuilding bool) {
 	n.applyMu.Lock()
 	n.mu.Lock()
+	if n.rebuilding {
+		n.mu.Unlock()
+		n.applyMu.Unlock()
+		return "", 0, nil, true, true
+	}
 	id = n.replid
 	n.mu.Unlock()
-	return id, n.Offset(), n.applyMu.Unlock, true
+	if !n.replica.Load() {
+		n.applyMu.Unlock()
+		return "", 0, nil, false, false
+	}
+	return id, n.Offset(), n.applyMu.Unlock, true, false
 }
 
 // Restore sets the replication id and offset a snapshot recorded, before
@@ -438,9 +480,13 @@ type Info struct {
 	LinkUp               bool
 	LastIOSecondsAgo     int
 	SyncInProgress       bool
+	SyncReadBytes        int64 // master_sync_read_bytes, while in progress
+	SyncLastIOSecondsAgo int   // master_sync_last_io_seconds_ago
 	ReadOffset, Offset   int64 // slave_read_repl_offset, slave_repl_offset
 	LinkDownSinceSeconds int64 // -1: never up
 	State                string
+	// The full syncs this replica loaded (limitkv's own fields).
+	Load LoadInfo
 	// On both:
 	Replicas        []ReplicaInfo
 	ReplID, ReplID2 string
@@ -475,6 +521,7 @@ func (n *Node) Info() Info {
 		in.Replica = true
 		l.info(&in)
 	}
+	in.Load = n.LoadInfo()
 	if m := n.Set.MinReplicas.Load(); m > 0 && n.Set.MinReplicasLag.Load() > 0 {
 		in.MinReplicas = m
 		in.GoodReplicas = n.GoodReplicas()
@@ -534,15 +581,24 @@ func (n *Node) LinkUp() bool {
 	return l == nil || l.up()
 }
 
+// ErrLoading refuses a change of role while a full sync replaces the
+// keyspace in place: the node would serve, or offer its replicas, a
+// keyspace that stands at no position.
+var ErrLoading = errors.New("LOADING Redis is loading the dataset in memory")
+
 // ReplicaOf makes the node a replica of host:port, keeping its data and
 // asking to continue from its own position. It reports false when it
 // already follows that master.
-func (n *Node) ReplicaOf(host string, port int) bool {
+func (n *Node) ReplicaOf(host string, port int) (bool, error) {
 	n.mu.Lock()
+	if n.rebuilding {
+		n.mu.Unlock()
+		return false, ErrLoading
+	}
 	old := n.master
 	if old != nil && old.host == host && old.port == port {
 		n.mu.Unlock()
-		return false
+		return false, nil
 	}
 	if old == nil {
 		// A master becoming a replica: its own changes are no longer
@@ -563,19 +619,23 @@ func (n *Node) ReplicaOf(host string, port int) bool {
 	}
 	n.log.Info("Connecting to MASTER " + net.JoinHostPort(host, strconv.Itoa(port)))
 	go l.run()
-	return true
+	return true, nil
 }
 
 // ReplicaOfNoOne makes a replica a master. Its replication id becomes the
 // secondary one, valid up to its offset, so that the other replicas of its
 // former master can continue from it without a full sync; its own
 // replicas are disconnected so that they learn the new id.
-func (n *Node) ReplicaOfNoOne() bool {
+func (n *Node) ReplicaOfNoOne() (bool, error) {
 	n.mu.Lock()
+	if n.rebuilding {
+		n.mu.Unlock()
+		return false, ErrLoading
+	}
 	l := n.master
 	if l == nil {
 		n.mu.Unlock()
-		return false
+		return false, nil
 	}
 	n.master = nil
 	n.replica.Store(false)
@@ -602,7 +662,7 @@ func (n *Node) ReplicaOfNoOne() bool {
 		n.hooks.RoleChanged()
 	}
 	n.log.Info("MASTER MODE enabled")
-	return true
+	return true, nil
 }
 
 // WaitAcks returns a channel closed at the next acknowledgement.

@@ -34,6 +34,9 @@ type link struct {
 	downSince atomic.Int64 // Unix s since the link is down, 0: never up
 	readOff   atomic.Int64 // slave_read_repl_offset
 	applied   atomic.Int64 // slave_repl_offset
+	// positioned: readOff and applied stand in the master's history
+	// (after +CONTINUE or a full sync), not yet the node's own.
+	positioned atomic.Bool
 
 	wmu  sync.Mutex // writes to conn: acknowledgements
 	conn net.Conn
@@ -102,13 +105,33 @@ func (l *link) info(in *Info) {
 		in.LastIOSecondsAgo = int(time.Since(time.Unix(0, l.lastIO.Load())) / time.Second)
 	}
 	in.SyncInProgress = l.state.Load() == linkSync
-	in.ReadOffset, in.Offset = l.readOff.Load(), l.applied.Load()
+	if in.SyncInProgress {
+		in.SyncReadBytes = l.n.load.read.Load()
+		in.SyncLastIOSecondsAgo = int(time.Since(time.Unix(0, l.lastIO.Load())) / time.Second)
+	}
+	in.ReadOffset, in.Offset = l.offsets()
 	if !in.LinkUp {
 		in.LinkDownSinceSeconds = -1
 		if d := l.downSince.Load(); d != 0 {
 			in.LinkDownSinceSeconds = time.Now().Unix() - d
 		}
 	}
+}
+
+// offsets returns slave_read_repl_offset and slave_repl_offset: where the
+// link stands in its master's stream, or before it has one, where the
+// dataset the node holds stands (a full sync that failed keeps it whole,
+// at its position); 1 for a dataset with no history, as Redis shows a
+// replica with neither a master nor a cached one.
+func (l *link) offsets() (read, applied int64) {
+	if l.positioned.Load() {
+		return l.readOff.Load(), l.applied.Load()
+	}
+	if l.fresh() {
+		return 1, 1
+	}
+	off := l.n.Offset()
+	return off, off
 }
 
 // run keeps the link up until it is stopped.
@@ -122,7 +145,9 @@ func (l *link) run() {
 	for l.ctx.Err() == nil {
 		l.state.Store(linkConnecting)
 		err := l.session()
-		if l.state.Load() == linkConnected || l.downSince.Load() == 0 {
+		// Down since now if it was up; a link never up is down since
+		// ever (-1), as in Redis, however many syncs failed.
+		if l.state.Load() == linkConnected {
 			l.downSince.Store(time.Now().Unix())
 		}
 		l.state.Store(linkConnect)
@@ -176,7 +201,7 @@ func (l *link) session() error {
 		return err
 	}
 	if full {
-		if err := l.load(rd); err != nil {
+		if err := l.fullSync(rd); err != nil {
 			return err
 		}
 	}
@@ -344,101 +369,9 @@ func (l *link) continued(newID string) {
 	n.mu.Unlock()
 	l.readOff.Store(off)
 	l.applied.Store(off)
+	l.positioned.Store(true)
 	for _, s := range drop {
 		s.conn.Kill()
-	}
-}
-
-// load replaces the keyspace with the master's copy.
-func (l *link) load(rd *entryReader) error {
-	n := l.n
-	l.state.Store(linkSync)
-	start := time.Now()
-	if rd.rdb() {
-		return errors.New("the master sent an RDB file: it is not limitkv, and limitkv replicas follow limitkv masters only")
-	}
-	args, _, err := rd.entry()
-	if err != nil {
-		return err
-	}
-	if len(args) != 2 || !isCmd(args[0], "LKV.SYNC") || !isCmd(args[1], "BEGIN") {
-		return fmt.Errorf("%w: expected the start of the master's copy", errProtocol)
-	}
-	// The replicas of this replica cannot continue from a history that is
-	// replaced: they will synchronize again.
-	n.mu.Lock()
-	drop := append([]*Session(nil), n.sessions...)
-	n.mu.Unlock()
-	for _, s := range drop {
-		s.conn.Kill()
-	}
-	n.log.Info("MASTER <-> REPLICA sync: Flushing old data")
-	n.loading.Store(true)
-	defer n.loading.Store(false)
-	if n.hooks.Loading != nil {
-		n.hooks.Loading(true)
-		defer n.hooks.Loading(false)
-	}
-	if err := n.hooks.Exec(0, [][]byte{[]byte("FLUSHALL")}, false); err != nil {
-		return err
-	}
-	// The master's policies replace the replica's, none if it sends none.
-	if f := n.hooks.SetPolicies; f != nil {
-		if err := f(nil); err != nil {
-			return err
-		}
-	}
-	lim := n.limits()
-	db, keys := 0, 0
-	for {
-		args, _, err := rd.entry()
-		if err != nil {
-			return err
-		}
-		l.lastIO.Store(time.Now().UnixNano())
-		switch {
-		case isCmd(args[0], "LKV.SYNC") && len(args) == 2 && isCmd(args[1], "END"):
-			n.mu.Lock()
-			n.replid, n.replid2, n.secondOff = l.fullID, zeroID, -1
-			n.streamMu.Lock()
-			n.backlog = NewBacklog(l.fullOff, n.Set.BacklogSize.Load())
-			n.offset = l.fullOff
-			n.streamDB = -1
-			n.streamMu.Unlock()
-			n.mu.Unlock()
-			l.readOff.Store(l.fullOff)
-			l.applied.Store(l.fullOff)
-			d := time.Since(start)
-			n.stats.ReplicaFullEnd.Store(int64(d))
-			n.log.Info("MASTER <-> REPLICA sync: Finished with success", "keys", keys, "took", d.Round(time.Millisecond))
-			return nil
-		case isCmd(args[0], "SELECT") && len(args) == 2:
-			d, err := strconv.Atoi(string(args[1]))
-			if err != nil || d < 0 || d >= n.eng.Databases() {
-				return fmt.Errorf("%w: SELECT %q", errProtocol, args[1])
-			}
-			db = d
-		case isCmd(args[0], "FUNCTION"):
-			// The master's function libraries (FUNCTION RESTORE ... FLUSH).
-			if err := n.hooks.Exec(0, copyArgs(args), false); err != nil {
-				return fmt.Errorf("the master's function libraries: %w", err)
-			}
-		case isCmd(args[0], "LKV.POLICIES") && len(args) == 2 && n.hooks.SetPolicies != nil:
-			if err := n.hooks.SetPolicies(args[1]); err != nil {
-				return fmt.Errorf("the master's rate-limit policies: %w", err)
-			}
-		case isCmd(args[0], "LKV.SET"):
-			sh := n.eng.ShardFor(args[1])
-			sh.Lock()
-			err := loadEntry(n.eng, lim, db, args)
-			sh.Unlock()
-			if err != nil {
-				return err
-			}
-			keys++
-		default:
-			return fmt.Errorf("%w: unexpected %q in the master's copy", errProtocol, args[0])
-		}
 	}
 }
 

@@ -248,7 +248,10 @@ func run(args []string, stderr io.Writer) int {
 			store.Seal() // no periodic snapshot between here and the exit
 		}
 		if wantSave {
-			if err := store.Snapshot(); err != nil && !force {
+			// While a full sync replaces the keyspace nothing is saved, as
+			// Redis does not save while it loads: the data directory keeps
+			// the dataset from before the sync.
+			if err := store.Snapshot(); err != nil && !force && !errors.Is(err, persist.ErrRebuilding) {
 				log.Error("SHUTDOWN refused: the snapshot failed", "err", err)
 				return err
 			}
@@ -323,6 +326,10 @@ func finalSnapshot(ctx context.Context, store *persist.Store, log *slog.Logger) 
 	defer cancel()
 	err := store.SnapshotContext(ctx)
 	if err == nil {
+		return true
+	}
+	if errors.Is(err, persist.ErrRebuilding) {
+		log.Warn("final snapshot skipped", "reason", err)
 		return true
 	}
 	last := "never"
