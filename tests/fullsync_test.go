@@ -1,0 +1,279 @@
+package tests
+
+import (
+	"context"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// A replica's full sync is all or nothing, with real processes: a master
+// of 500k keys killed, or the replica killed, at ten points spread over
+// the sync into a replica that holds a different dataset. After each kill,
+// and after the replica restarts with no master, its keyspace is the old
+// dataset or the complete new one (DEBUG DIGEST, a signature of every
+// key, value and expiry), never a mix; a sync cut short leaves the old.
+
+const fullSyncKeys = 500_000
+
+// syncFixture holds the data directories the rounds start from: the
+// master's, holding the new dataset, and the replica's, holding the old.
+type syncFixture struct {
+	masterDir, replicaDir string
+	newDigest, oldDigest  string
+	copyBytes             int64 // bytes of the master's copy, as a replica counts them
+}
+
+func newSyncFixture(t *testing.T) *syncFixture {
+	t.Helper()
+	ctx := context.Background()
+	f := &syncFixture{masterDir: t.TempDir(), replicaDir: t.TempDir()}
+	m := startLimitkvIn(t, f.masterDir, "--enable-debug-command", "yes")
+	fill(t, m.addr, fullSyncKeys)
+	mc := goRedis(t, m.addr, 2)
+	// Rate-limit states and a hash beside the strings.
+	for i := 0; i < 200; i++ {
+		k := "rl:" + strconv.Itoa(i)
+		for j := 0; j <= i%5; j++ {
+			if err := mc.Do(ctx, "RL.FIXED", k, 3, "1h").Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		mc.HSet(ctx, "h:"+strconv.Itoa(i), "f", i)
+	}
+	f.newDigest = digestOf(t, mc)
+	m.stop() // its final snapshot holds every key
+	r := startLimitkvIn(t, f.replicaDir, "--enable-debug-command", "yes")
+	rc := goRedis(t, r.addr, 2)
+	for i := 0; i < 3000; i++ {
+		rc.Set(ctx, "old:"+strconv.Itoa(i), i, 0)
+	}
+	rc.Do(ctx, "RL.SLIDE", "old:rl", 5, "1h")
+	f.oldDigest = digestOf(t, rc)
+	r.stop()
+	if f.oldDigest == f.newDigest {
+		t.Fatal("the two datasets are the same")
+	}
+	return f
+}
+
+// copyDir copies a data directory (a stopped server's).
+func copyDir(t *testing.T, from string) string {
+	t.Helper()
+	to := t.TempDir()
+	err := filepath.WalkDir(from, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(from, path)
+		src, err := os.Open(path)
+		if err != nil {
+			return err
+		}
+		defer src.Close()
+		os.MkdirAll(filepath.Dir(filepath.Join(to, rel)), 0o755)
+		dst, err := os.Create(filepath.Join(to, rel))
+		if err != nil {
+			return err
+		}
+		defer dst.Close()
+		_, err = io.Copy(dst, src)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return to
+}
+
+// syncRound is one master and one replica (holding the old dataset)
+// started on copies of the fixture's directories, the replica told to
+// follow the master.
+type syncRound struct {
+	m, r   *server
+	mc, rc *redis.Client
+	rdir   string
+	flags  []string
+}
+
+func (f *syncFixture) startRound(t *testing.T, replicaFlags ...string) *syncRound {
+	t.Helper()
+	s := &syncRound{rdir: copyDir(t, f.replicaDir), flags: append([]string{"--enable-debug-command", "yes"}, replicaFlags...)}
+	s.m = startLimitkvIn(t, copyDir(t, f.masterDir), "--enable-debug-command", "yes")
+	s.mc = goRedis(t, s.m.addr, 2)
+	s.r = startLimitkvIn(t, s.rdir, s.flags...)
+	s.rc = goRedis(t, s.r.addr, 2)
+	host, port, _ := net.SplitHostPort(s.m.addr)
+	if err := s.rc.Do(context.Background(), "REPLICAOF", host, port).Err(); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// infoMap reads an INFO section into a map.
+func infoMap(t testing.TB, c *redis.Client, section string) map[string]string {
+	t.Helper()
+	s, err := c.Info(context.Background(), section).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, line := range strings.Split(s, "\r\n") {
+		if k, v, ok := strings.Cut(line, ":"); ok {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// pollUntil polls every millisecond until cond says yes (bounded): kill
+// points need a finer grain than waitFor's.
+func pollUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for i := 0; i < 60_000; i++ {
+		if cond() {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
+	t.Fatalf("never saw %s", what)
+}
+
+// copyRead is how much of the master's copy the replica has read, -1 once
+// no sync is in progress.
+func copyRead(t *testing.T, rc *redis.Client) int64 {
+	in := infoMap(t, rc, "replication")
+	if in["master_sync_in_progress"] != "1" {
+		return -1
+	}
+	n, _ := strconv.ParseInt(in["master_sync_read_bytes"], 10, 64)
+	return n
+}
+
+// which names the dataset the replica holds, failing on any other.
+func (f *syncFixture) which(t *testing.T, c *redis.Client, when string) string {
+	t.Helper()
+	switch d := digestOf(t, c); d {
+	case f.oldDigest:
+		return "old"
+	case f.newDigest:
+		return "new"
+	default:
+		n, _ := c.DBSize(context.Background()).Result()
+		t.Fatalf("%s: the replica holds a mix (%d keys, digest %s): neither the old dataset nor the new one", when, n, d)
+	}
+	return ""
+}
+
+var syncBytesRe = regexp.MustCompile(`sync: Finished with success" keys=\d+ bytes=(\d+)`)
+
+// calibrate runs one whole sync and measures the copy's bytes.
+func (f *syncFixture) calibrate(t *testing.T) {
+	t.Helper()
+	s := f.startRound(t)
+	pollUntil(t, "the first sync's end", func() bool { return syncBytesRe.MatchString(s.r.log.String()) })
+	f.copyBytes, _ = strconv.ParseInt(syncBytesRe.FindStringSubmatch(s.r.log.String())[1], 10, 64)
+	if got := f.which(t, s.rc, "after a whole sync"); got != "new" {
+		t.Fatalf("after a whole sync the replica holds the %s dataset", got)
+	}
+	s.r.stop()
+	s.m.stop()
+}
+
+// restartAlone restarts the replica on its directory with no master and
+// names the dataset it came back with.
+func (f *syncFixture) restartAlone(t *testing.T, s *syncRound) string {
+	t.Helper()
+	r := startLimitkvIn(t, s.rdir, "--enable-debug-command", "yes")
+	defer r.stop()
+	rc := goRedis(t, r.addr, 2)
+	pollUntil(t, "the restarted replica serving", func() bool { return rc.DBSize(context.Background()).Err() == nil })
+	return f.which(t, rc, "after a restart with no master")
+}
+
+func TestFullSyncAllOrNothing(t *testing.T) {
+	f := newSyncFixture(t)
+	f.calibrate(t)
+	t.Logf("the master's copy: %d bytes", f.copyBytes)
+	for _, mode := range []string{"disabled", "swapdb"} {
+		t.Run(mode+"/master-killed", func(t *testing.T) {
+			old := 0
+			for k := 0; k < 10; k++ {
+				s := f.startRound(t, "--repl-diskless-load", mode, "--snapshot-interval", "100ms")
+				at := f.copyBytes * int64(2*k+1) / 20
+				pollUntil(t, "the copy reach "+strconv.FormatInt(at, 10)+" bytes", func() bool {
+					n := copyRead(t, s.rc)
+					return n >= at || (n < 0 && infoMap(t, s.rc, "replication")["master_link_status"] == "up")
+				})
+				s.m.kill()
+				pollUntil(t, "the link go down", func() bool {
+					in := infoMap(t, s.rc, "replication")
+					return in["master_link_status"] == "down" && in["master_sync_in_progress"] == "0" &&
+						infoMap(t, s.rc, "persistence")["loading"] == "0"
+				})
+				live := f.which(t, s.rc, "after the master's kill")
+				if live == "old" {
+					old++
+					in := infoMap(t, s.rc, "replication")
+					if in["replica_full_sync_status"] != "err" {
+						t.Fatalf("kill %d: the failed sync is reported as %q", k, in["replica_full_sync_status"])
+					}
+				}
+				time.Sleep(250 * time.Millisecond) // snapshots run meanwhile
+				s.r.stop()
+				if got := f.restartAlone(t, s); got != live {
+					t.Fatalf("kill %d: the replica served the %s dataset, and came back with the %s one", k, live, got)
+				}
+			}
+			if old < 5 {
+				t.Fatalf("only %d of 10 kills cut the sync short: the failure was not exercised", old)
+			}
+		})
+		t.Run(mode+"/replica-killed", func(t *testing.T) {
+			outcome := map[string]int{}
+			for k := 0; k < 10; k++ {
+				s := f.startRound(t, "--repl-diskless-load", mode, "--snapshot-interval", "100ms")
+				want := ""
+				switch {
+				case k < 7: // while the copy arrives
+					at := f.copyBytes * int64(2*k+1) / 14
+					pollUntil(t, "the copy reach "+strconv.FormatInt(at, 10)+" bytes", func() bool { return copyRead(t, s.rc) >= at })
+					want = "old"
+				case k == 7: // while it loads (disk) or just before the swap
+					pollUntil(t, "the load", func() bool {
+						return infoMap(t, s.rc, "persistence")["loading"] == "1" && copyRead(t, s.rc) >= f.copyBytes-64 ||
+							copyRead(t, s.rc) < 0
+					})
+				case k == 8: // as soon as the sync is over, before a snapshot
+					pollUntil(t, "the link up", func() bool { return infoMap(t, s.rc, "replication")["master_link_status"] == "up" })
+				default: // once a snapshot has saved the new dataset
+					pollUntil(t, "the link up", func() bool { return infoMap(t, s.rc, "replication")["master_link_status"] == "up" })
+					// Two snapshots later: one under way at the swap held it
+					// off and captured the old dataset.
+					saved, _ := strconv.Atoi(infoMap(t, s.rc, "persistence")["snapshot_count"])
+					pollUntil(t, "two snapshots after the sync", func() bool {
+						n, _ := strconv.Atoi(infoMap(t, s.rc, "persistence")["snapshot_count"])
+						return n >= saved+2
+					})
+					want = "new"
+				}
+				s.r.kill()
+				got := f.restartAlone(t, s)
+				if want != "" && got != want {
+					t.Fatalf("kill %d: the replica came back with the %s dataset, want the %s one", k, got, want)
+				}
+				outcome[got]++
+				s.m.stop()
+			}
+			t.Logf("came back with: %v", outcome)
+		})
+	}
+}
