@@ -203,7 +203,7 @@ type Stats struct {
 func New(eng *engine.Engine, set *Settings, hooks Hooks, log *slog.Logger) *Node {
 	n := &Node{eng: eng, Set: set, hooks: hooks, log: log, streamDB: -1, acks: make(chan struct{})}
 	n.replid = newReplID()
-	n.replid2 = zeroID
+	n.replid2, n.secondOff = zeroID, -1
 	n.noneSince = time.Now()
 	n.sweepBatch.New = func() any { return n.NewBatch() }
 	return n

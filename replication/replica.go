@@ -121,14 +121,10 @@ func (l *link) info(in *Info) {
 // offsets returns slave_read_repl_offset and slave_repl_offset: where the
 // link stands in its master's stream, or before it has one, where the
 // dataset the node holds stands (a full sync that failed keeps it whole,
-// at its position); 1 for a dataset with no history, as Redis shows a
-// replica with neither a master nor a cached one.
+// at its position), as Redis shows its cached master's.
 func (l *link) offsets() (read, applied int64) {
 	if l.positioned.Load() {
 		return l.readOff.Load(), l.applied.Load()
-	}
-	if l.fresh() {
-		return 1, 1
 	}
 	off := l.n.Offset()
 	return off, off

@@ -277,3 +277,173 @@ func TestFullSyncAllOrNothing(t *testing.T) {
 		})
 	}
 }
+
+// While a sync is under way, what a replica answers is its old dataset,
+// LOADING (where Redis answers it), or, once the sync ended, the new one:
+// a transaction reading an old key and a new key together never finds
+// both missing (the keyspace seen flushed and not yet loaded) nor both
+// present. Readers hammer it from 16 connections through the whole sync.
+func TestFullSyncReadsDuringSync(t *testing.T) {
+	f := newSyncFixture(t)
+	for _, mode := range []string{"disabled", "swapdb", "on-empty-db"} {
+		t.Run(mode, func(t *testing.T) {
+			ctx := context.Background()
+			s := f.startRound(t, "--repl-diskless-load", mode)
+			if mode == "on-empty-db" {
+				// An empty keyspace is loaded in place: restart the round
+				// with an empty replica.
+				s.r.stop()
+				s = &syncRound{m: s.m, mc: s.mc, rdir: t.TempDir(), flags: []string{"--enable-debug-command", "yes", "--repl-diskless-load", mode}}
+				s.r = startLimitkvIn(t, s.rdir, s.flags...)
+				s.rc = goRedis(t, s.r.addr, 2)
+				host, port, _ := net.SplitHostPort(s.m.addr)
+				s.rc.Do(ctx, "REPLICAOF", host, port)
+			}
+			type seen struct{ old, new, loading, other int }
+			results := make(chan seen, 16)
+			stop := make(chan struct{})
+			for w := 0; w < 16; w++ {
+				go func(w int) {
+					c := goRedis(t, s.r.addr, 2)
+					var got seen
+					defer func() { results <- got }()
+					oldKey, newKey := "old:"+strconv.Itoa(w*100), "fill:"+strconv.Itoa(w*1000)
+					for {
+						select {
+						case <-stop:
+							return
+						default:
+						}
+						cmds, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+							p.Get(ctx, oldKey)
+							p.Get(ctx, newKey)
+							return nil
+						})
+						switch {
+						case err != nil && (strings.Contains(err.Error(), "LOADING") || strings.HasPrefix(err.Error(), "EXECABORT")):
+							// Refused whole: a GET queued while loading
+							// aborts the transaction, as in Redis.
+							got.loading++
+						case err != nil && err != redis.Nil:
+							t.Errorf("reader %d: %v", w, err)
+							return
+						default:
+							o, n := cmds[0].(*redis.StringCmd).Err() == nil, cmds[1].(*redis.StringCmd).Err() == nil
+							switch {
+							case o && !n:
+								got.old++
+							case n && !o:
+								got.new++
+							case mode == "on-empty-db" && !o && !n && got.new == 0:
+								got.old++ // the old dataset is the empty one
+							default:
+								got.other++
+								t.Errorf("reader %d read %s=%v and %s=%v in one transaction", w, oldKey, o, newKey, n)
+								return
+							}
+						}
+					}
+				}(w)
+			}
+			pollUntil(t, "the sync's end", func() bool { return infoMap(t, s.rc, "replication")["master_link_status"] == "up" })
+			time.Sleep(50 * time.Millisecond)
+			close(stop)
+			var total seen
+			for w := 0; w < 16; w++ {
+				r := <-results
+				total.old += r.old
+				total.new += r.new
+				total.loading += r.loading
+			}
+			t.Logf("transactions: old %d, LOADING %d, new %d", total.old, total.loading, total.new)
+			if total.new == 0 {
+				t.Fatal("no reader saw the new dataset")
+			}
+			// Redis answers LOADING while it loads in place (disk's load,
+			// on-empty-db's transfer) and while swapdb loads a copy of
+			// another history.
+			if total.loading == 0 {
+				t.Fatal("no reader was told LOADING")
+			}
+		})
+	}
+}
+
+// With replica-serve-stale-data no, reads answer MASTERDOWN while a full
+// sync is under way and after it failed; INFO still answers.
+func TestFullSyncServeStaleNo(t *testing.T) {
+	f := newSyncFixture(t)
+	ctx := context.Background()
+	s := f.startRound(t, "--replica-serve-stale-data", "no")
+	const masterDown = "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'."
+	pollUntil(t, "the transfer", func() bool { return copyRead(t, s.rc) > 0 })
+	if err := s.rc.Get(ctx, "old:1").Err(); err == nil || err.Error() != masterDown {
+		t.Fatalf("GET during the sync: %v", err)
+	}
+	s.m.kill()
+	pollUntil(t, "the link go down", func() bool { return infoMap(t, s.rc, "replication")["master_sync_in_progress"] == "0" })
+	if err := s.rc.Get(ctx, "old:1").Err(); err == nil || err.Error() != masterDown {
+		t.Fatalf("GET after the failed sync: %v", err)
+	}
+	s.rc.ConfigSet(ctx, "replica-serve-stale-data", "yes")
+	if got := f.which(t, s.rc, "after the failed sync"); got != "old" {
+		t.Fatalf("the replica holds the %s dataset", got)
+	}
+}
+
+// The INFO replication of a replica whose full sync failed, against
+// redis-server's in the same failure: a master holding 500k keys killed
+// while it sends them to a replica holding another dataset.
+func TestFullSyncFailureInfoMatchesRedis(t *testing.T) {
+	ctx := context.Background()
+	redisServerPath(t)
+	failed := func(m, r *server, populate func(*redis.Client)) map[string]string {
+		mc, rc := goRedis(t, m.addr, 2), goRedis(t, r.addr, 2)
+		populate(mc)
+		for i := 0; i < 100; i++ {
+			rc.Set(ctx, "other:"+strconv.Itoa(i), i, 0)
+		}
+		host, port, _ := net.SplitHostPort(m.addr)
+		if err := rc.Do(ctx, "REPLICAOF", host, port).Err(); err != nil {
+			t.Fatal(err)
+		}
+		pollUntil(t, "the transfer", func() bool { return copyRead(t, rc) > 0 })
+		during := infoMap(t, rc, "replication")
+		for _, k := range []string{"master_sync_total_bytes", "master_sync_read_bytes", "master_sync_left_bytes", "master_sync_perc", "master_sync_last_io_seconds_ago"} {
+			if _, ok := during[k]; !ok {
+				t.Errorf("%s: no %s during the transfer", m.args[0], k)
+			}
+		}
+		m.kill()
+		pollUntil(t, "the link go down", func() bool { return infoMap(t, rc, "replication")["master_sync_in_progress"] == "0" })
+		if n, _ := rc.DBSize(ctx).Result(); n != 100 {
+			t.Fatalf("the replica holds %d keys after the failed sync, want its own 100", n)
+		}
+		in := infoMap(t, rc, "replication")
+		p := infoMap(t, rc, "persistence")
+		in["loading"], in["async_loading"] = p["loading"], p["async_loading"]
+		return in
+	}
+	rm := startRedis(t, "--repl-diskless-sync-delay", "0", "--enable-debug-command", "yes")
+	rr := startRedis(t, "--repl-diskless-load", "disabled")
+	want := failed(rm, rr, func(c *redis.Client) { c.Do(ctx, "DEBUG", "POPULATE", fullSyncKeys) })
+	km := startLimitkv(t, "--enable-debug-command", "yes")
+	kr := startLimitkv(t)
+	got := failed(km, kr, func(*redis.Client) { fill(t, km.addr, fullSyncKeys) })
+	// Names and values that must agree; master_port, master_replid and
+	// the last I/O differ by nature.
+	for _, k := range []string{"role", "master_host", "master_link_status", "master_last_io_seconds_ago",
+		"master_sync_in_progress", "slave_read_repl_offset", "slave_repl_offset", "master_link_down_since_seconds",
+		"slave_priority", "slave_read_only", "replica_announced", "connected_slaves", "master_failover_state",
+		"master_replid2", "master_repl_offset", "second_repl_offset", "repl_backlog_active", "repl_backlog_size",
+		"repl_backlog_first_byte_offset", "repl_backlog_histlen", "loading", "async_loading"} {
+		if got[k] != want[k] {
+			t.Errorf("%s: limitkv %q, redis-server %q", k, got[k], want[k])
+		}
+	}
+	for k := range want {
+		if _, ok := got[k]; !ok {
+			t.Errorf("INFO replication lacks %s (redis-server: %q)", k, want[k])
+		}
+	}
+}
