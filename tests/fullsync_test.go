@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -32,10 +33,27 @@ type syncFixture struct {
 	copyBytes             int64 // bytes of the master's copy, as a replica counts them
 }
 
+var (
+	syncFixtureOnce sync.Once
+	sharedSync      *syncFixture
+)
+
+// newSyncFixture builds the fixture once for every test that uses it (the
+// rounds start from copies), in the tests' own temporary directory.
 func newSyncFixture(t *testing.T) *syncFixture {
 	t.Helper()
+	syncFixtureOnce.Do(func() { sharedSync = buildSyncFixture(t) })
+	if sharedSync == nil {
+		t.Fatal("the full-sync fixture could not be built")
+	}
+	return sharedSync
+}
+
+func buildSyncFixture(t *testing.T) *syncFixture {
+	t.Helper()
 	ctx := context.Background()
-	f := &syncFixture{masterDir: t.TempDir(), replicaDir: t.TempDir()}
+	base := filepath.Dir(limitkvBin)
+	f := &syncFixture{masterDir: filepath.Join(base, "sync-master"), replicaDir: filepath.Join(base, "sync-replica")}
 	m := startLimitkvIn(t, f.masterDir, "--enable-debug-command", "yes")
 	fill(t, m.addr, fullSyncKeys)
 	mc := goRedis(t, m.addr, 2)
@@ -178,6 +196,9 @@ var syncBytesRe = regexp.MustCompile(`sync: Finished with success" keys=\d+ byte
 // calibrate runs one whole sync and measures the copy's bytes.
 func (f *syncFixture) calibrate(t *testing.T) {
 	t.Helper()
+	if f.copyBytes > 0 {
+		return
+	}
 	s := f.startRound(t)
 	pollUntil(t, "the first sync's end", func() bool { return syncBytesRe.MatchString(s.r.log.String()) })
 	f.copyBytes, _ = strconv.ParseInt(syncBytesRe.FindStringSubmatch(s.r.log.String())[1], 10, 64)
