@@ -210,6 +210,9 @@ func (l *link) readCopy(rd *entryReader, cp *syncCopy, key func(db int, k, v []b
 		}
 		l.lastIO.Store(time.Now().UnixNano())
 		n.load.read.Add(int64(len(b)))
+		if len(args) == 0 {
+			return fmt.Errorf("%w: an empty entry in the master's copy", errProtocol)
+		}
 		if raw != nil {
 			if err := raw(b); err != nil {
 				return err
@@ -517,6 +520,8 @@ func (l *link) loadDisk(rd *entryReader, cp *syncCopy) error {
 	return nil
 }
 
+var errDamagedCopy = errors.New("the file does not read back as it was written")
+
 // loadFile loads a copy received to f, of size bytes with checksum crc,
 // into the keyspace.
 func (l *link) loadFile(f *os.File, size int64, crc uint32) error {
@@ -544,15 +549,29 @@ func (l *link) loadFile(f *os.File, size int64, crc uint32) error {
 			return err
 		}
 		p.loaded.Add(int64(len(raw)))
+		// Checked as it arrived; what does not read back the same is a
+		// damaged file (the checksum, at the end, says so too).
 		switch {
+		case len(args) == 0:
+			return errDamagedCopy
 		case isCmd(args[0], "LKV.SYNC"):
 			if p.loaded.Load() != size || sum.Sum32() != crc {
-				return errors.New("the file does not read back as it was written")
+				return errDamagedCopy
 			}
 			return nil
 		case isCmd(args[0], "SELECT"):
-			db, _ = strconv.Atoi(string(args[1]))
+			if len(args) != 2 {
+				return errDamagedCopy
+			}
+			d, err := strconv.Atoi(string(args[1]))
+			if err != nil || d < 0 || d >= n.eng.Databases() {
+				return errDamagedCopy
+			}
+			db = d
 		case isCmd(args[0], "LKV.SET"):
+			if len(args) != 3 {
+				return errDamagedCopy
+			}
 			if err := storeKey(n.eng, lim, db, args[1], args[2]); err != nil {
 				return fmt.Errorf("key %q: %w", args[1], err)
 			}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"log/slog"
 	"net"
@@ -434,5 +435,70 @@ func TestStaleSyncFilesRemoved(t *testing.T) {
 		if exists := err == nil; exists != keep {
 			t.Errorf("%s: exists %v, want %v", strings.TrimPrefix(f, dir), exists, keep)
 		}
+	}
+}
+
+// A copy that is not what a master sends (an empty entry, a database out
+// of range, a key without a value, an unknown entry) fails the sync, in
+// every mode, without a panic and without touching the old dataset.
+func TestFullSyncMalformedCopy(t *testing.T) {
+	good, _, _ := copyOf(t, 20, -1)
+	head := good[:len(syncBegin)]
+	for name, bad := range map[string][]byte{
+		"empty entry":  []byte("*0\r\n"),
+		"bad database": resp.AppendCommand(nil, []byte("SELECT"), []byte("99")),
+		"no value":     resp.AppendCommand(nil, []byte("LKV.SET"), []byte("k")),
+		"unknown":      resp.AppendCommand(nil, []byte("FLUSHALL")),
+		"not an array": []byte("+OK\r\n"),
+	} {
+		copy := append(append(append([]byte{}, head...), bad...), good[len(syncBegin):]...)
+		for _, mode := range []LoadMode{LoadDisk, LoadSwap, LoadOnEmpty} {
+			t.Run(fmt.Sprintf("%s/mode%d", name, mode), func(t *testing.T) {
+				oldKeys := 50
+				if mode == LoadOnEmpty {
+					oldKeys = 0
+				}
+				r := newTestReplica(t, mode, oldKeys)
+				before := dataset(t, r.eng)
+				if st := r.follow(t, startFakeMaster(t, copy, -1)); st != "err" {
+					t.Fatalf("sync status %q", st)
+				}
+				sameDataset(t, dataset(t, r.eng), before, "after a malformed copy")
+			})
+		}
+	}
+}
+
+// A copy on disk that does not read back as it was written is refused
+// as damaged, whatever the damage, and never panics.
+func TestLoadFileRefusesDamage(t *testing.T) {
+	copy, _, _ := copyOf(t, 20, -1)
+	body := copy[len(syncBegin):]
+	crc := crc32.Checksum(body, syncFileCRC)
+	r := newTestReplica(t, LoadDisk, 0)
+	l := &link{n: r.n}
+	for name, damaged := range map[string][]byte{
+		"flipped byte": func() []byte { b := slices.Clone(body); b[len(b)/2] ^= 0x20; return b }(),
+		"truncated":    body[:len(body)-10],
+		"empty entry":  append([]byte("*0\r\n"), body...),
+		"short set":    append(resp.AppendCommand(nil, []byte("LKV.SET"), []byte("k")), body...),
+		"short select": append(resp.AppendCommand(nil, []byte("SELECT")), body...),
+	} {
+		f, err := os.CreateTemp(t.TempDir(), "copy")
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Write(damaged)
+		if err := l.loadFile(f, int64(len(body)), crc); err == nil {
+			t.Errorf("%s: loaded", name)
+		}
+		f.Close()
+	}
+	// The copy as written loads.
+	f, _ := os.CreateTemp(t.TempDir(), "copy")
+	defer f.Close()
+	f.Write(body)
+	if err := l.loadFile(f, int64(len(body)), crc); err != nil {
+		t.Fatalf("the intact copy: %v", err)
 	}
 }
