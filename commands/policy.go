@@ -58,6 +58,9 @@ var policyKindNames = [...]string{policyFixed: "FIXED", policySlide: "SLIDE", po
 // publishes a new one).
 type policy struct {
 	name string
+	// key is the name as the engine keys the policy's state in a subject
+	// key (the same bytes, kept so that a decision converts nothing).
+	key  []byte
 	kind policyKind
 	// def is the normalised definition (the words after the name), which
 	// RL.POLICY GET returns and snapshots keep: fed back to SET it gives
@@ -182,7 +185,7 @@ func parsePolicy(name []byte, def [][]byte) (*policy, string) {
 	if len(def) == 0 {
 		return nil, "policy '" + string(name) + "' has no definition: expected FIXED, SLIDE, GCRA or CONCURRENCY and that command's arguments after the key"
 	}
-	p := &policy{name: string(name)}
+	p := &policy{name: string(name), key: []byte(string(name))}
 	args := def[1:]
 	// COST and PEEK are each request's, given to RL.CHECK.
 	for _, a := range args {
@@ -414,9 +417,10 @@ func noSuchPolicy(name []byte) string {
 }
 
 // cmdRLCheck: RL.CHECK name key [COST n] [PEEK], or RL.CHECK name key ID id
-// for a CONCURRENCY policy (released with RL.RELEASE). The key holds the state of
-// the policy's command, so RL.CHECK and that command with the same rules
-// share it; the reply and the replication are that command's.
+// for a CONCURRENCY policy (released with RL.RELEASE). The key is the
+// subject: it holds one state per policy applied to it (the engine's
+// policy container), so that two policies on one key are two limits; the
+// reply is the policy's command's.
 func cmdRLCheck(c *Ctx) {
 	p := c.Srv.policies.lookup(c.Args[1])
 	if p == nil {
@@ -475,21 +479,22 @@ func cmdRLCheck(c *Ctx) {
 	sh := c.Shard(key)
 	var d engine.Decision
 	var err error
+	sc := &c.Client.rl.decide
 	switch p.kind {
 	case policyFixed:
 		o := engine.FixedOptions{Cost: cost, Peek: peek, First: p.first, Zone: p.zone, Ban: p.ban}
-		d, err = sh.Fixed(c.DB, key, c.Now, p.rules, o, &c.Client.rl.decide)
+		d, err = sh.PolicyFixed(c.DB, key, c.Now, p.key, p.rules, o, sc)
 	case policySlide:
 		o := engine.SlideOptions{Cost: cost, Peek: peek, Penalize: p.penalize, Ban: p.ban}
-		d, err = sh.Slide(c.DB, key, c.Now, p.rules, o, &c.Client.rl.decide)
+		d, err = sh.PolicySlide(c.DB, key, c.Now, p.key, p.rules, o, sc)
 	case policyGCRA:
 		g := p.gcra
 		g.Quantity, g.Peek = cost, peek
 		var res engine.ThrottleResult
-		res, err = sh.Throttle(c.DB, key, c.Now, g, &c.Client.rl.decide)
+		res, err = sh.PolicyThrottle(c.DB, key, c.Now, p.key, g, sc)
 		d = gcraDecision(res)
 	case policyConcurrency:
-		d, err = sh.Acquire(c.DB, key, c.Now, p.leases, p.lease, id, &c.Client.rl.decide)
+		d, err = sh.PolicyAcquire(c.DB, key, c.Now, p.key, p.leases, p.lease, id, sc)
 	}
 	if err != nil {
 		c.Err(err)

@@ -61,6 +61,8 @@ type LimitScratch struct {
 	slide SlideScratch
 	lease LeaseScratch
 	state []byte // the new state, until SetLimitState copies it
+	// A policy container being rebuilt, and its entries (ratelimit_policy.go).
+	policy, policyEntries []byte
 }
 
 // storeDecided stores a state a decision returned, if it wrote one, and
@@ -103,6 +105,8 @@ func LimitKindName(kind byte) string {
 		return "gcra"
 	case LimitLease:
 		return "concurrency"
+	case LimitPolicies:
+		return "policies"
 	}
 	return "ratelimit"
 }

@@ -209,9 +209,15 @@ func (s *Shard) Acquire(db int, key []byte, now int64, limit, lease int64, id []
 }
 
 // Release runs RL.RELEASE on key: it reports whether id held a live lease,
-// and if so frees it, deleting the key with its last lease. It fails with
-// ErrWrongType as Acquire does.
+// and if so frees it, deleting the key with its last lease. On a key of
+// named policies it frees id's lease in every CONCURRENCY policy's state.
+// It fails with ErrWrongType as Acquire does.
 func (s *Shard) Release(db int, key []byte, now int64, id []byte, sc *LimitScratch) (bool, error) {
+	if e, ok := s.Find(db, key, now); ok && e.Kind() == KindLimit {
+		if st := limitBytes(s, e); len(st) > 0 && st[0] == LimitPolicies {
+			return s.releasePolicies(db, key, now, st, id, sc), nil
+		}
+	}
 	old, _, err := s.LimitState(db, key, now, LimitLease)
 	if err != nil {
 		return false, err

@@ -18,7 +18,7 @@ import (
 
 // TestPolicyCheckAtomicity: 128 connections hammer one key through
 // RL.CHECK at once; exactly limit requests are admitted, for each kind of
-// policy, and the key is shared with the command of the same rules.
+// policy, and for two policies on one key, each its own limit.
 func TestPolicyCheckAtomicity(t *testing.T) {
 	const conns, each, limit = 128, 8, 300
 	s, ctl := frozenServer(t, 1_800_000_000_000)
@@ -58,10 +58,33 @@ func TestPolicyCheckAtomicity(t *testing.T) {
 			}
 		})
 	}
-	// The state is the command's: RL.SLIDE with the same rules sees it.
-	if d := decision(t, ctl.do("RL.SLIDE", "k-slide", strconv.Itoa(limit), "1h", "PEEK")); d[0] != 0 || d[2] != 0 {
-		t.Fatalf("RL.SLIDE on the policy's key: %v", d)
-	}
+	// Two policies of different types on one subject key, every
+	// connection sending both: each admits exactly its own limit (the
+	// reply's limit field says which policy answered).
+	t.Run("two-policies", func(t *testing.T) {
+		const other = 200
+		mustDo(t, ctl, "+OK", "RL.POLICY", "SET", "per-user", "SLIDE", strconv.Itoa(other), "1h")
+		batches := make([][]byte, conns)
+		for ci := range batches {
+			for i := 0; i < each; i++ {
+				name := "fixed"
+				if (ci+i)%2 == 1 {
+					name = "per-user"
+				}
+				batches[ci] = resp.AppendCommand(batches[ci], []byte("RL.CHECK"), []byte(name), []byte("user:42"))
+			}
+		}
+		admitted := map[int64]*atomic.Int64{limit: new(atomic.Int64), other: new(atomic.Int64)}
+		hammer(t, s.addr, batches, each, func(v resp.Value) {
+			if v.Type == '*' && v.Elems[0].Int == 1 {
+				admitted[v.Elems[1].Int].Add(1)
+			}
+		})
+		if a, b := admitted[limit].Load(), admitted[other].Load(); a != limit || b != other {
+			t.Fatalf("admitted %d through fixed (limit %d) and %d through per-user (limit %d)", a, limit, b, other)
+		}
+		mustDo(t, ctl, `"policies"`, "OBJECT", "ENCODING", "user:42")
+	})
 	info := ctl.do("INFO", "ratelimit").String()
 	if !strings.Contains(info, "policy_slide:allowed=300,denied=724,shadow_denied=0") {
 		t.Fatalf("INFO ratelimit:\n%s", info)
@@ -229,4 +252,68 @@ func TestPolicyMetrics(t *testing.T) {
 	if got := sample(t, fams, "limitkv_ratelimit_decisions_total", "command=rl.check", "decision=shadow_denied"); got != 2 {
 		t.Errorf("rl.check shadow_denied = %v, want 2", got)
 	}
+}
+
+// TestPoliciesOnOneKeyTravel: a subject key holding the states of three
+// policies moves and survives as one value: RENAME, COPY and MOVE carry
+// every state, a restart and a replica keep them, RL.TOP counts the key's
+// denials, DUMP refuses it as it refuses every rate-limit key, and DEL
+// resets every limit of the subject.
+func TestPoliciesOnOneKeyTravel(t *testing.T) {
+	dir := t.TempDir()
+	s := startLimitkvIn(t, dir, "--snapshot-interval", "1h", "--enable-debug-command", "yes")
+	c := dialRaw(t, s.addr)
+	mustDo(t, c, "+OK", "RL.POLICY", "SET", "api", "SLIDE", "2", "1h")
+	mustDo(t, c, "+OK", "RL.POLICY", "SET", "login", "FIXED", "1", "1h", "ALIGN", "FIRST", "BAN", "2h")
+	mustDo(t, c, "+OK", "RL.POLICY", "SET", "sem", "CONCURRENCY", "1", "1h")
+	use := func(key string) {
+		t.Helper()
+		mustDo(t, c, "[:1, :2, :1, :-1, :3600000]", "RL.CHECK", "api", key)
+		mustDo(t, c, "[:1, :1, :0, :-1, :3600000]", "RL.CHECK", "login", key)
+		mustDo(t, c, "[:0, :1, :0, :7200000, :3600000]", "RL.CHECK", "login", key) // banned for 2h
+		mustDo(t, c, "[:1, :1, :0, :-1, :3600000]", "RL.CHECK", "sem", key, "ID", "job")
+	}
+	// used checks that key holds the three states as use left them.
+	used := func(cl *rawConn, key string) {
+		t.Helper()
+		if d := decision(t, cl.do("RL.CHECK", "api", key, "PEEK")); d[0] != 1 || d[2] != 0 {
+			t.Fatalf("api on %s: %v", key, d)
+		}
+		if d := decision(t, cl.do("RL.CHECK", "login", key, "PEEK")); d[0] != 0 || d[3] <= 3_600_000 {
+			t.Fatalf("login on %s (banned): %v", key, d)
+		}
+		if d := decision(t, cl.do("RL.CHECK", "sem", key, "ID", "other")); d[0] != 0 {
+			t.Fatalf("sem on %s: %v", key, d)
+		}
+	}
+	use("user:1")
+	mustDo(t, c, `"policies"`, "OBJECT", "ENCODING", "user:1")
+	mustDo(t, c, "+OK", "RENAME", "user:1", "user:2")
+	used(c, "user:2")
+	mustDo(t, c, ":1", "COPY", "user:2", "user:3")
+	used(c, "user:3")
+	mustDo(t, c, ":1", "MOVE", "user:3", "1")
+	mustDo(t, c, "+OK", "SELECT", "1")
+	used(c, "user:3")
+	mustDo(t, c, "+OK", "SELECT", "0")
+	if v := c.do("DUMP", "user:2"); v.Type != '-' {
+		t.Fatalf("DUMP of a policies key: %s", v)
+	}
+	if v := c.do("RL.TOP", "10").String(); !strings.Contains(v, "user:1") {
+		t.Fatalf("RL.TOP does not count the subject's denials: %s", v)
+	}
+	mustDo(t, c, "+OK", "SAVE")
+	s.stop()
+
+	s = startLimitkvIn(t, dir, "--snapshot-interval", "1h", "--enable-debug-command", "yes")
+	c = dialRaw(t, s.addr)
+	used(c, "user:2")
+	mustDo(t, c, ":1", "DEL", "user:2")
+	use("user:2") // every limit of the subject starts afresh
+
+	// A replica holds the same states.
+	r := startReplicaOf(t, s, "", "--persistence", "no")
+	sc, rc := goRedis(t, s.addr, 2), goRedis(t, r.addr, 2)
+	waitInSync(t, sc, rc)
+	sameKeyspace(t, sc, rc)
 }
