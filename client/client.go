@@ -135,6 +135,7 @@ const (
 	optKeep
 	optBan
 	optShadow
+	optReadOnly
 )
 
 // Cost makes the request take n units instead of 1 (RL.FIXED, RL.SLIDE).
@@ -170,6 +171,23 @@ func Ban(d time.Duration) Option { return Option{kind: optBan, n: int64(d)} }
 // would-be denial apart in INFO ratelimit: a dry run for a new limit
 // (RL.FIXED, RL.SLIDE, RL.ACQUIRE, policies).
 func Shadow() Option { return Option{kind: optShadow} }
+
+// ReadOnly sends the command's read-only twin (RL.FIXED_RO, RL.SLIDE_RO,
+// RL.CHECK_RO): the answer the command would give, changing nothing, as
+// Peek does, but as a read, which replicas serve (a go-redis client that
+// routes reads to replicas sends it there) and a user with only @read may
+// call.
+func ReadOnly() Option { return Option{kind: optReadOnly} }
+
+// commandFor returns name, or its read-only twin when opts ask for it.
+func commandFor(name string, opts []Option) string {
+	for _, o := range opts {
+		if o.kind == optReadOnly {
+			return name + "_RO"
+		}
+	}
+	return name
+}
 
 func appendOptions(args []any, opts []Option) ([]any, error) {
 	for _, o := range opts {
@@ -216,20 +234,20 @@ func appendRules(args []any, rules []Rule) ([]any, error) {
 // Fixed is RL.FIXED key limit window [limit window ...] [options]: fixed
 // windows, reset at multiples of the window from the epoch (or local
 // midnight with TZ, or from the first request with AlignFirst). Options:
-// Cost, Peek, AlignFirst, TZ, Ban, Shadow.
+// Cost, Peek, AlignFirst, TZ, Ban, Shadow, ReadOnly.
 func (c *Client) Fixed(ctx context.Context, key string, rules []Rule, opts ...Option) (Decision, error) {
 	return c.rulesCommand(ctx, "RL.FIXED", key, rules, opts)
 }
 
 // Slide is RL.SLIDE key limit window [limit window ...] [options]: an exact
-// sliding window. Options: Cost, Peek, Penalize, Ban, Shadow.
+// sliding window. Options: Cost, Peek, Penalize, Ban, Shadow, ReadOnly.
 func (c *Client) Slide(ctx context.Context, key string, rules []Rule, opts ...Option) (Decision, error) {
 	return c.rulesCommand(ctx, "RL.SLIDE", key, rules, opts)
 }
 
 func (c *Client) rulesCommand(ctx context.Context, name, key string, rules []Rule, opts []Option) (Decision, error) {
 	args := make([]any, 0, 2+2*len(rules)+3*len(opts))
-	args = append(args, name, key)
+	args = append(args, commandFor(name, opts), key)
 	args, err := appendRules(args, rules)
 	if err != nil {
 		return Decision{}, err

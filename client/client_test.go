@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -333,5 +334,43 @@ func TestClientKinds(t *testing.T) {
 		if c.Redis() != rdb {
 			t.Errorf("%s: Redis() is not the client given", name)
 		}
+	}
+}
+
+// TestReadOnly: the ReadOnly option sends the read-only twin, which
+// answers as the command would and records nothing.
+func TestReadOnly(t *testing.T) {
+	rec := &recorder{}
+	c, rdb := newClient(t, rec)
+	ctx := context.Background()
+	k := key(t, "")
+	rules := []Rule{PerHour(3)}
+	if _, err := c.Fixed(ctx, k, rules, Cost(2)); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 2; i++ {
+		d, err := c.Fixed(ctx, k, rules, ReadOnly())
+		if err != nil || !d.Allowed || d.Remaining != 0 {
+			t.Fatalf("look %d: %+v, %v", i, d, err)
+		}
+	}
+	if err := rdb.Do(ctx, "RL.POLICY", "SET", "client-ro", "SLIDE", "2", "1h").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if d, err := c.Check(ctx, "client-ro", k+"p", ReadOnly()); err != nil || !d.Allowed || d.Remaining != 1 {
+		t.Fatalf("policy look: %+v, %v", d, err)
+	}
+	if d, err := c.Check(ctx, "client-ro", k+"p"); err != nil || d.Remaining != 1 {
+		t.Fatalf("the look recorded something: %+v, %v", d, err)
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	var names []any
+	for _, cl := range rec.calls {
+		names = append(names, cl.args[0])
+	}
+	want := []any{"RL.FIXED", "RL.FIXED_RO", "RL.FIXED_RO", "RL.POLICY", "RL.CHECK_RO", "RL.CHECK"}
+	if fmt.Sprint(names) != fmt.Sprint(want) {
+		t.Fatalf("commands sent: %v, want %v", names, want)
 	}
 }

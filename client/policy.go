@@ -134,10 +134,10 @@ func (c *Client) ListPolicies(ctx context.Context, pattern string) ([]string, er
 }
 
 // Check is RL.CHECK name key [COST n] [PEEK]: the named policy applied to
-// key. Options: Cost, Peek.
+// key. Options: Cost, Peek, ReadOnly.
 func (c *Client) Check(ctx context.Context, name, key string, opts ...Option) (Decision, error) {
 	args := make([]any, 0, 3+2*len(opts))
-	args = append(args, "RL.CHECK", name, key)
+	args = append(args, commandFor("RL.CHECK", opts), name, key)
 	args, err := appendOptions(args, opts)
 	if err != nil {
 		return Decision{}, err

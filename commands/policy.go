@@ -421,7 +421,14 @@ func noSuchPolicy(name []byte) string {
 // subject: it holds one state per policy applied to it (the engine's
 // policy container), so that two policies on one key are two limits; the
 // reply is the policy's command's.
-func cmdRLCheck(c *Ctx) {
+func cmdRLCheck(c *Ctx) { rlCheckCmd(c, false) }
+
+// cmdRLCheckRO: RL.CHECK_RO name key [COST n], or RL.CHECK_RO name key
+// [ID id] for a CONCURRENCY policy: what RL.CHECK would answer, changing
+// nothing (see RL.ACQUIRE_RO for a CONCURRENCY policy's reply).
+func cmdRLCheckRO(c *Ctx) { rlCheckCmd(c, true) }
+
+func rlCheckCmd(c *Ctx, readOnly bool) {
 	p := c.Srv.policies.lookup(c.Args[1])
 	if p == nil {
 		c.W.Error(noSuchPolicy(c.Args[1]))
@@ -466,7 +473,8 @@ func cmdRLCheck(c *Ctx) {
 			return
 		}
 	}
-	if p.kind == policyConcurrency && id == nil {
+	peek = peek || readOnly
+	if p.kind == policyConcurrency && id == nil && !readOnly {
 		c.W.Error("ERR policy '" + p.name + "' is a CONCURRENCY policy: RL.CHECK " + p.name + " key ID id, released with RL.RELEASE key id")
 		return
 	}
@@ -480,20 +488,22 @@ func cmdRLCheck(c *Ctx) {
 	var d engine.Decision
 	var err error
 	sc := &c.Client.rl.decide
-	switch p.kind {
-	case policyFixed:
+	switch {
+	case p.kind == policyFixed:
 		o := engine.FixedOptions{Cost: cost, Peek: peek, First: p.first, Zone: p.zone, Ban: p.ban}
 		d, err = sh.PolicyFixed(c.DB, key, c.Now, p.key, p.rules, o, sc)
-	case policySlide:
+	case p.kind == policySlide:
 		o := engine.SlideOptions{Cost: cost, Peek: peek, Penalize: p.penalize, Ban: p.ban}
 		d, err = sh.PolicySlide(c.DB, key, c.Now, p.key, p.rules, o, sc)
-	case policyGCRA:
+	case p.kind == policyGCRA:
 		g := p.gcra
 		g.Quantity, g.Peek = cost, peek
 		var res engine.ThrottleResult
 		res, err = sh.PolicyThrottle(c.DB, key, c.Now, p.key, g, sc)
 		d = gcraDecision(res)
-	case policyConcurrency:
+	case p.kind == policyConcurrency && readOnly:
+		d, err = sh.PeekAcquire(c.DB, key, c.Now, p.key, p.leases, p.lease, id, sc)
+	case p.kind == policyConcurrency:
 		d, err = sh.PolicyAcquire(c.DB, key, c.Now, p.key, p.leases, p.lease, id, sc)
 	}
 	if err != nil {

@@ -299,11 +299,25 @@ func (c *Ctx) replyDecision(d engine.Decision) {
 	c.W.Int(d.ResetAfter)
 }
 
-func cmdRLFixed(c *Ctx) {
+// The read-only twins RL.FIXED_RO, RL.SLIDE_RO, CL.THROTTLE_RO,
+// RL.ACQUIRE_RO and RL.CHECK_RO take their command's arguments and answer
+// what it would, changing nothing, as PEEK does: Redis's convention for the
+// read-only twin of a command that writes (SORT_RO, EVAL_RO). Being reads
+// (@read, not @write), they are served by replicas and allowed to a user
+// with only @read: dashboards and admin tools ask how much is left without
+// a write. They count no decision.
+
+func cmdRLFixed(c *Ctx)   { rlFixedCmd(c, false) }
+func cmdRLFixedRO(c *Ctx) { rlFixedCmd(c, true) }
+func cmdRLSlide(c *Ctx)   { rlSlideCmd(c, false) }
+func cmdRLSlideRO(c *Ctx) { rlSlideCmd(c, true) }
+
+func rlFixedCmd(c *Ctx, readOnly bool) {
 	a, ok := c.parseRules(true)
 	if !ok {
 		return
 	}
+	a.peek = a.peek || readOnly
 	o := engine.FixedOptions{Cost: a.cost, Peek: a.peek, First: a.first, Zone: a.zone, Ban: a.ban}
 	d, err := c.Shard(c.Args[1]).Fixed(c.DB, c.Args[1], c.Now, a.rules, o, &c.Client.rl.decide)
 	if err != nil {
@@ -313,11 +327,12 @@ func cmdRLFixed(c *Ctx) {
 	c.decided(rlFixed, d, a.peek, a.shadow)
 }
 
-func cmdRLSlide(c *Ctx) {
+func rlSlideCmd(c *Ctx, readOnly bool) {
 	a, ok := c.parseRules(false)
 	if !ok {
 		return
 	}
+	a.peek = a.peek || readOnly
 	o := engine.SlideOptions{Cost: a.cost, Peek: a.peek, Penalize: a.penalize, Ban: a.ban}
 	d, err := c.Shard(c.Args[1]).Slide(c.DB, c.Args[1], c.Now, a.rules, o, &c.Client.rl.decide)
 	if err != nil {
@@ -329,10 +344,15 @@ func cmdRLSlide(c *Ctx) {
 
 // cmdCLThrottle is redis-cell's CL.THROTTLE, with its argument parsing and
 // its error texts ("Cell error: ..."), which clients written against the
-// module may match on.
-func cmdCLThrottle(c *Ctx) {
+// module may match on. CL.THROTTLE_RO answers what it would for the
+// quantity, recording nothing (redis-cell's quantity 0 looks, but answers
+// for a request of 0).
+func cmdCLThrottle(c *Ctx)   { clThrottleCmd(c, false) }
+func cmdCLThrottleRO(c *Ctx) { clThrottleCmd(c, true) }
+
+func clThrottleCmd(c *Ctx, readOnly bool) {
 	if len(c.Args) != 5 && len(c.Args) != 6 {
-		c.W.ErrorVerbatim("Cell error: Store error: Usage: cl.throttle <key> <max_burst> <count per period> <period> [<quantity>]")
+		c.W.ErrorVerbatim("Cell error: Store error: Usage: " + c.Spec.Name + " <key> <max_burst> <count per period> <period> [<quantity>]")
 		return
 	}
 	var vals [4]int64
@@ -345,7 +365,7 @@ func cmdCLThrottle(c *Ctx) {
 		}
 		vals[i-2] = n
 	}
-	g := engine.GCRA{MaxBurst: vals[0], Count: vals[1], Period: vals[2], Quantity: vals[3]}
+	g := engine.GCRA{MaxBurst: vals[0], Count: vals[1], Period: vals[2], Quantity: vals[3], Peek: readOnly}
 	res, err := c.Shard(c.Args[1]).Throttle(c.DB, c.Args[1], c.Now, g, &c.Client.rl.decide)
 	switch {
 	case err == engine.ErrZeroRate || err == engine.ErrGCRAOverflow:
@@ -355,7 +375,7 @@ func cmdCLThrottle(c *Ctx) {
 		c.Err(err)
 		return
 	}
-	if g.Quantity != 0 {
+	if g.Quantity != 0 && !readOnly {
 		c.Srv.rl.count(clThrottle, !res.Limited)
 		if res.Limited {
 			c.noteDenied() // RL.TOP

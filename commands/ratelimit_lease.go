@@ -98,6 +98,33 @@ func cmdRLAcquire(c *Ctx) {
 	c.decided(rlAcquire, d, false, a.shadow)
 }
 
+// cmdRLAcquireRO: RL.ACQUIRE_RO key limit lease [id], what RL.ACQUIRE
+// would answer for id (without one, for a new holder), taking nothing:
+// remaining is the free slots left after the acquire it would make, so a
+// dashboard reads the leases held as limit - remaining - allowed.
+func cmdRLAcquireRO(c *Ctx) {
+	if len(c.Args) > 5 {
+		c.W.Error("syntax error: unexpected argument '" + string(c.Args[5]) + "'")
+		return
+	}
+	a, msg := parseLease(c.Args[2], c.Args[3], nil)
+	var id []byte
+	if msg == "" && len(c.Args) == 5 {
+		id = c.Args[4]
+		msg = leaseIDError(id)
+	}
+	if msg != "" {
+		c.W.Error(msg)
+		return
+	}
+	d, err := c.Shard(c.Args[1]).PeekAcquire(c.DB, c.Args[1], c.Now, nil, a.limit, a.lease, id, &c.Client.rl.decide)
+	if err != nil {
+		c.Err(err)
+		return
+	}
+	c.decided(rlAcquire, d, true, false)
+}
+
 // cmdRLRelease answers 1 if it freed id's lease, 0 if id held none. It is
 // not a decision and is not counted.
 func cmdRLRelease(c *Ctx) {

@@ -34,10 +34,22 @@ func commandTable() []*Spec {
 			Run:   cmdRLFixed,
 		},
 		{
+			Name:  "rl.fixed_ro",
+			Arity: -4,
+			Flags: ReadOnly | Fast,
+			Run:   cmdRLFixedRO,
+		},
+		{
 			Name:  "rl.slide",
 			Arity: -4,
 			Flags: Write | DenyOOM | Fast,
 			Run:   cmdRLSlide,
+		},
+		{
+			Name:  "rl.slide_ro",
+			Arity: -4,
+			Flags: ReadOnly | Fast,
+			Run:   cmdRLSlideRO,
 		},
 		{
 			Name:  "rl.login",
@@ -52,10 +64,22 @@ func commandTable() []*Spec {
 			Run:   cmdCLThrottle,
 		},
 		{
+			Name:  "cl.throttle_ro",
+			Arity: -1,
+			Flags: ReadOnly | Fast,
+			Run:   cmdCLThrottleRO,
+		},
+		{
 			Name:  "rl.acquire",
 			Arity: -5,
 			Flags: Write | DenyOOM | Fast,
 			Run:   cmdRLAcquire,
+		},
+		{
+			Name:  "rl.acquire_ro",
+			Arity: -4,
+			Flags: ReadOnly | Fast,
+			Run:   cmdRLAcquireRO,
 		},
 		{
 			Name:  "rl.release",
@@ -72,6 +96,12 @@ func commandTable() []*Spec {
 			Arity: -3,
 			Flags: Write | DenyOOM | Fast,
 			Run:   cmdRLCheck,
+		},
+		{
+			Name:  "rl.check_ro",
+			Arity: -3,
+			Flags: ReadOnly | Fast,
+			Run:   cmdRLCheckRO,
 		},
 		{
 			Name:  "rl.policy",

@@ -227,3 +227,22 @@ func (s *Shard) Release(db int, key []byte, now int64, id []byte, sc *LimitScrat
 	s.storeDecided(db, key, now, sc, st, exp, freed)
 	return freed, nil
 }
+
+// PeekAcquire answers what RL.ACQUIRE (or, policy set, RL.CHECK of that
+// CONCURRENCY policy) would answer for id, changing nothing: a nil id
+// asks for a new holder. It fails with ErrWrongType as Acquire does.
+func (s *Shard) PeekAcquire(db int, key []byte, now int64, policy []byte, limit, lease int64, id []byte, sc *LimitScratch) (Decision, error) {
+	var old []byte
+	var err error
+	if policy != nil {
+		_, old, err = s.policyLoad(db, key, now, policy, LimitLease)
+	} else {
+		old, _, err = s.LimitState(db, key, now, LimitLease)
+	}
+	if err != nil {
+		return Decision{}, err
+	}
+	d, st, _, _ := decideAcquire(old, limit, lease, id, now, &sc.lease, sc.state[:0])
+	sc.state = st[:0]
+	return d, nil
+}

@@ -317,3 +317,63 @@ func TestPoliciesOnOneKeyTravel(t *testing.T) {
 	waitInSync(t, sc, rc)
 	sameKeyspace(t, sc, rc)
 }
+
+// TestReadOnlyTwins: the *_RO twins of the rate-limit commands are reads:
+// a replica answers them exactly as its master does (where the command
+// itself, PEEK or not, is refused as a write), and a user allowed only
+// @read may call them but not the commands.
+func TestReadOnlyTwins(t *testing.T) {
+	// Both clocks frozen at one time, so that the times answered agree.
+	const at = 1_800_000_000_000
+	m := startMaster(t, "--persistence", "no")
+	mc := goRedis(t, m.addr, 2)
+	mr := dialRaw(t, m.addr)
+	mustDo(t, mr, ":"+strconv.Itoa(at), "DEBUG", "CLOCK", "SET", strconv.Itoa(at))
+	mustDo(t, mr, "+OK", "RL.POLICY", "SET", "api", "SLIDE", "3", "1h")
+	mustDo(t, mr, "+OK", "RL.POLICY", "SET", "jobs", "CONCURRENCY", "2", "1h")
+	mr.do("RL.FIXED", "f", "5", "1h", "ALIGN", "FIRST", "COST", "2")
+	mr.do("RL.SLIDE", "s", "4", "1h")
+	mr.do("CL.THROTTLE", "g", "5", "1", "3600", "2")
+	mr.do("RL.ACQUIRE", "sem", "3", "1h", "job-1")
+	mr.do("RL.CHECK", "api", "user:1")
+	mr.do("RL.CHECK", "jobs", "user:1", "ID", "j1")
+	reads := [][]string{
+		{"RL.FIXED_RO", "f", "5", "1h", "ALIGN", "FIRST"},
+		{"RL.SLIDE_RO", "s", "4", "1h", "COST", "3"},
+		{"CL.THROTTLE_RO", "g", "5", "1", "3600"},
+		{"RL.ACQUIRE_RO", "sem", "3", "1h"},
+		{"RL.CHECK_RO", "api", "user:1"},
+		{"RL.CHECK_RO", "jobs", "user:1"},
+	}
+	// Answers of the master, which the twins do not change.
+	want := make([]string, len(reads))
+	for i, args := range reads {
+		want[i] = mr.do(args...).String()
+		if again := mr.do(args...).String(); again != want[i] {
+			t.Fatalf("%v changed the state: %s, then %s", args, want[i], again)
+		}
+	}
+	r := startReplicaOf(t, m, "", "--persistence", "no")
+	rc := goRedis(t, r.addr, 2)
+	waitInSync(t, mc, rc)
+	rr := dialRaw(t, r.addr)
+	mustDo(t, rr, ":"+strconv.Itoa(at), "DEBUG", "CLOCK", "SET", strconv.Itoa(at))
+	for i, args := range reads {
+		if got := rr.do(args...).String(); got != want[i] {
+			t.Errorf("%v on the replica: %s, the master %s", args, got, want[i])
+		}
+	}
+	mustDo(t, rr, "-READONLY You can't write against a read only replica.", "RL.SLIDE", "s", "4", "1h", "PEEK")
+
+	mustDo(t, mr, "+OK", "ACL", "SETUSER", "reader", "on", ">pw", "~*", "-@all", "+@read")
+	reader := dialRaw(t, m.addr)
+	mustDo(t, reader, "+OK", "AUTH", "reader", "pw")
+	for i, args := range reads {
+		if got := reader.do(args...).String(); got != want[i] {
+			t.Errorf("%v as a @read user: %s, want %s", args, got, want[i])
+		}
+	}
+	if v := reader.do("RL.FIXED", "f", "5", "1h", "PEEK"); v.Type != '-' || !strings.HasPrefix(string(v.Str), "NOPERM") {
+		t.Fatalf("RL.FIXED as a @read user: %s", v)
+	}
+}
