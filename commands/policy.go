@@ -665,8 +665,9 @@ func (s *Server) policiesForSync() ([]byte, func()) {
 	return reg.payload(), reg.mu.Unlock
 }
 
-// LoadPolicyFile reads a file of "RL.POLICY SET name ..." lines (# starts
-// a comment line; quoting as in redis-cli and the config file) and adds
+// LoadPolicyFile reads a file of "RL.POLICY SET name ..." lines (quoting
+// as in redis-cli and the config file; a '#' that begins an argument
+// outside quotes begins a comment, so a line may end with one) and adds
 // its policies to those the snapshot had, replacing those of the same
 // names; a name defined twice takes its last line, as the commands would.
 // One bad line refuses the whole file: the error names the file and line.
@@ -698,16 +699,18 @@ func readPolicyFile(r io.Reader, path string) ([]*policy, error) {
 	line := 0
 	for sc.Scan() {
 		line++
-		text := strings.TrimSpace(sc.Text())
-		if text == "" || text[0] == '#' {
-			continue
-		}
 		fail := func(msg string) error {
 			return fmt.Errorf("%s:%d: %s", path, line, strings.TrimPrefix(msg, "ERR "))
 		}
-		args, ok := resp.SplitArgs([]byte(text))
+		// Operators annotate a definition on its own line ("SLIDE 50 1m
+		// SHADOW  # rolling out"); a '#' inside an argument or in quotes
+		// stays data, as in a shell.
+		args, ok := resp.SplitArgsComment([]byte(strings.TrimSpace(sc.Text())))
 		if !ok {
 			return nil, fail("unbalanced quotes")
+		}
+		if len(args) == 0 {
+			continue // blank, or only a comment
 		}
 		if len(args) < 3 || !is(args[0], "RL.POLICY") || !is(args[1], "SET") {
 			return nil, fail("expected RL.POLICY SET name FIXED|SLIDE|GCRA|CONCURRENCY ...")

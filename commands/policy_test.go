@@ -421,9 +421,12 @@ func TestPolicyFile(t *testing.T) {
 		"  rl.policy set 'login' FIXED 5 15m \"SHADOW\"   \n"+
 		"RL.POLICY SET cn FIXED 100 1d TZ \"Asia/Shanghai\"\n"+
 		"# the last definition of a name wins, as the commands would\n"+
-		"RL.POLICY SET cn FIXED 200 1d TZ Asia/Shanghai\n"), 0o644)
+		"RL.POLICY SET cn FIXED 200 1d TZ Asia/Shanghai\n"+
+		"RL.POLICY SET roll SLIDE 50 1m SHADOW     # rolling out: a comment after a definition\n"+
+		"\tRL.POLICY SET tab SLIDE 7 1m\t#\n"+
+		"   # an indented comment line\n"), 0o644)
 	n, err := h.srv.LoadPolicyFile(good)
-	if err != nil || n != 4 {
+	if err != nil || n != 6 {
 		t.Fatalf("LoadPolicyFile: %d %v", n, err)
 	}
 	for _, tc := range [][2]string{
@@ -431,6 +434,8 @@ func TestPolicyFile(t *testing.T) {
 		{"login", `["FIXED", "5", "15m", "SHADOW"]`},
 		{"cn", `["FIXED", "200", "1d", "TZ", "Asia/Shanghai"]`},
 		{"old", `["SLIDE", "1", "1s"]`},
+		{"roll", `["SLIDE", "50", "1m", "SHADOW"]`},
+		{"tab", `["SLIDE", "7", "1m"]`},
 	} {
 		if v := h.do("RL.POLICY", "GET", tc[0]); v.String() != tc[1] {
 			t.Fatalf("%s: %s, want %s", tc[0], v, tc[1])
@@ -443,6 +448,11 @@ func TestPolicyFile(t *testing.T) {
 		{"RL.POLICY DEL a\n", ":1: expected RL.POLICY SET name"},
 		{"SET a b\n", ":1: expected RL.POLICY SET name"},
 		{"RL.POLICY SET a:b SLIDE 1 1m\n", ":1: invalid policy name 'a:b'"},
+		// A '#' inside an argument, or quoted, is data, not a comment.
+		{"RL.POLICY SET a SLIDE 1 1m#x\n", ":1: invalid window '1m#x'"},
+		{"RL.POLICY SET a SLIDE 1 1m '#' rest\n", ":1: syntax error: unexpected argument '#'"},
+		{"RL.POLICY SET a SLIDE 1 1m \"# x\"\n", ":1: syntax error: unexpected argument '# x'"},
+		{"RL.POLICY SET a SLIDE 1 1m \"x\"# y\n", ":1: unbalanced quotes"},
 	} {
 		bad := filepath.Join(dir, "bad.conf")
 		os.WriteFile(bad, []byte(tc.text), 0o644)
@@ -471,6 +481,8 @@ func TestPolicyFile(t *testing.T) {
 	h.do("RL.POLICY", "DEL", "old")
 	h.do("RL.POLICY", "DEL", "login")
 	h.do("RL.POLICY", "DEL", "cn")
+	h.do("RL.POLICY", "DEL", "roll")
+	h.do("RL.POLICY", "DEL", "tab")
 	if _, err := h.srv.LoadPolicyFile(full); err != nil {
 		t.Fatal(err)
 	}
@@ -480,6 +492,90 @@ func TestPolicyFile(t *testing.T) {
 	if v := h.do("RL.POLICY", "SET", "api", "SLIDE", "2", "1m"); v.String() != "+OK" {
 		t.Fatalf("replacing at the bound: %s", v)
 	}
+}
+
+// TestPolicyFileDocExamples loads every policies file that the docs show,
+// so that an example an operator copies always starts the server. The
+// examples are found, not listed: a fenced block whose lines are all
+// RL.POLICY SET lines, '#' comments or blank is a policies file.
+func TestPolicyFileDocExamples(t *testing.T) {
+	found := 0
+	for _, doc := range []string{"../docs/commands.md", "../README.md"} {
+		text, err := os.ReadFile(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ex := range policyFileExamples(string(text)) {
+			found++
+			file := filepath.Join(t.TempDir(), "policies.conf")
+			os.WriteFile(file, []byte(ex.text), 0o644)
+			h := newHarness(t)
+			n, err := h.srv.LoadPolicyFile(file)
+			if err != nil {
+				// The error names the file's line; say the doc's.
+				line := ""
+				_, rest, _ := strings.Cut(err.Error(), file+":")
+				n, _, _ := strings.Cut(rest, ":")
+				if l, err := strconv.Atoi(n); err == nil {
+					line = strconv.Itoa(ex.line + l - 1)
+				}
+				t.Errorf("%s:%s: the policies file of the block at line %d does not load: %v", doc, line, ex.line, err)
+				continue
+			}
+			if n != ex.policies {
+				t.Errorf("%s:%d: the policies file loaded %d policies, want %d", doc, ex.line, n, ex.policies)
+			}
+		}
+	}
+	if found == 0 {
+		t.Fatal("no policies file found in the docs: has the example, or the way it is found, changed?")
+	}
+}
+
+// policyFileExample is a fenced block of a Markdown text that is a
+// policies file: its text, the line of its first line and how many
+// RL.POLICY SET lines it has.
+type policyFileExample struct {
+	text           string
+	line, policies int
+}
+
+func policyFileExamples(markdown string) []policyFileExample {
+	var out []policyFileExample
+	var block []string
+	start, open := 0, false
+	for i, l := range strings.Split(markdown, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(l), "```") {
+			if open {
+				if ex, ok := asPolicyFile(block); ok {
+					ex.line = start
+					out = append(out, ex)
+				}
+			}
+			open, block, start = !open, nil, i+2
+			continue
+		}
+		if open {
+			block = append(block, l)
+		}
+	}
+	return out
+}
+
+func asPolicyFile(lines []string) (policyFileExample, bool) {
+	ex := policyFileExample{text: strings.Join(lines, "\n") + "\n"}
+	for _, l := range lines {
+		l = strings.TrimSpace(l)
+		words := strings.Fields(l)
+		switch {
+		case l == "" || l[0] == '#':
+		case len(words) >= 2 && strings.EqualFold(words[0], "RL.POLICY") && strings.EqualFold(words[1], "SET"):
+			ex.policies++
+		default:
+			return ex, false
+		}
+	}
+	return ex, ex.policies > 0
 }
 
 // TestPolicyChangesUnderLoad: RL.CHECK runs while the policy is replaced

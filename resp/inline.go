@@ -7,7 +7,20 @@ package resp
 // end of the line; a NUL byte ends the line, as it does for C strings. It
 // returns false for unbalanced quotes. line is left as it is.
 func SplitArgs(line []byte) ([][]byte, bool) {
-	args, ok := splitArgsInPlace(append([]byte(nil), line...), nil)
+	return splitArgsCopy(line, false)
+}
+
+// SplitArgsComment is SplitArgs for a line of a file of commands, where a
+// '#' that begins an argument outside quotes begins a comment running to
+// the end of the line, as in a shell: a#b, '#' and "#" are data. (Redis's
+// own config file has no such comments: a '#' there is a comment only at
+// the start of a line.)
+func SplitArgsComment(line []byte) ([][]byte, bool) {
+	return splitArgsCopy(line, true)
+}
+
+func splitArgsCopy(line []byte, comments bool) ([][]byte, bool) {
+	args, ok := splitArgsInPlace(append([]byte(nil), line...), nil, comments)
 	if !ok {
 		return nil, false
 	}
@@ -18,8 +31,9 @@ func SplitArgs(line []byte) ([][]byte, bool) {
 // overwrites: an argument never decodes to more bytes than it is written
 // with, so the decoded bytes never overtake the ones still to be read. The
 // arguments are appended to args and point into line; nothing is allocated
-// unless args must grow.
-func splitArgsInPlace(line []byte, args [][]byte) ([][]byte, bool) {
+// unless args must grow. With comments, an unquoted '#' that begins an
+// argument ends the line.
+func splitArgsInPlace(line []byte, args [][]byte, comments bool) ([][]byte, bool) {
 	// p is the read position; at reads the line as a NUL-terminated C string.
 	p := 0
 	at := func(i int) byte {
@@ -32,7 +46,7 @@ func splitArgsInPlace(line []byte, args [][]byte) ([][]byte, bool) {
 		for at(p) != 0 && isCSpace(at(p)) {
 			p++
 		}
-		if at(p) == 0 {
+		if at(p) == 0 || comments && at(p) == '#' {
 			return args, true
 		}
 		start := p // the argument is decoded into line[start:w]

@@ -276,7 +276,7 @@ func (p *parser) inline() (args [][]byte, progressed bool, err *ProtocolError) {
 	if len(line) > 0 && line[len(line)-1] == '\r' {
 		line = line[:len(line)-1]
 	}
-	argv, ok := splitArgsInPlace(line, p.argv[:0])
+	argv, ok := splitArgsInPlace(line, p.argv[:0], false)
 	p.argv = argv
 	if !ok {
 		return nil, false, p.fail("Protocol error: unbalanced quotes in request")

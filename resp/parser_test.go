@@ -310,6 +310,41 @@ func TestSplitArgs(t *testing.T) {
 	}
 }
 
+// TestSplitArgsComment: a '#' that begins an argument outside quotes
+// ends the line; anywhere else it is data. What ends an argument is
+// SplitArgs's rule: a tab does, a vertical tab does not.
+func TestSplitArgsComment(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want string
+		ok   bool
+	}{
+		{`a b # c d`, "[a] [b]", true},
+		{`a b#c`, "[a] [b#c]", true},
+		{`a '#' "#" # x`, "[a] [#] [#]", true},
+		{`"a #b" c`, "[a #b] [c]", true},
+		{`"a\"#" #c`, `[a"#]`, true},
+		{`'it\'s' #x`, "[it's]", true},
+		{"a\t#c", "[a]", true},
+		{"a \v#c", "[a]", true},
+		{"a\v#c", "[a\v#c]", true},
+		{`# all of it`, "", true},
+		{`#`, "", true},
+		{`a # 'a quote in a comment is not one`, "[a]", true},
+		{`"a"#`, "", false},
+		{`'a #`, "", false},
+	} {
+		args, ok := SplitArgsComment([]byte(c.in))
+		var s []string
+		for _, a := range args {
+			s = append(s, "["+string(a)+"]")
+		}
+		if ok != c.ok || strings.Join(s, " ") != c.want {
+			t.Errorf("%q: %q %v, want %s %v", c.in, s, ok, c.want, c.ok)
+		}
+	}
+}
+
 // FuzzParser feeds arbitrary bytes, split into arbitrary chunks, through
 // the parser. Nothing may panic, allocate without bound or yield an empty
 // request, and the stream ends at EOF or with one of Redis's errors.

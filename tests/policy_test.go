@@ -125,7 +125,7 @@ func TestPoliciesSurviveRestart(t *testing.T) {
 	s.stop()
 
 	file := filepath.Join(t.TempDir(), "policies.conf")
-	os.WriteFile(file, []byte("# deployed with the app\nRL.POLICY SET api SLIDE 100 1m\nRL.POLICY SET new FIXED 1 1s\n"), 0o644)
+	os.WriteFile(file, []byte("# deployed with the app\nRL.POLICY SET api SLIDE 100 1m\nRL.POLICY SET new FIXED 1 1s   # a comment after a definition\n"), 0o644)
 	s = startLimitkvIn(t, dir, "--snapshot-interval", "1h", "--rl-policies", file)
 	c = dialRaw(t, s.addr)
 	mustDo(t, c, `["api", "login", "new"]`, "RL.POLICY", "LIST")
