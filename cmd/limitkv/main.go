@@ -427,7 +427,7 @@ func wireStore(srv *commands.Server, store *persist.Store, cfg *commands.Config)
 			Errors: st.Errors, LastError: st.LastError, Snapshots: st.Snapshots,
 			Loaded: st.Loaded, LoadSeconds: st.LoadDuration.Seconds(),
 			Interval: cfg.Get("snapshot-interval"), PendingChanges: srv.Eng.PendingChanges(),
-			LastPause: st.LastPause.Seconds(),
+			LastPause: st.LastPause.Seconds(), SavedChanges: st.SavedChanges,
 		}
 	}
 }
