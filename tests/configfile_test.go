@@ -1,6 +1,8 @@
 package tests
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -72,3 +74,42 @@ func TestConfigFileAsRedis(t *testing.T) {
 	}
 }
 
+// TestRequirepassKeptAsRedisKeepsIt: requirepass is a setting like any
+// other, kept in plain text: CONFIG GET shows it and CONFIG REWRITE
+// writes it, as redis-server does (README says so); only the ACL shows
+// the default user's password as its SHA-256.
+func TestRequirepassKeptAsRedisKeepsIt(t *testing.T) {
+	const pass = "pa ss"
+	sum := sha256.Sum256([]byte(pass))
+	hash := "#" + hex.EncodeToString(sum[:])
+	kinds := map[string]string{"limitkv": limitkvBin}
+	if _, err := os.Stat("/usr/bin/redis-server"); err == nil || os.Getenv("CI") == "true" {
+		kinds["redis"] = redisServerPath(t)
+	}
+	for name, bin := range kinds {
+		dir, data := t.TempDir(), t.TempDir()
+		conf := filepath.Join(dir, "server.conf")
+		port := freePort(t)
+		os.WriteFile(conf, []byte(fmt.Sprintf("port %d\nbind 127.0.0.1\ndir %s\nrequirepass %q\n", port, data, pass)), 0o644)
+		s := &server{t: t, addr: fmt.Sprintf("127.0.0.1:%d", port)}
+		s.start(bin, []string{conf})
+		c := dialRaw(t, s.addr)
+		if v := c.do("AUTH", pass); v.String() != "+OK" {
+			t.Fatalf("%s: AUTH: %s", name, v)
+		}
+		if got, want := c.do("CONFIG", "GET", "requirepass").String(), fmt.Sprintf(`["requirepass", %q]`, pass); got != want {
+			t.Errorf("%s: CONFIG GET requirepass %s, want %s", name, got, want)
+		}
+		if got := c.do("ACL", "LIST").String(); !strings.Contains(got, hash) || strings.Contains(got, pass) {
+			t.Errorf("%s: ACL LIST %s, want the password as %s only", name, got, hash)
+		}
+		c.do("CONFIG", "SET", "timeout", "7")
+		if v := c.do("CONFIG", "REWRITE"); v.String() != "+OK" {
+			t.Fatalf("%s: CONFIG REWRITE: %s", name, v)
+		}
+		if data, _ := os.ReadFile(conf); !strings.Contains(string(data), `requirepass "pa ss"`) {
+			t.Errorf("%s: the rewritten file lacks the password in plain text:\n%s", name, data)
+		}
+		s.stop()
+	}
+}
