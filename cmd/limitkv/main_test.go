@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -144,3 +145,47 @@ func TestJoinMultiWordFlags(t *testing.T) {
 	}
 }
 
+// TestReadmeGettingStarted: the README says which Go builds limitkv (the
+// version go.mod asks for), how to get the binary, and every flag it hands
+// to limitkv is one limitkv takes.
+func TestReadmeGettingStarted(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mod, err := os.ReadFile("../../go.mod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^go (\d+\.\d+)`).FindSubmatch(mod)
+	if m == nil {
+		t.Fatal("go.mod has no go line")
+	}
+	top := string(readme)
+	if i := strings.Index(top, "\n## "); i > 0 {
+		top = top[:i]
+	}
+	for _, want := range []string{"Go " + string(m[1]) + " or newer", "go install ./cmd/limitkv", "--port 6380"} {
+		if !strings.Contains(top, want) {
+			t.Errorf("the README's opening lacks %q", want)
+		}
+	}
+	known := map[string]bool{"config": true, "help": true, "version": true}
+	for _, p := range commands.NewConfig().Params() {
+		known[p.Name] = true
+	}
+	flagRe := regexp.MustCompile(`--([a-z][a-z-]*)`)
+	for _, line := range strings.Split(string(readme), "\n") {
+		_, after, ok := strings.Cut(line, "limitkv ")
+		if !ok || !strings.Contains(after, "--") {
+			continue
+		}
+		cmd, _, _ := strings.Cut(after, "#") // a shell comment after it
+		cmd, _, _ = strings.Cut(cmd, "`")    // the end of inline code
+		for _, f := range flagRe.FindAllStringSubmatch(cmd, -1) {
+			if !known[f[1]] {
+				t.Errorf("the README runs limitkv with --%s, which it does not take: %s", f[1], line)
+			}
+		}
+	}
+}
