@@ -63,7 +63,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		positional, args = args[0], args[1:]
 	}
-	args = joinMultiWordFlags(args, params)
+	args = joinMultiWordFlags(args)
 	fs := flag.NewFlagSet("limitkv", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	configFile := fs.String("config", "", "")
@@ -80,7 +80,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "limitkv: unexpected argument %q (the config file comes first; settings are flags: --port 6380)\n", fs.Arg(0))
+		fmt.Fprintf(stderr, "limitkv: unexpected argument %q (a config file comes first, or after --config; settings are flags: --port 6380)\n", fs.Arg(0))
 		return 2
 	}
 	if positional != "" {
@@ -564,21 +564,26 @@ func slogLevel(name string) slog.Level {
 	return slog.LevelInfo
 }
 
-// joinMultiWordFlags joins the words after a setting's flag into one
-// value, as redis-server takes them: --replicaof host port, --save 900 1
-// 300 10, --client-output-buffer-limit normal 1gb 512mb 20. The first word
-// is the value whatever it looks like (--slowlog-log-slower-than -1); the
-// value ends at the next word that starts with '-'.
-func joinMultiWordFlags(args []string, params []commands.ParamInfo) []string {
-	known := map[string]bool{}
-	for _, p := range params {
-		known[p.Name] = true
-	}
+// multiWordSettings are the settings whose value is several words, Redis's
+// MULTI_ARG_CONFIGs.
+var multiWordSettings = map[string]bool{
+	"save": true, "bind": true, "replicaof": true, "slaveof": true,
+	"client-output-buffer-limit": true, "latency-tracking-info-percentiles": true,
+}
+
+// joinMultiWordFlags joins the words after the flag of a setting whose
+// value is several words into one value, as redis-server takes them:
+// --replicaof host port, --save 900 1 300 10, --client-output-buffer-limit
+// normal 1gb 512mb 20, --bind 127.0.0.1 ::1. The value ends at the next
+// word that starts with '-'. After any other setting a second word stays
+// an argument of its own, which run refuses: --dir /data /etc/x.conf is a
+// mistake, not a directory name with a space.
+func joinMultiWordFlags(args []string) []string {
 	out := make([]string, 0, len(args))
 	for i := 0; i < len(args); i++ {
 		a := args[i]
-		name := strings.TrimLeft(a, "-")
-		if !strings.HasPrefix(a, "-") || strings.Contains(name, "=") || !known[strings.ToLower(name)] && name != "slaveof" || i+1 >= len(args) {
+		name := strings.ToLower(strings.TrimLeft(a, "-"))
+		if !strings.HasPrefix(a, "-") || !multiWordSettings[name] || i+1 >= len(args) {
 			out = append(out, a)
 			continue
 		}

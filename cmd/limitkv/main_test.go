@@ -128,7 +128,6 @@ func TestHelpAndVersion(t *testing.T) {
 // The words after a setting's flag are its value, as redis-server reads
 // them.
 func TestJoinMultiWordFlags(t *testing.T) {
-	params := commands.NewConfig().Params()
 	for _, tc := range []struct{ in, want []string }{
 		{[]string{"--replicaof", "h", "6379", "--port", "1"}, []string{"--replicaof", "h 6379", "--port", "1"}},
 		{[]string{"--slaveof", "h", "6379"}, []string{"--slaveof", "h 6379"}},
@@ -136,10 +135,12 @@ func TestJoinMultiWordFlags(t *testing.T) {
 		{[]string{"--save", ""}, []string{"--save", ""}},
 		{[]string{"--slowlog-log-slower-than", "-1", "--port", "1"}, []string{"--slowlog-log-slower-than", "-1", "--port", "1"}},
 		{[]string{"--client-output-buffer-limit", "normal", "1gb", "512mb", "20"}, []string{"--client-output-buffer-limit", "normal 1gb 512mb 20"}},
-		{[]string{"--port=1", "x"}, []string{"--port=1", "x"}},
+		{[]string{"--bind", "127.0.0.1", "::1", "--port", "1"}, []string{"--bind", "127.0.0.1 ::1", "--port", "1"}},
+		{[]string{"--save=900 1", "x"}, []string{"--save=900 1", "x"}},
+		{[]string{"--dir", "/data", "/etc/x.conf"}, []string{"--dir", "/data", "/etc/x.conf"}},
 		{[]string{"--config", "a", "b"}, []string{"--config", "a", "b"}},
 	} {
-		if got := joinMultiWordFlags(tc.in, params); !slices.Equal(got, tc.want) {
+		if got := joinMultiWordFlags(tc.in); !slices.Equal(got, tc.want) {
 			t.Errorf("%q: %q, want %q", tc.in, got, tc.want)
 		}
 	}
