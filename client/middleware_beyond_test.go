@@ -132,10 +132,24 @@ func TestMiddlewareConcurrency(t *testing.T) {
 // keeps its slot: another request is refused all along, and is let in
 // once the handler returns.
 func TestMiddlewareLeaseRenewed(t *testing.T) {
-	c, rdb := newClient(t, nil)
+	rec := &recorder{}
+	c, rdb := newClient(t, rec)
+	// renewals counts the RL.ACQUIREs that took the slot: the first, then
+	// one per renewal.
+	renewals := func() int {
+		rec.mu.Lock()
+		defer rec.mu.Unlock()
+		n := 0
+		for _, cl := range rec.calls {
+			if v, ok := cl.reply.([]any); ok && len(cl.args) > 0 && cl.args[0] == "RL.ACQUIRE" && len(v) > 0 && v[0] == int64(1) {
+				n++
+			}
+		}
+		return n - 1
+	}
 	var errs []error
 	var mu sync.Mutex
-	l := mustLimiter(t, c, LimiterConfig{Concurrency: 1, Lease: 200 * time.Millisecond,
+	l := mustLimiter(t, c, LimiterConfig{Concurrency: 1, Lease: 600 * time.Millisecond,
 		OnError: func(_ *http.Request, err error) { mu.Lock(); errs = append(errs, err); mu.Unlock() }})
 	entered := make(chan struct{})
 	leave := make(chan struct{})
@@ -147,11 +161,17 @@ func TestMiddlewareLeaseRenewed(t *testing.T) {
 	go func() { done <- serve(slow, "192.0.2.1:1", nil).Code }()
 	<-entered
 	quick := l.Handler(okHandler)
-	// Five leases' worth: without renewal the slot would be free after 200ms.
-	for i := 0; i < 10; i++ {
-		time.Sleep(100 * time.Millisecond)
+	// Five renewals, 2.5 leases' worth: without them the slot would be
+	// free after 600 ms. Each check follows a renewal, a lease ahead of
+	// its end rather than a guessed time.
+	for i := 1; i <= 5; i++ {
+		for deadline := time.Now().Add(15 * time.Second); renewals() < i; time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("renewal %d never came", i)
+			}
+		}
 		if w := serve(quick, "192.0.2.1:2", nil); w.Code != http.StatusTooManyRequests {
-			t.Fatalf("after %dms: %d; the running request's lease was not renewed", (i+1)*100, w.Code)
+			t.Fatalf("after renewal %d: %d; the running request's lease was not kept", i, w.Code)
 		}
 	}
 	close(leave)

@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -29,6 +30,9 @@ type Config struct {
 	values map[*param]string
 	srv    *Server
 	file   string
+	// loaded: the parameters a start-up line (file, environment, flag)
+	// set already, for those whose lines add up (param.lines).
+	loaded map[*param]bool
 
 	// Settings read on hot paths.
 	maxClients atomic.Int64
@@ -104,6 +108,10 @@ type param struct {
 	// volatile: the value names a file, so setting it again to the same
 	// value runs reconf, which reads the file again (a renewed certificate).
 	volatile bool
+	// lines: at start-up the first line replaces the default and each
+	// further one adds to it, as Redis's save lines do; "" empties it.
+	// CONFIG SET replaces the whole value.
+	lines bool
 }
 
 // reconfigurer is one of Redis's apply functions: it runs once per CONFIG
@@ -224,11 +232,13 @@ func configParams() []*param {
 		{name: "list-max-listpack-size", alias: "list-max-ziplist-size", kind: pInt, def: "-2", min: -5, max: 1<<31 - 1,
 			help: "accepted for compatibility"},
 		{name: "list-compress-depth", kind: pInt, def: "0", min: 0, max: 1<<31 - 1, help: "accepted for compatibility"},
-		{name: "set-max-intset-entries", kind: pInt, def: "512", min: 0, max: 1<<63 - 1},
+		{name: "set-max-intset-entries", kind: pInt, def: "512", min: 0, max: 1<<63 - 1,
+			help: "sets of integers up to this many members use the compact encoding"},
 		{name: "hll-sparse-max-bytes", kind: pMemory, def: "3000", min: 0, max: 1<<63 - 1,
 			help:  "a sparse HyperLogLog that would grow past this many bytes turns dense",
 			apply: func(c *Config, _ string, n int64) { c.hllSparseMax.Store(n) }},
-		{name: "save", def: "", help: "accepted for compatibility; snapshots follow snapshot-interval"},
+		{name: "save", def: "", lines: true, merge: func(_, v string) (string, error) { return parseSave(v) },
+			help: "accepted for compatibility (\"<seconds> <changes>\" pairs, several lines add up); snapshots follow snapshot-interval"},
 		{name: "appendonly", kind: pBool, def: "no", help: "accepted for compatibility; limitkv persists by snapshots"},
 		{name: "appendfsync", kind: pEnum, def: "everysec", enum: []string{"always", "everysec", "no"}, help: "accepted for compatibility"},
 		{name: "slowlog-log-slower-than", kind: pInt, def: "10000", min: -1, max: 1<<63 - 1,
@@ -288,7 +298,7 @@ func configParams() []*param {
 
 // NewConfig returns the default configuration.
 func NewConfig() *Config {
-	c := &Config{byName: map[string]*param{}, values: map[*param]string{}, repl: replication.NewSettings()}
+	c := &Config{byName: map[string]*param{}, values: map[*param]string{}, loaded: map[*param]bool{}, repl: replication.NewSettings()}
 	c.params = append(append(configParams(), tlsParams()...), replicationParams()...)
 	for _, p := range c.params {
 		c.byName[p.name] = p
@@ -550,6 +560,12 @@ func (c *Config) Set(pairs [][2]string, startup bool) error {
 		if err != nil {
 			return &configError{kv[0], err.Error()}
 		}
+		if startup && p.lines {
+			if c.loaded[p] && v != "" && c.values[p] != "" {
+				v = c.values[p] + " " + v
+			}
+			c.loaded[p] = true
+		}
 		changes = append(changes, change{p, v, n})
 	}
 	old := make([]string, len(changes))
@@ -634,18 +650,49 @@ func (c *Config) Matching(patterns []string) [][2]string {
 }
 
 // LoadFile reads a redis.conf-style file: one "name value..." per line,
-// # for comments, quoting as in inline requests.
+// # for comments, quoting as in inline requests. "include PATH" reads
+// another file there, as Redis does: PATH relative to the working
+// directory; a pattern (conf.d/*.conf) reads the files it matches, in
+// order, and none if it matches none. CONFIG REWRITE writes path.
 func (c *Config) LoadFile(path string) error {
+	c.file = path
+	return c.loadFile(path, 0)
+}
+
+// maxIncludeDepth bounds nested includes: a file that includes itself,
+// directly or not, is refused rather than read forever.
+const maxIncludeDepth = 16
+
+func (c *Config) loadFile(path string, depth int) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	c.file = path
-	return c.load(f, path)
+	return c.load(f, path, depth)
 }
 
-func (c *Config) load(r io.Reader, path string) error {
+// include reads the files an include line names.
+func (c *Config) include(pattern string, depth int) error {
+	if depth >= maxIncludeDepth {
+		return fmt.Errorf("includes nested more than %d deep (does a file include itself?)", maxIncludeDepth)
+	}
+	if !strings.ContainsAny(pattern, "*?[") {
+		return c.loadFile(pattern, depth+1)
+	}
+	paths, err := filepath.Glob(pattern)
+	if err != nil {
+		return err
+	}
+	for _, p := range paths {
+		if err := c.loadFile(p, depth+1); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (c *Config) load(r io.Reader, path string, depth int) error {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64*1024), 1<<20)
 	line := 0
@@ -670,6 +717,12 @@ func (c *Config) load(r io.Reader, path string) error {
 		if strings.EqualFold(name, "user") {
 			if err := c.addUserLine(vals, path, line); err != nil {
 				return fmt.Errorf("%s:%d: %v", path, line, err)
+			}
+			continue
+		}
+		if strings.EqualFold(name, "include") && len(vals) == 1 {
+			if err := c.include(vals[0], depth); err != nil {
+				return fmt.Errorf("%s:%d: include: %v", path, line, err)
 			}
 			continue
 		}
@@ -701,7 +754,8 @@ func (c *Config) addUserLine(args []string, path string, line int) error {
 func (c *Config) Params() []ParamInfo {
 	var out []ParamInfo
 	for _, p := range c.params {
-		out = append(out, ParamInfo{Name: p.name, Default: p.def, Help: p.help})
+		out = append(out, ParamInfo{Name: p.name, Default: p.def, Help: p.help,
+			Group: groupOf(p.name), Type: p.typeOf(), Unit: p.unitOf(), DefaultText: p.defaultText()})
 	}
 	return out
 }
@@ -709,6 +763,10 @@ func (c *Config) Params() []ParamInfo {
 // ParamInfo describes one parameter.
 type ParamInfo struct {
 	Name, Default, Help string
+	// For --help: its section (ParamGroups), the type of its value
+	// (integer, bytes, duration, yes|no, its choices, string), the unit of
+	// an integer, and the default as it is best read (512mb).
+	Group, Type, Unit, DefaultText string
 }
 
 // Rewrite writes the current settings back to the config file, as CONFIG
@@ -782,7 +840,34 @@ func rewriteLine(p *param, v string) string {
 		}
 		return p.name + " " + v
 	}
+	if p.lines && v != "" {
+		// One line per pair, as Redis writes save lines.
+		f := strings.Fields(v)
+		var out []string
+		for i := 0; i+1 < len(f); i += 2 {
+			out = append(out, p.name+" "+f[i]+" "+f[i+1])
+		}
+		return strings.Join(out, "\n")
+	}
 	return p.name + " " + quoteConfig(v)
+}
+
+// parseSave checks save's "<seconds> <changes>" pairs as Redis does
+// (seconds at least 1, changes at least 0) and writes them as CONFIG GET
+// shows them.
+func parseSave(v string) (string, error) {
+	f := strings.Fields(v)
+	if len(f)%2 != 0 {
+		return "", errors.New("Invalid save parameters")
+	}
+	for i, s := range f {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || i%2 == 0 && n < 1 || n < 0 {
+			return "", errors.New("Invalid save parameters")
+		}
+		f[i] = strconv.FormatInt(n, 10)
+	}
+	return strings.Join(f, " "), nil
 }
 
 func quoteConfig(v string) string {

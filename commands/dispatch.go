@@ -99,7 +99,8 @@ type PersistenceInfo struct {
 	Loaded         int
 	LoadSeconds    float64
 	Interval       string
-	PendingChanges int
+	PendingChanges int     // keys the next snapshot writes
+	SavedChanges   int64   // the engine's change count on disk (engine.Changes)
 	LastPause      float64 // seconds: the longest the last snapshot held a shard
 }
 

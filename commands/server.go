@@ -656,6 +656,9 @@ func infoPersistence(s *Server, b *strings.Builder) {
 	}
 	if s.Hooks.Persistence == nil {
 		kv(b, "persistence_enabled", 0)
+		// Nothing is ever saved: every change since the start counts,
+		// as in a Redis without save points.
+		kv(b, "rdb_changes_since_last_save", s.Eng.Changes())
 		kv(b, "rdb_bgsave_in_progress", 0)
 		kv(b, "aof_enabled", 0)
 		return
@@ -667,7 +670,7 @@ func infoPersistence(s *Server, b *strings.Builder) {
 	}
 	kv(b, "persistence_enabled", 1)
 	kv(b, "snapshot_interval", p.Interval)
-	kv(b, "rdb_changes_since_last_save", p.PendingChanges)
+	kv(b, "rdb_changes_since_last_save", max(s.Eng.Changes()-p.SavedChanges, 0))
 	kv(b, "rdb_bgsave_in_progress", b2i(p.InProgress))
 	kv(b, "rdb_last_save_time", p.LastSave)
 	kv(b, "rdb_last_bgsave_status", status)

@@ -86,6 +86,21 @@ func (e *Engine) PendingChanges() int {
 	return n
 }
 
+// Changes counts the changes made to the keyspace since the engine
+// started: keys written or deleted (expiries aside), keys of the
+// databases flushed, SWAPDBs. It only grows; the difference between two
+// readings is what Redis's server.dirty counts between them.
+func (e *Engine) Changes() int64 {
+	var n int64
+	for i := range e.shards {
+		s := &e.shards[i]
+		s.mu.Lock()
+		n += s.changes
+		s.mu.Unlock()
+	}
+	return n
+}
+
 // ReadChange decodes the first entry of a change log and returns the rest.
 func ReadChange(log []byte) (db int, key, rest []byte, ok bool) {
 	d, n := binary.Uvarint(log)

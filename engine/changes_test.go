@@ -74,3 +74,53 @@ func TestAppendStringHead(t *testing.T) {
 		}
 	}
 }
+
+// TestChangesCount: Changes counts what Redis's server.dirty does, with
+// change tracking on or off: each write of a key (the same key written
+// three times is three changes), each deletion, each key of a flushed
+// database, a SWAPDB; not reads, nor keys that expire.
+func TestChangesCount(t *testing.T) {
+	for _, track := range []bool{false, true} {
+		const now = 1000
+		e := New(Config{Databases: 2})
+		e.TrackChanges(track)
+		step := func(what string, want int64, fn func(s *Shard)) {
+			t.Helper()
+			before := e.Changes()
+			s := e.ShardFor([]byte("a"))
+			s.Lock()
+			fn(s)
+			s.Unlock()
+			if got := e.Changes() - before; got != want {
+				t.Errorf("tracking %v: %s: %d changes, want %d", track, what, got, want)
+			}
+		}
+		step("SET a 1, SET a 2, SET a 3", 3, func(s *Shard) {
+			for _, v := range []string{"1", "2", "3"} {
+				s.SetString(0, []byte("a"), []byte(v), 0)
+			}
+		})
+		step("GET a", 0, func(s *Shard) { s.GetString(0, []byte("a"), now, nil) })
+		step("DEL a", 1, func(s *Shard) { s.Delete(0, []byte("a"), now) })
+		step("DEL a again", 0, func(s *Shard) { s.Delete(0, []byte("a"), now) })
+		step("SET a with a TTL", 1, func(s *Shard) { s.SetString(0, []byte("a"), []byte("v"), now+10) })
+		step("a expires", 0, func(s *Shard) { s.GetString(0, []byte("a"), now+20, nil) })
+		for i := range 5 {
+			k := []byte{'k', byte('0' + i)}
+			s := e.ShardFor(k)
+			s.Lock()
+			s.SetString(1, k, []byte("v"), 0)
+			s.Unlock()
+		}
+		before := e.Changes()
+		e.FlushDB(1, false)
+		if got := e.Changes() - before; got != 5 {
+			t.Errorf("tracking %v: FLUSHDB of 5 keys: %d changes, want 5", track, got)
+		}
+		before = e.Changes()
+		e.SwapDB(0, 1, false)
+		if got := e.Changes() - before; got != 1 {
+			t.Errorf("tracking %v: SWAPDB: %d changes, want 1", track, got)
+		}
+	}
+}

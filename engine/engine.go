@@ -56,8 +56,11 @@ type Engine struct {
 	seed   maphash.Seed
 	numDB  int
 	clock  atomic.Pointer[clockBox]
-	freed  atomic.Int64 // bytes of big records dropped, see FreedBytes
-	mem    atomic.Int64 // bytes the shards hold, see memory.go
+	// sweepClock times the sweeper's work and budget: the machine's
+	// monotonic clock, which a test may replace before sweeping.
+	sweepClock func() time.Time
+	freed      atomic.Int64 // bytes of big records dropped, see FreedBytes
+	mem        atomic.Int64 // bytes the shards hold, see memory.go
 
 	// Eviction settings (see evict.go) and its state.
 	policy   atomic.Uint32 // a Policy
@@ -84,7 +87,7 @@ func New(cfg Config) *Engine {
 	if cfg.Clock == nil {
 		cfg.Clock = SystemClock{}
 	}
-	e := &Engine{seed: maphash.MakeSeed(), numDB: cfg.Databases}
+	e := &Engine{seed: maphash.MakeSeed(), numDB: cfg.Databases, sweepClock: time.Now}
 	e.SetEviction(DefaultEviction)
 	e.clock.Store(&clockBox{cfg.Clock})
 	for i := range e.shards {

@@ -31,23 +31,24 @@ func (e *Engine) ActiveExpire(now int64, budget time.Duration) SweepStats {
 	if e.replica.Load() {
 		return st // the master's deletions expire a replica's keys
 	}
-	start := time.Now()
+	clock := e.sweepClock
+	start := clock()
 	for i := range e.shards {
 		s := &e.shards[i]
 		for {
 			s.mu.Lock()
-			locked := time.Now()
+			locked := clock()
 			ex, withTTL, gone := s.sweepRound(now)
 			s.sinkEffects()
-			st.Work += time.Since(locked)
+			st.Work += clock().Sub(locked)
 			s.mu.Unlock()
 			st.Examined += ex
 			st.Expired += gone
-			if withTTL == 0 || gone*sweepRepeatRatio <= withTTL || time.Since(start) > budget {
+			if withTTL == 0 || gone*sweepRepeatRatio <= withTTL || clock().Sub(start) > budget {
 				break
 			}
 		}
-		if time.Since(start) > budget {
+		if clock().Sub(start) > budget {
 			break
 		}
 	}

@@ -67,6 +67,7 @@ func (e *Engine) SwapDB(a, b int, held bool) {
 	for i := range e.shards {
 		e.shards[i].Swap(a, b)
 	}
+	e.shards[0].changes++ // one change, as Redis counts a SWAPDB
 }
 
 // ForEachKey calls fn for every live key of db, with every shard locked so

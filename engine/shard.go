@@ -43,6 +43,11 @@ type Shard struct {
 
 	// Counters, guarded by mu.
 	Hits, Misses, Expired int64
+	// changes counts the changes commands made to this shard's keys, as
+	// Redis's server.dirty does: one per key written or deleted, each key
+	// of a flushed database; not expiries. Snapshots read it to tell what
+	// they saved (rdb_changes_since_last_save).
+	changes int64
 
 	// denials counts the denials of this shard's keys for RL.TOP
 	// (ratelimit_top.go); nil until the first one.
@@ -401,6 +406,9 @@ func (s *Shard) Touch(e Entry) {
 
 // changed is called for every key that was written, deleted or expired.
 func (s *Shard) changed(db int, r []byte) {
+	if !s.expiring {
+		s.changes++
+	}
 	if len(s.watched) > 0 {
 		s.touchWatched(db, recKey(r))
 	}
@@ -430,6 +438,7 @@ func (s *Shard) Flush(db int) {
 		return
 	}
 	s.markFlushed(db)
+	s.changes += int64(t.count)
 	for i, sl := range t.slots {
 		if ref := slotRef(sl); ref != 0 {
 			r := s.record(ref)

@@ -118,3 +118,58 @@ func TestDashboard(t *testing.T) {
 		}
 	}
 }
+
+// TestReadmeNamesEveryLabelValue: the README's metrics table names every
+// command and decision the rate-limit counters are labelled with.
+func TestReadmeNamesEveryLabelValue(t *testing.T) {
+	data, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := map[string]string{}
+	for _, line := range strings.Split(string(data), "\n") {
+		if m := regexp.MustCompile("^\\| `(limitkv_[a-z_]+)`").FindStringSubmatch(line); m != nil {
+			rows[m[1]] = line
+		}
+	}
+	srv := newServer(t)
+	policies := t.TempDir() + "/policies"
+	os.WriteFile(policies, []byte("RL.POLICY SET api SLIDE 10 1m\n"), 0o644)
+	if _, err := srv.LoadPolicyFile(policies); err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(NewCollector(srv))
+	fams, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	checked := map[string]bool{}
+	for _, f := range fams {
+		if f.GetName() != "limitkv_ratelimit_decisions_total" && f.GetName() != "limitkv_ratelimit_policy_decisions_total" {
+			continue
+		}
+		row, ok := rows[f.GetName()]
+		if !ok {
+			t.Errorf("README's metrics table has no row for %s", f.GetName())
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "policy" {
+					continue // the users' own names
+				}
+				if checked[f.GetName()+l.GetValue()] {
+					continue
+				}
+				checked[f.GetName()+l.GetValue()] = true
+				if !strings.Contains(row, "`"+l.GetValue()+"`") {
+					t.Errorf("README's row for %s does not name %s `%s`:\n%s", f.GetName(), l.GetName(), l.GetValue(), row)
+				}
+			}
+		}
+	}
+	if len(checked) == 0 {
+		t.Fatal("no rate-limit decision series to check")
+	}
+}

@@ -68,6 +68,11 @@ type Stats struct {
 	LoadDuration time.Duration
 	// LastPause is the longest time the last snapshot held a shard's lock.
 	LastPause time.Duration
+	// SavedChanges is the engine's change count (engine.Changes) that
+	// the data directory holds: read before the last successful capture
+	// (or after the load). What the engine counts beyond it is Redis's
+	// rdb_changes_since_last_save.
+	SavedChanges int64
 }
 
 // Store keeps an engine's keyspace in a Pebble database: loaded at
@@ -205,6 +210,7 @@ func (s *Store) Load(now int64) (int, error) {
 	}
 	s.eng.TrackChanges(true)
 	s.statsMu.Lock()
+	s.stats.SavedChanges = s.eng.Changes()
 	s.stats.Loaded = loaded
 	s.stats.LoadDuration = time.Since(start)
 	s.stats.LastSuccess = time.Now()
@@ -430,7 +436,8 @@ func (s *Store) snapshot(ctx context.Context, periodic bool) error {
 			return err
 		}
 	}
-	keys, size, err := s.capture(ctx)
+	c, err := s.capture(ctx)
+	keys, size := c.keys, c.size
 	if errors.Is(err, ErrSealed) || errors.Is(err, ErrRebuilding) {
 		return err // not a failure: nothing may be saved now
 	}
@@ -439,8 +446,20 @@ func (s *Store) snapshot(ctx context.Context, periodic bool) error {
 		return err
 	}
 	s.stale = nil
+	if periodic && c.ops == 0 {
+		// Nothing was dirty: the directory already held everything. Not
+		// a save (LASTSAVE, snapshot_count and the failure state stay);
+		// only the changes it accounts for are known to be on disk.
+		s.statsMu.Lock()
+		s.stats.SavedChanges = c.changes
+		s.statsMu.Unlock()
+		return nil
+	}
 	s.backoff, s.retryAt = 0, time.Time{}
 	s.record(start, keys, size, nil)
+	s.statsMu.Lock()
+	s.stats.SavedChanges = c.changes
+	s.statsMu.Unlock()
 	if s.fails.failing {
 		s.log.Info("snapshots succeed again", "failed_attempts", s.fails.attempts, "since", s.fails.since.Format(time.RFC3339))
 		s.fails = failureLog{}
@@ -476,7 +495,20 @@ type bigValue struct {
 // part into its batch. Staged whole, it used to be copied twice (the
 // encoding buffer, kept for the next snapshot, and the staging buffer),
 // three times the value at the peak.
-func (s *Store) capture(ctx context.Context) (keys int, size int64, err error) {
+// captured is what a capture did: the keys it wrote or deleted, the bytes
+// it sent, the operations of its batch (0: nothing was dirty), and the
+// engine's change count read before it took anything, which the batch
+// covers.
+type captured struct {
+	keys    int
+	size    int64
+	ops     int
+	changes int64
+}
+
+func (s *Store) capture(ctx context.Context) (c captured, err error) {
+	keys, size, ops := 0, int64(0), 0
+	defer func() { c.keys, c.size, c.ops = keys, size, ops }()
 	var longest time.Duration // the longest hold of a shard's lock
 	held := func(since time.Time) { longest = max(longest, time.Since(since)) }
 	defer func() { s.notePause(longest) }()
@@ -487,7 +519,7 @@ func (s *Store) capture(ctx context.Context) (keys int, size int64, err error) {
 	if s.opts.Position != nil {
 		id, off, rel, ok, rebuilding := s.opts.Position()
 		if rebuilding {
-			return 0, 0, ErrRebuilding
+			return c, ErrRebuilding
 		}
 		if release = rel; ok {
 			pos = replValue(id, off)
@@ -512,10 +544,12 @@ func (s *Store) capture(ctx context.Context) (keys int, size int64, err error) {
 		pols, polGen = s.opts.Policies()
 		polChanged = polGen != s.polGen
 	}
+	// Every change counted so far is in a change log or a flush mark
+	// taken below: the batch covers at least these.
+	c.changes = s.eng.Changes()
 	flushed := s.eng.TakeFlushed()
 	taken := make([][]byte, engine.Shards)
 	var encErr, sendErr error
-	ops := 0
 	stage := s.stage[:0]
 	send := func(force bool) {
 		if sendErr != nil || len(stage) == 0 || (!force && len(stage) < sendChunk) {
@@ -753,7 +787,7 @@ func (s *Store) capture(ctx context.Context) (keys int, size int64, err error) {
 	}
 	if err != nil {
 		s.retryLater(taken, flushed)
-		return keys, size, err
+		return c, err
 	}
 	for i := range taken {
 		if taken[i] != nil {
@@ -762,7 +796,7 @@ func (s *Store) capture(ctx context.Context) (keys int, size int64, err error) {
 	}
 	s.fnGen = fnGen
 	s.polGen = polGen
-	return keys, size, nil
+	return c, nil
 }
 
 // retryLater marks the keys of a failed snapshot as changed again.

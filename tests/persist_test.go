@@ -199,3 +199,65 @@ func TestRefusesDamagedAndForeignDirs(t *testing.T) {
 		t.Fatal("foreign file touched")
 	}
 }
+
+// TestChangesSinceLastSave: rdb_changes_since_last_save counts changes,
+// not keys, as Redis's does (SET a 1, SET a 2, SET a 3 is 3), with
+// persistence off too; a save resets it.
+func TestChangesSinceLastSave(t *testing.T) {
+	for _, persistence := range []string{"yes", "no"} {
+		s := startLimitkv(t, "--persistence", persistence, "--snapshot-interval", "1h")
+		c := dialRaw(t, s.addr)
+		for _, v := range []string{"1", "2", "3"} {
+			c.do("SET", "a", v)
+		}
+		c.do("GET", "a")
+		if got := info(c, "rdb_changes_since_last_save"); got != "3" {
+			t.Fatalf("persistence %s: rdb_changes_since_last_save %q after SET a 1, 2, 3, want 3", persistence, got)
+		}
+		c.do("DEL", "a", "nosuch")
+		if got := info(c, "rdb_changes_since_last_save"); got != "4" {
+			t.Fatalf("persistence %s: rdb_changes_since_last_save %q after DEL, want 4", persistence, got)
+		}
+		if persistence == "no" {
+			continue
+		}
+		if v := c.do("SAVE"); v.String() != "+OK" {
+			t.Fatal(v)
+		}
+		if got := info(c, "rdb_changes_since_last_save"); got != "0" {
+			t.Fatalf("rdb_changes_since_last_save %q after SAVE, want 0", got)
+		}
+	}
+}
+
+// TestIdleServerDoesNotSave: the periodic snapshots of a server where
+// nothing changes write nothing and are not saves: LASTSAVE,
+// snapshot_count and limitkv_snapshots_total stay, however many
+// intervals pass. An explicit SAVE saves all the same, as in Redis.
+func TestIdleServerDoesNotSave(t *testing.T) {
+	mport := freePort(t)
+	s := startLimitkv(t, "--snapshot-interval", "10ms", "--metrics-addr", fmt.Sprintf("127.0.0.1:%d", mport))
+	url := fmt.Sprintf("http://127.0.0.1:%d/metrics", mport)
+	c := dialRaw(t, s.addr)
+	c.do("SET", "k", "v")
+	pollUntil(t, "the write saved", func() bool { return info(c, "rdb_changes_since_last_save") == "0" })
+	count, last := info(c, "snapshot_count"), c.do("LASTSAVE").Int
+	total := sample(t, scrape(t, url), "limitkv_snapshots_total")
+	// LASTSAVE counts seconds: wait until a save now would show.
+	pollUntil(t, "the next second", func() bool { return time.Now().Unix() > last+1 })
+	if got := info(c, "snapshot_count"); got != count {
+		t.Errorf("snapshot_count went from %s to %s on an idle server", count, got)
+	}
+	if got := c.do("LASTSAVE").Int; got != last {
+		t.Errorf("LASTSAVE went from %d to %d on an idle server", last, got)
+	}
+	if got := sample(t, scrape(t, url), "limitkv_snapshots_total"); got != total {
+		t.Errorf("limitkv_snapshots_total went from %v to %v on an idle server", total, got)
+	}
+	if v := c.do("SAVE"); v.String() != "+OK" {
+		t.Fatal(v)
+	}
+	if got := c.do("LASTSAVE").Int; got <= last {
+		t.Errorf("LASTSAVE %d after SAVE, the one before %d: SAVE with nothing changed saves all the same", got, last)
+	}
+}

@@ -456,7 +456,7 @@ func TestTLSHandshakeHoldsASlot(t *testing.T) {
 	defer silent.Close()
 	start := time.Now()
 	for countClients(t, admin) != 2 {
-		if time.Since(start) > 5*time.Second {
+		if time.Since(start) > 15*time.Second {
 			t.Fatal("the client in its handshake is not counted")
 		}
 		time.Sleep(10 * time.Millisecond)
@@ -469,14 +469,17 @@ func TestTLSHandshakeHoldsASlot(t *testing.T) {
 	if _, err := dialTLS(t, tlsAddr(tlsPort), f.clientConfig(nil)); err == nil {
 		t.Error("a TLS client past maxclients was served")
 	}
-	silent.SetReadDeadline(time.Now().Add(10 * time.Second))
-	if n, err := silent.Read(make([]byte, 1)); err == nil {
-		t.Fatalf("the silent client read %d bytes", n)
+	// Closed by the server, not by the client's own deadline, and not
+	// before the timeout.
+	silent.SetReadDeadline(time.Now().Add(15 * time.Second))
+	n, err := silent.Read(make([]byte, 1))
+	if ne, ok := err.(net.Error); err == nil || ok && ne.Timeout() {
+		t.Fatalf("the silent client read %d bytes (%v): it was not closed", n, err)
 	}
-	if d := time.Since(start); d < time.Second || d > 6*time.Second {
+	if d := time.Since(start); d < time.Second {
 		t.Errorf("closed after %v, want about the 2s timeout", d)
 	}
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(15 * time.Second)
 	for countClients(t, admin) != 1 {
 		if time.Now().After(deadline) {
 			t.Fatal("slot not freed")

@@ -47,6 +47,9 @@ type loadSpec struct {
 	// rate paces the load: requests per second over all connections (each
 	// connection sends rate/conns). 0 is the closed loop.
 	rate float64
+	// dial connects to addr; nil dials TCP. Tests hand in connections
+	// over memory, so that the whole run keeps a test's fake clock.
+	dial func(addr string) (net.Conn, error)
 }
 
 // planResult is what the connections of one plan did in the window.
@@ -146,8 +149,12 @@ func runLoad(ctx context.Context, spec loadSpec) (*loadResult, error) {
 	start := make(chan struct{})
 	states := make([]*connState, spec.conns)
 	conns := make([]net.Conn, spec.conns)
+	dial := spec.dial
+	if dial == nil {
+		dial = func(addr string) (net.Conn, error) { return net.DialTimeout("tcp", addr, 5*time.Second) }
+	}
 	for i := range conns {
-		c, err := net.DialTimeout("tcp", spec.addr, 5*time.Second)
+		c, err := dial(spec.addr)
 		if err != nil {
 			for _, c := range conns[:i] {
 				c.Close()

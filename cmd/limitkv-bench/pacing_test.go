@@ -5,49 +5,29 @@ import (
 	"context"
 	"net"
 	"runtime"
-	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
-// respEcho is a loopback server speaking just enough RESP: it answers
-// every command (an array of bulk strings) with ":1", in order. Before
-// answering the command number n (from 1) of a connection, it sleeps
-// stall(n) when stall is set. It counts the commands it answered.
+// respEcho is a server speaking just enough RESP, over memory (pipeNet):
+// it answers every command (an array of bulk strings) with ":1", in
+// order. Before answering the command number n (from 1) of a connection,
+// it sleeps stall(n) when stall is set. It counts the commands it
+// answered. Started inside a synctest bubble, its stalls and the
+// generator's schedule share the bubble's fake clock.
 type respEcho struct {
-	ln       net.Listener
+	pipeNet
 	stall    func(n int) time.Duration
 	commands atomic.Int64
-	wg       sync.WaitGroup
 }
 
 func startEcho(t *testing.T, stall func(n int) time.Duration) *respEcho {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &respEcho{ln: ln, stall: stall}
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			s.wg.Add(1)
-			go func() {
-				defer s.wg.Done()
-				s.serve(c)
-			}()
-		}
-	}()
-	t.Cleanup(func() {
-		ln.Close()
-		s.wg.Wait()
-	})
+	s := &respEcho{stall: stall}
+	s.pipeNet.serve = s.serve
+	t.Cleanup(s.wg.Wait)
 	return s
 }
 
@@ -167,10 +147,14 @@ func TestPacingSchedule(t *testing.T) {
 // Paced, the generator sends the rate asked for (not what the server
 // could take), one latency per request.
 func TestPacedRunHitsTheRate(t *testing.T) {
+	synctest.Test(t, testPacedRunHitsTheRate)
+}
+
+func testPacedRunHitsTheRate(t *testing.T) {
 	s := startEcho(t, nil)
 	const rate = 4000.0
 	spec := loadSpec{
-		addr: s.ln.Addr().String(), conns: 8, depth: 1, rate: rate,
+		dial: s.dial, conns: 8, depth: 1, rate: rate,
 		plans:   []plan{{name: "x", op: op{cmd("GET", keyArg("k:"))}, users: 100}},
 		warmup:  100 * time.Millisecond,
 		measure: sleepFor(500 * time.Millisecond),
@@ -211,6 +195,10 @@ func TestPacedRunHitsTheRate(t *testing.T) {
 // delays every request due during the stall, and each of them must count
 // with its wait, not just the one request that was in flight.
 func TestPacedLatencyFromIntendedTime(t *testing.T) {
+	synctest.Test(t, testPacedLatencyFromIntendedTime)
+}
+
+func testPacedLatencyFromIntendedTime(t *testing.T) {
 	const stall = 200 * time.Millisecond
 	// Every connection stalls once, on its 30th command: after the
 	// 100 ms warmup (10 ms between a connection's requests), inside the
@@ -223,7 +211,7 @@ func TestPacedLatencyFromIntendedTime(t *testing.T) {
 	})
 	const conns = 2
 	spec := loadSpec{
-		addr: s.ln.Addr().String(), conns: conns, depth: 1, rate: 200, // 100/s each: every 10 ms
+		dial: s.dial, conns: conns, depth: 1, rate: 200, // 100/s each: every 10 ms
 		plans:   []plan{{name: "x", op: op{cmd("GET", keyArg("k:"))}, users: 100}},
 		warmup:  100 * time.Millisecond,
 		measure: sleepFor(600 * time.Millisecond),
@@ -263,6 +251,10 @@ func TestPacedLatencyFromIntendedTime(t *testing.T) {
 // The requests due in the window are measured even when a stall at its
 // end holds their replies until after it.
 func TestPacedWindowWaitsForItsRequests(t *testing.T) {
+	synctest.Test(t, testPacedWindowWaitsForItsRequests)
+}
+
+func testPacedWindowWaitsForItsRequests(t *testing.T) {
 	const stall = 200 * time.Millisecond
 	// A connection's 36th command is due 350 ms after the start: 250 ms
 	// into the 300 ms window that follows the 100 ms warmup. Its reply,
@@ -276,7 +268,7 @@ func TestPacedWindowWaitsForItsRequests(t *testing.T) {
 	})
 	const conns = 2
 	spec := loadSpec{
-		addr: s.ln.Addr().String(), conns: conns, depth: 1, rate: 200, // every 10 ms per connection
+		dial: s.dial, conns: conns, depth: 1, rate: 200, // every 10 ms per connection
 		plans:   []plan{{name: "x", op: op{cmd("GET", keyArg("k:"))}, users: 100}},
 		warmup:  100 * time.Millisecond,
 		measure: sleepFor(300 * time.Millisecond),
@@ -317,10 +309,14 @@ func countAbove(h *histogram, d time.Duration) uint64 {
 // Pacing adds no allocation per request: the generator's loop stays
 // allocation-free (the server here does not allocate either).
 func TestPacedRunDoesNotAllocate(t *testing.T) {
+	synctest.Test(t, testPacedRunDoesNotAllocate)
+}
+
+func testPacedRunDoesNotAllocate(t *testing.T) {
 	s := startEcho(t, nil)
 	var before, after uint64
 	spec := loadSpec{
-		addr: s.ln.Addr().String(), conns: 4, depth: 1, rate: 4000,
+		dial: s.dial, conns: 4, depth: 1, rate: 4000,
 		plans:  []plan{{name: "x", op: op{cmd("RL.SLIDE", keyArg("k:"), lit("100"), lit("60s"))}, users: 100}},
 		warmup: 100 * time.Millisecond,
 		measure: func(ctx context.Context) error {

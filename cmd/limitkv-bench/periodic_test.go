@@ -3,10 +3,12 @@ package main
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
 	"os"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -68,30 +70,36 @@ func TestChildPids(t *testing.T) {
 	}
 }
 
-// The fill connection sends new keys in batches at its rate at most,
-// counts the error replies, and says where the next fill starts.
+// The fill connection sends new keys in batches at its rate, counts the
+// error replies, and says where the next fill starts. On the fake clock
+// of a synctest bubble, the server answering each batch in fakeService,
+// the rate is exact.
 func TestFill(t *testing.T) {
+	synctest.Test(t, testFill)
+}
+
+func testFill(t *testing.T) {
 	f := startFake(t) // answers an error to users ending in 7
-	conn, err := net.Dial("tcp", f.ln.Addr().String())
+	conn, err := f.dial("")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close()
 	const rate = 20_000
-	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Millisecond)
+	const d = 150 * time.Millisecond
+	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
-	start := time.Now()
 	res := fill(ctx, conn, rate, 1000, 1)
-	elapsed := time.Since(start)
-	if res.err != nil && !errors.Is(res.err, net.ErrClosed) {
+	if res.err != nil && !errors.Is(res.err, net.ErrClosed) && !errors.Is(res.err, io.ErrClosedPipe) {
 		t.Fatalf("fill: %v", res.err)
 	}
 	if res.sent == 0 || res.sent%fillBatch != 0 {
 		t.Fatalf("sent %d requests, want a positive multiple of %d", res.sent, fillBatch)
 	}
-	// The first batch goes at once, then one per fillBatch/rate.
-	if most := int64(rate*elapsed.Seconds()) + fillBatch; res.sent > most {
-		t.Errorf("sent %d requests in %v, more than the rate allows (%d)", res.sent, elapsed, most)
+	// The first batch goes at once, then one per fillBatch/rate: at 0, 5,
+	// ..., 145 ms; the one due at 150 ms finds the context ended.
+	if want := int64(rate*d.Seconds()) / fillBatch * fillBatch; res.sent != want {
+		t.Errorf("sent %d requests in %v at %d/s, want %d", res.sent, d, rate, want)
 	}
 	if res.errors != res.sent/10 || res.firstErr != "-ERR seven" {
 		t.Errorf("%d error replies (first %q) for %d requests, want %d (-ERR seven)", res.errors, res.firstErr, res.sent, res.sent/10)

@@ -2,8 +2,9 @@
 // native rate-limit commands.
 //
 // Flags take Redis's configuration names (--port 6380, --requirepass s);
-// --config reads a redis.conf-style file first, and flags given on the
-// command line win over it.
+// a redis.conf-style file, named first (limitkv /etc/limitkv.conf) or by
+// --config, is read first, and flags given on the command line win over
+// it.
 package main
 
 import (
@@ -30,7 +31,7 @@ import (
 )
 
 func main() {
-	os.Exit(run(os.Args[1:], os.Stderr))
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
 // workerFlag, as the only argument, makes the binary a snapshot worker:
@@ -38,41 +39,56 @@ func main() {
 // server sends it (persist/worker.go). It is not a setting.
 const workerFlag = "--snapshot-worker"
 
-func run(args []string, stderr io.Writer) int {
+func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 1 && args[0] == workerFlag {
 		return persist.ServeWorker(os.Stdin, os.Stdout, nil)
 	}
-	args = joinMultiWordFlags(args)
 	cfg := commands.NewConfig()
-	fs := flag.NewFlagSet("limitkv", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	configFile := fs.String("config", "", "read settings from this redis.conf-style file first")
-	version := fs.Bool("version", false, "print the version and exit")
-	for _, p := range cfg.Params() {
-		fs.String(p.Name, p.Default, p.Help)
-	}
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: limitkv [--config FILE] [--<setting> value ...]\n\n"+
-			"A Redis-protocol server with native rate-limit commands.\n"+
-			"Settings use Redis's names; CONFIG GET/SET see the same ones.\n"+
-			"Each may also come from the environment: LIMITKV_<NAME> (LIMITKV_REQUIREPASS),\n"+
-			"or LIMITKV_<NAME>_FILE naming a file that holds it (a Docker secret).\n"+
-			"Flags override the environment, which overrides --config.\n\n")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
+	params := cfg.Params()
+	// As redis-server's: only the first argument asks for the version or
+	// the help.
+	if len(args) > 0 {
+		switch args[0] {
+		case "-v", "--version", "-version":
+			fmt.Fprintf(stdout, "limitkv %s (Redis %s compatible)\n", commands.Version, commands.RedisVersion)
+			return 0
+		case "-h", "--help", "-help":
+			printHelp(stdout, params)
 			return 0
 		}
+	}
+	// A first argument that is not a flag names the config file, as in
+	// redis-server /etc/redis.conf.
+	var positional string
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		positional, args = args[0], args[1:]
+	}
+	args = joinMultiWordFlags(args)
+	fs := flag.NewFlagSet("limitkv", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	configFile := fs.String("config", "", "")
+	// Every occurrence of a setting, in command-line order: a later one
+	// wins, except for settings whose lines add up (save).
+	var sets [][2]string
+	for _, p := range params {
+		fs.Var(settingFlag{name: p.Name, sets: &sets}, p.Name, "")
+	}
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "%s(limitkv --help lists the settings)\n", usageLines)
+	}
+	if err := fs.Parse(args); err != nil {
 		return 2
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "limitkv: unexpected argument %q (settings are flags: --port 6380)\n", fs.Arg(0))
+		fmt.Fprintf(stderr, "limitkv: unexpected argument %q (a config file comes first, or after --config; settings are flags: --port 6380)\n", fs.Arg(0))
 		return 2
 	}
-	if *version {
-		fmt.Fprintf(stderr, "limitkv %s (Redis %s compatible)\n", commands.Version, commands.RedisVersion)
-		return 0
+	if positional != "" {
+		if *configFile != "" {
+			fmt.Fprintf(stderr, "limitkv: two config files, %s and --config %s\n", positional, *configFile)
+			return 2
+		}
+		*configFile = positional
 	}
 	if *configFile != "" {
 		if err := cfg.LoadFile(*configFile); err != nil {
@@ -84,18 +100,11 @@ func run(args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "limitkv: %v\n", err)
 		return 2
 	}
-	var flagErr error
-	fs.Visit(func(f *flag.Flag) {
-		if f.Name == "config" || f.Name == "version" || flagErr != nil {
-			return
+	for _, kv := range sets {
+		if err := cfg.Set([][2]string{kv}, true); err != nil {
+			fmt.Fprintf(stderr, "limitkv: --%s: %v\n", kv[0], err)
+			return 2
 		}
-		if err := cfg.Set([][2]string{{f.Name, f.Value.String()}}, true); err != nil {
-			flagErr = fmt.Errorf("--%s: %v", f.Name, err)
-		}
-	})
-	if flagErr != nil {
-		fmt.Fprintf(stderr, "limitkv: %v\n", flagErr)
-		return 2
 	}
 
 	logOut := stderr
@@ -427,7 +436,7 @@ func wireStore(srv *commands.Server, store *persist.Store, cfg *commands.Config)
 			Errors: st.Errors, LastError: st.LastError, Snapshots: st.Snapshots,
 			Loaded: st.Loaded, LoadSeconds: st.LoadDuration.Seconds(),
 			Interval: cfg.Get("snapshot-interval"), PendingChanges: srv.Eng.PendingChanges(),
-			LastPause: st.LastPause.Seconds(),
+			LastPause: st.LastPause.Seconds(), SavedChanges: st.SavedChanges,
 		}
 	}
 }
@@ -555,20 +564,107 @@ func slogLevel(name string) slog.Level {
 	return slog.LevelInfo
 }
 
-// joinMultiWordFlags joins the two words of --replicaof host port (and
-// --slaveof) into one flag value, as redis-server takes them.
+// multiWordSettings are the settings whose value is several words, Redis's
+// MULTI_ARG_CONFIGs.
+var multiWordSettings = map[string]bool{
+	"save": true, "bind": true, "replicaof": true, "slaveof": true,
+	"client-output-buffer-limit": true, "latency-tracking-info-percentiles": true,
+}
+
+// joinMultiWordFlags joins the words after the flag of a setting whose
+// value is several words into one value, as redis-server takes them:
+// --replicaof host port, --save 900 1 300 10, --client-output-buffer-limit
+// normal 1gb 512mb 20, --bind 127.0.0.1 ::1. The value ends at the next
+// word that starts with '-'. After any other setting a second word stays
+// an argument of its own, which run refuses: --dir /data /etc/x.conf is a
+// mistake, not a directory name with a space.
 func joinMultiWordFlags(args []string) []string {
 	out := make([]string, 0, len(args))
 	for i := 0; i < len(args); i++ {
 		a := args[i]
-		name := strings.TrimLeft(a, "-")
-		if (name == "replicaof" || name == "slaveof") && strings.HasPrefix(a, "-") && i+2 < len(args) &&
-			!strings.HasPrefix(args[i+1], "-") && !strings.HasPrefix(args[i+2], "-") {
-			out = append(out, a, args[i+1]+" "+args[i+2])
-			i += 2
+		name := strings.ToLower(strings.TrimLeft(a, "-"))
+		if !strings.HasPrefix(a, "-") || !multiWordSettings[name] || i+1 >= len(args) {
+			out = append(out, a)
 			continue
 		}
-		out = append(out, a)
+		words := []string{args[i+1]}
+		i++
+		for i+1 < len(args) && !strings.HasPrefix(args[i+1], "-") {
+			words = append(words, args[i+1])
+			i++
+		}
+		out = append(out, a, strings.Join(words, " "))
 	}
 	return out
+}
+
+// settingFlag is a setting's command-line flag: each occurrence is kept,
+// in order, for run to apply.
+type settingFlag struct {
+	name string
+	sets *[][2]string
+}
+
+func (f settingFlag) String() string { return "" }
+
+func (f settingFlag) Set(v string) error {
+	*f.sets = append(*f.sets, [2]string{f.name, v})
+	return nil
+}
+
+const usageLines = `Usage: limitkv [/path/to/limitkv.conf] [--<setting> value ...]
+       limitkv --config /path/to/limitkv.conf [--<setting> value ...]
+       limitkv -v | --version
+       limitkv -h | --help
+`
+
+// printHelp lists the settings by section, as redis.conf groups them,
+// each with its type, unit and default.
+func printHelp(w io.Writer, params []commands.ParamInfo) {
+	fmt.Fprint(w, usageLines)
+	fmt.Fprint(w, `
+A Redis-protocol server with native rate-limit commands.
+
+Settings use Redis's names; CONFIG GET/SET see the same ones. Each is a flag
+(--port 6380, or --port=6380; a value of several words follows the flag:
+--save 900 1 300 10) or a line of the config file (port 6380; include FILE
+reads another file there). Each may also come from the environment:
+LIMITKV_<NAME> (LIMITKV_REQUIREPASS), or LIMITKV_<NAME>_FILE naming a file
+that holds it (a Docker secret). Flags override the environment, which
+overrides the config file.
+
+Types: an integer; bytes, with an optional unit (1k = 1000, 1kb = 1024, m,
+mb, g, gb); a duration (500ms, 1s, 2m; a bare number is milliseconds);
+yes|no or another list of choices; a string.
+`)
+	byName := map[string]commands.ParamInfo{}
+	other := commands.ParamGroup{Title: "Other"}
+	for _, p := range params {
+		byName[p.Name] = p
+		if p.Group == "" {
+			other.Names = append(other.Names, p.Name)
+		}
+	}
+	groups := commands.ParamGroups()
+	if len(other.Names) > 0 {
+		groups = append(groups, other)
+	}
+	for _, g := range groups {
+		fmt.Fprintf(w, "\n%s:\n", g.Title)
+		for _, name := range g.Names {
+			p := byName[name]
+			typ := p.Type
+			if p.Unit != "" {
+				typ += ", " + p.Unit
+			}
+			def := p.DefaultText
+			if def == "" || strings.ContainsAny(def, " \"") {
+				def = strconv.Quote(def)
+			}
+			fmt.Fprintf(w, "  --%s <%s>, default %s\n", p.Name, typ, def)
+			if p.Help != "" {
+				fmt.Fprintf(w, "        %s\n", p.Help)
+			}
+		}
+	}
 }

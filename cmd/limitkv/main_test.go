@@ -6,6 +6,8 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -62,6 +64,129 @@ func TestWarnIfOpen(t *testing.T) {
 		warnIfOpen(c.addrs, cfg, cfg.Get("requirepass") == "", slog.New(slog.NewTextHandler(&out, nil)))
 		if got := out.String(); c.want == "" && got != "" || c.want != "" && !strings.Contains(got, c.want) {
 			t.Errorf("%s: logged %q, want %q", c.name, got, c.want)
+		}
+	}
+}
+
+// --help lists every setting once, in redis.conf's sections, each with
+// its type and default (and unit where it has one); -v and --version print
+// the version alone.
+func TestHelpAndVersion(t *testing.T) {
+	var out, errs bytes.Buffer
+	if code := run([]string{"--help"}, &out, &errs); code != 0 || errs.Len() != 0 {
+		t.Fatalf("--help: exit %d, stderr %q", code, errs.String())
+	}
+	help := out.String()
+	params := commands.NewConfig().Params()
+	for _, g := range []string{"Network:", "TLS:", "Security:", "Limits: clients and memory:", "Persistence:", "Replication:", "Cluster", "Rate limiting:"} {
+		if !strings.Contains(help, "\n"+g) {
+			t.Errorf("--help has no section %q", g)
+		}
+	}
+	if strings.Contains(help, "\nOther:") {
+		t.Errorf("--help has settings in no section:\n%s", help[strings.Index(help, "\nOther:"):])
+	}
+	for _, p := range params {
+		if n := strings.Count(help, "\n  --"+p.Name+" <"); n != 1 {
+			t.Errorf("--help lists %s %d times", p.Name, n)
+		}
+	}
+	for _, want := range []string{
+		"  --port <integer>, default 6379\n",
+		"  --timeout <integer, seconds>, default 0\n",
+		"  --maxmemory <bytes>, default 0\n",
+		"  --proto-max-bulk-len <bytes>, default 512mb\n",
+		"  --protected-mode <yes|no>, default yes\n",
+		"  --snapshot-interval <duration>, default 1s\n",
+		"  --requirepass <string>, default \"\"\n",
+		"  --busy-reply-threshold <integer, milliseconds>, default 5000\n",
+	} {
+		if !strings.Contains(help, want) {
+			t.Errorf("--help lacks %q", want)
+		}
+	}
+	if i, j := strings.Index(help, "\nNetwork:"), strings.Index(help, "\nReplication:"); i < 0 || j < i ||
+		!strings.Contains(help[i:j], "--bind <") || strings.Contains(help[i:j], "--replicaof <") {
+		t.Errorf("--help's Network section does not hold bind, or holds replicaof")
+	}
+	for _, arg := range []string{"-v", "--version"} {
+		out.Reset()
+		errs.Reset()
+		if code := run([]string{arg}, &out, &errs); code != 0 || errs.Len() != 0 ||
+			out.String() != "limitkv "+commands.Version+" (Redis "+commands.RedisVersion+" compatible)\n" {
+			t.Errorf("%s: exit %d, stdout %q, stderr %q", arg, code, out.String(), errs.String())
+		}
+	}
+	// A wrong flag gets a short usage, not the whole list.
+	out.Reset()
+	errs.Reset()
+	if code := run([]string{"--nosuch", "1"}, &out, &errs); code != 2 || strings.Contains(errs.String(), "--port") || !strings.Contains(errs.String(), "--help") {
+		t.Errorf("--nosuch: exit %d, stderr %q", code, errs.String())
+	}
+}
+
+// The words after a setting's flag are its value, as redis-server reads
+// them.
+func TestJoinMultiWordFlags(t *testing.T) {
+	for _, tc := range []struct{ in, want []string }{
+		{[]string{"--replicaof", "h", "6379", "--port", "1"}, []string{"--replicaof", "h 6379", "--port", "1"}},
+		{[]string{"--slaveof", "h", "6379"}, []string{"--slaveof", "h 6379"}},
+		{[]string{"--save", "900", "1", "--save", "60", "5"}, []string{"--save", "900 1", "--save", "60 5"}},
+		{[]string{"--save", ""}, []string{"--save", ""}},
+		{[]string{"--slowlog-log-slower-than", "-1", "--port", "1"}, []string{"--slowlog-log-slower-than", "-1", "--port", "1"}},
+		{[]string{"--client-output-buffer-limit", "normal", "1gb", "512mb", "20"}, []string{"--client-output-buffer-limit", "normal 1gb 512mb 20"}},
+		{[]string{"--bind", "127.0.0.1", "::1", "--port", "1"}, []string{"--bind", "127.0.0.1 ::1", "--port", "1"}},
+		{[]string{"--save=900 1", "x"}, []string{"--save=900 1", "x"}},
+		{[]string{"--dir", "/data", "/etc/x.conf"}, []string{"--dir", "/data", "/etc/x.conf"}},
+		{[]string{"--config", "a", "b"}, []string{"--config", "a", "b"}},
+	} {
+		if got := joinMultiWordFlags(tc.in); !slices.Equal(got, tc.want) {
+			t.Errorf("%q: %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+// TestReadmeGettingStarted: the README says which Go builds limitkv (the
+// version go.mod asks for), how to get the binary, and every flag it hands
+// to limitkv is one limitkv takes.
+func TestReadmeGettingStarted(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mod, err := os.ReadFile("../../go.mod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^go (\d+\.\d+)`).FindSubmatch(mod)
+	if m == nil {
+		t.Fatal("go.mod has no go line")
+	}
+	top := string(readme)
+	if i := strings.Index(top, "\n## "); i > 0 {
+		top = top[:i]
+	}
+	for _, want := range []string{"Go " + string(m[1]) + " or newer", "go install ./cmd/limitkv", "--port 6380"} {
+		if !strings.Contains(top, want) {
+			t.Errorf("the README's opening lacks %q", want)
+		}
+	}
+	known := map[string]bool{"config": true, "help": true, "version": true}
+	for _, p := range commands.NewConfig().Params() {
+		known[p.Name] = true
+	}
+	flagRe := regexp.MustCompile(`--([a-z][a-z-]*)`)
+	for _, line := range strings.Split(string(readme), "\n") {
+		_, after, ok := strings.Cut(line, "limitkv ")
+		if !ok || !strings.Contains(after, "--") {
+			continue
+		}
+		cmd, _, _ := strings.Cut(after, "#") // a shell comment after it
+		cmd, _, _ = strings.Cut(cmd, "`")    // the end of inline code
+		for _, f := range flagRe.FindAllStringSubmatch(cmd, -1) {
+			if !known[f[1]] {
+				t.Errorf("the README runs limitkv with --%s, which it does not take: %s", f[1], line)
+			}
 		}
 	}
 }
