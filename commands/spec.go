@@ -61,10 +61,12 @@ const (
 	// time a client drives (SORT of a million elements). COMMAND does not
 	// show it.
 	MayWait
-	// MayReplicate: a read that may change its key (PFCOUNT caches the
-	// count in the string): scripts count it as a write, so read-only
-	// ones refuse it, as Redis's CMD_MAY_REPLICATE. COMMAND does not show
-	// it.
+	// MayReplicate: not a write, but may send something to replicas:
+	// PFCOUNT (it caches the count in the string), PUBLISH and SPUBLISH
+	// (the message), EVAL, EVALSHA and FCALL (their scripts may write).
+	// As Redis's CMD_MAY_REPLICATE: a WRITE pause holds them back with
+	// the writes, and read-only scripts refuse them as writes. COMMAND
+	// does not show it.
 	MayReplicate
 )
 
