@@ -91,6 +91,9 @@ type Client struct {
 type queuedCmd struct {
 	spec *Spec
 	args [][]byte
+	// flags are those it was admitted by (commandFlags), which EXEC is
+	// admitted by in turn.
+	flags Flag
 }
 
 type watchedKey struct {
@@ -158,8 +161,8 @@ func (cl *Client) flagTx() {
 
 // queue adds a command to the open transaction. The request's arguments
 // point into the connection's read buffer, so it keeps a copy.
-func (cl *Client) queue(spec *Spec, args [][]byte) {
-	cl.queued = append(cl.queued, queuedCmd{spec: spec, args: cl.conn.KeepArgs(args)})
+func (cl *Client) queue(spec *Spec, flags Flag, args [][]byte) {
+	cl.queued = append(cl.queued, queuedCmd{spec: spec, args: cl.conn.KeepArgs(args), flags: flags})
 	cl.multiLen.Store(int32(len(cl.queued)))
 	n := int64(len(args)) * 24
 	for _, a := range args {

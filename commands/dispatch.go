@@ -362,12 +362,18 @@ func (s *Server) execute(cl *Client, w *resp.Writer, args [][]byte, now int64) {
 			return
 		}
 	}
+	// What a script or function declared stands for EVAL's or FCALL's
+	// own flags in the checks that follow.
+	flags := spec.Flags
+	if flags&RunsScript != 0 {
+		flags = s.commandFlags(spec, args)
+	}
 	// maxmemory: evict, then refuse what may grow memory (maxmemory.go).
-	if s.rejectOOM(cl, spec, args, now) {
+	if s.rejectOOM(cl, spec, flags, now) {
 		s.reject(cl, w, spec, msgOOM)
 		return
 	}
-	if msg := s.replicationRefusal(cl, spec); msg != "" {
+	if msg := s.replicationRefusal(cl, spec, flags); msg != "" {
 		s.reject(cl, w, spec, msg)
 		return
 	}
@@ -379,7 +385,7 @@ func (s *Server) execute(cl *Client, w *resp.Writer, args [][]byte, now int64) {
 	}
 	// A CLIENT PAUSE holds the command back, before it is queued inside
 	// MULTI too, as Redis does; the wait is outside the script gate.
-	if s.pause.kind.Load() != pauseOff && !s.awaitPause(cl, spec) {
+	if s.pause.kind.Load() != pauseOff && !s.awaitPause(cl, spec, flags) {
 		return
 	}
 	// While a script runs, commands wait for it and get BUSY once it runs
@@ -424,10 +430,10 @@ func (s *Server) execute(cl *Client, w *resp.Writer, args [][]byte, now int64) {
 		}
 	}
 	if cl.multi && !isTxControl(spec) {
-		if !cl.txDenyOOM && s.denyOOM(spec, args) {
+		if flags&DenyOOM != 0 {
 			cl.txDenyOOM = true // EXEC is deny-oom now, as Redis's mstate.cmd_flags
 		}
-		cl.queue(spec, args)
+		cl.queue(spec, flags, args)
 		w.Simple("QUEUED")
 		return
 	}

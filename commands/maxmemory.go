@@ -105,7 +105,7 @@ func (s *Server) memoryTick() {
 // command but EXEC, DISCARD, QUIT and RESET while queueing a transaction.
 // The state is kept for the scripts' own check. Nothing is evicted while
 // a script runs (it holds every shard): Redis skips this check then too.
-func (s *Server) rejectOOM(cl *Client, spec *Spec, args [][]byte, now int64) bool {
+func (s *Server) rejectOOM(cl *Client, spec *Spec, flags Flag, now int64) bool {
 	max := s.Cfg.maxMemory.Load()
 	// While clients are paused nothing is evicted, and nothing refused
 	// for it, as Redis's performEvictions: the dataset stays still.
@@ -127,44 +127,7 @@ func (s *Server) rejectOOM(cl *Client, spec *Spec, args [][]byte, now int64) boo
 		}
 		return true
 	}
-	return s.denyOOM(spec, args)
-}
-
-// denyOOM reports whether a command may grow memory: its flag, or for
-// EVAL, EVALSHA and FCALL the flags of the script or function (Redis's evalGetCommandFlags:
-// a script with a shebang is deny-oom unless it says no-writes or
-// allow-oom; one without is checked command by command as it runs).
-func (s *Server) denyOOM(spec *Spec, args [][]byte) bool {
-	if spec.Flags&DenyOOM != 0 {
-		return true
-	}
-	if spec.Flags&RunsScript == 0 || len(args) < 2 {
-		return false
-	}
-	var flags scriptFlags
-	switch spec.FullName() {
-	case "eval", "eval_ro":
-		f, _, msg := parseShebang(args[1])
-		if msg != "" {
-			return false // refused when it runs
-		}
-		flags = f
-	case "evalsha", "evalsha_ro":
-		sc := s.scripts.lookup(args[1])
-		if sc == nil {
-			return false
-		}
-		flags = sc.flags
-	case "fcall", "fcall_ro":
-		f := s.scripts.funcs.lookup(args[1])
-		if f == nil {
-			return false
-		}
-		flags = f.flags
-	default:
-		return false
-	}
-	return flags&scriptCompat == 0 && flags&(scriptNoWrites|scriptAllowOOM) == 0
+	return flags&DenyOOM != 0
 }
 
 // admitGrowth is asked by a command about to grow a value by n bytes

@@ -65,8 +65,9 @@ const (
 	// PFCOUNT (it caches the count in the string), PUBLISH and SPUBLISH
 	// (the message), EVAL, EVALSHA and FCALL (their scripts may write).
 	// As Redis's CMD_MAY_REPLICATE: a WRITE pause holds them back with
-	// the writes, and read-only scripts refuse them as writes. COMMAND
-	// does not show it.
+	// the writes, and read-only scripts refuse them as writes. A script
+	// or function that declares its flags loses it (commandFlags).
+	// COMMAND does not show it.
 	MayReplicate
 )
 
