@@ -338,11 +338,11 @@ func cmdMemoryMallocStats(c *Ctx) {
 	c.W.Verbatim("txt", "Stats not supported for the current allocator")
 }
 
-// OBJECT's subcommands look keys up without counting an access, as
-// Redis's objectCommandLookup does.
+// OBJECT's subcommands look keys up without counting an access, but
+// as a keyspace hit or miss, as Redis's objectCommandLookup does.
 func cmdObjectEncoding(c *Ctx) {
 	s := c.Shard(c.Args[2])
-	e, ok := s.Peek(c.DB, c.Args[2], c.Now)
+	e, ok := s.Inspect(c.DB, c.Args[2], c.Now)
 	if !ok {
 		c.W.Null()
 		return
@@ -352,7 +352,7 @@ func cmdObjectEncoding(c *Ctx) {
 
 func cmdObjectFreq(c *Ctx) {
 	s := c.Shard(c.Args[2])
-	e, ok := s.Peek(c.DB, c.Args[2], c.Now)
+	e, ok := s.Inspect(c.DB, c.Args[2], c.Now)
 	if !ok {
 		c.W.Null()
 		return
@@ -366,7 +366,7 @@ func cmdObjectFreq(c *Ctx) {
 
 func cmdObjectIdleTime(c *Ctx) {
 	s := c.Shard(c.Args[2])
-	e, ok := s.Peek(c.DB, c.Args[2], c.Now)
+	e, ok := s.Inspect(c.DB, c.Args[2], c.Now)
 	if !ok {
 		c.W.Null()
 		return
@@ -379,7 +379,7 @@ func cmdObjectIdleTime(c *Ctx) {
 }
 
 func cmdObjectRefCount(c *Ctx) {
-	if _, ok := c.Shard(c.Args[2]).Peek(c.DB, c.Args[2], c.Now); !ok {
+	if _, ok := c.Shard(c.Args[2]).Inspect(c.DB, c.Args[2], c.Now); !ok {
 		c.W.Null()
 		return
 	}
