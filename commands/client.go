@@ -235,8 +235,10 @@ func (cl *Client) typeName() string {
 	return "normal"
 }
 
-// info formats the client as one CLIENT LIST line.
-func (cl *Client) info(now time.Time) string {
+// info formats the client as one CLIENT LIST line; serving says that
+// the caller is serving cl's request, whose buffers it reads as they are
+// while it runs (resp.Conn.ServingStats).
+func (cl *Client) info(now time.Time, serving bool) string {
 	var b strings.Builder
 	cmd := "NULL"
 	if s := cl.lastCmd.Load(); s != nil {
@@ -273,6 +275,9 @@ func (cl *Client) info(now time.Time) string {
 	// The connection's buffers, as resp.ConnStats describes them; omem is
 	// all unsent output, the figure client-output-buffer-limit checks.
 	st := cl.conn.Stats()
+	if serving {
+		st = cl.conn.ServingStats()
+	}
 	w("qbuf", i(st.QueryBuf))
 	w("qbuf-free", i(st.QueryBufFree))
 	w("argv-mem", i(st.ArgvMem))
@@ -296,7 +301,7 @@ func (cl *Client) info(now time.Time) string {
 // clientInfo is a connection's CLIENT LIST line, for the log.
 func clientInfo(conn *resp.Conn) string {
 	if cl, ok := conn.Ctx.(*Client); ok {
-		return cl.info(time.Now())
+		return cl.info(time.Now(), false)
 	}
 	return "addr=" + conn.RemoteAddr() + " laddr=" + conn.LocalAddr()
 }
