@@ -260,7 +260,8 @@ func configParams() []*param {
 				p, _ := parsePercentiles(v)
 				c.percentiles.Store(&p)
 			}},
-		{name: "notify-keyspace-events", def: "", help: "accepted for compatibility; limitkv sends no notifications"},
+		{name: "notify-keyspace-events", def: "", help: "accepted for compatibility; limitkv sends no notifications",
+			merge: mergeKeyspaceEvents},
 		{name: "tcp-keepalive", kind: pInt, def: "300", min: 0, max: 2147483647, help: "accepted for compatibility"},
 		{name: "protected-mode", kind: pBool, def: "yes",
 			help:  "without a password, refuse clients that are not on the loopback interface",
