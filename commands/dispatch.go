@@ -172,6 +172,10 @@ type Ctx struct {
 	// for it, as Redis does, so that its effects replicate).
 	script bool
 	buf    [64]byte // scratch for formatting
+	// sent is the request as the client sent it when the handler put
+	// another command in Args to replicate (GEOADD runs and replicates
+	// ZADD): SLOWLOG shows what was sent, as Redis's original_argv.
+	sent [][]byte
 
 	// errorsCounted: the handler counted the error replies it wrote
 	// itself (a script's reply, with errors at any depth), and
