@@ -529,11 +529,11 @@ func cmdACLCat(c *Ctx) {
 		return
 	}
 	var names []string
-	for _, cmd := range c.Srv.Table.all {
+	c.Srv.Table.aclCommands(func(cmd *Spec) {
 		if cmd.acl&cat != 0 {
 			names = append(names, cmd.FullName())
 		}
-	}
+	})
 	c.W.Array(len(names))
 	for _, n := range names {
 		c.W.BulkString(n)

@@ -124,7 +124,7 @@ type selector struct {
 	// future is Redis's reserved command bit: set by +@all, cleared by
 	// -@all only. ACL LIST starts from +@all when it is set.
 	future bool
-	cmds   []uint64 // a bit per Spec.id
+	cmds   []uint64 // a bit per Spec.id, the absent commands' included
 	// firstArgs: for a command whose bit is clear, the first arguments
 	// with which it may run anyway (+select|0).
 	firstArgs map[int][]string
@@ -133,7 +133,7 @@ type selector struct {
 }
 
 func newSelector(t *Table, root, allChannels bool) *selector {
-	return &selector{root: root, allChannels: allChannels, cmds: make([]uint64, (t.Count()+63)/64)}
+	return &selector{root: root, allChannels: allChannels, cmds: make([]uint64, (t.aclCount()+63)/64)}
 }
 
 func (s *selector) clone() *selector {
@@ -169,25 +169,18 @@ func (s *selector) setBit(id int, on bool) {
 func (s *selector) changePerm(cmd *Spec, on bool) {
 	s.setBit(cmd.id, on)
 	delete(s.firstArgs, cmd.id)
-	for _, sub := range cmd.Sub {
-		s.setBit(sub.id, on)
-	}
+	cmd.aclSubs(func(sub *Spec) { s.setBit(sub.id, on) })
 }
 
 // setCategory allows or denies every command in cat, as Redis's
 // ACLSetSelectorCommandBitsForCategory does: a container in the category
 // brings all its subcommands along.
 func (s *selector) setCategory(t *Table, cat Category, on bool) {
-	for _, cmd := range t.sorted {
+	t.aclCommands(func(cmd *Spec) {
 		if cmd.acl&cat != 0 {
 			s.changePerm(cmd, on)
 		}
-		for _, sub := range cmd.Sub {
-			if sub.acl&cat != 0 {
-				s.changePerm(sub, on)
-			}
-		}
-	}
+	})
 }
 
 func (s *selector) setAll(on bool) {
@@ -204,7 +197,7 @@ func (s *selector) setAll(on bool) {
 
 // countCategory counts the commands of cat the selector allows and denies.
 func (s *selector) countCategory(t *Table, cat Category) (on, off int) {
-	for _, cmd := range t.all {
+	t.aclCommands(func(cmd *Spec) {
 		if cmd.acl&cat != 0 {
 			if s.bit(cmd.id) {
 				on++
@@ -212,7 +205,7 @@ func (s *selector) countCategory(t *Table, cat Category) (on, off int) {
 				off++
 			}
 		}
-	}
+	})
 	return on, off
 }
 
@@ -266,20 +259,29 @@ func hasSpaces(s string) bool {
 }
 
 // aclLookup finds a command for a rule: "get" or "client|list", in any
-// case, and nothing deeper.
+// case, and nothing deeper; Redis's commands that limitkv lacks are found
+// too (aclabsent.go).
 func aclLookup(t *Table, name string) *Spec {
 	parts := strings.Split(name, "|")
 	if len(parts) > 2 {
 		return nil
 	}
 	base := t.Lookup([]byte(parts[0]))
+	if base == nil {
+		base = t.absentByName[strings.ToLower(parts[0])]
+	}
 	if base == nil || len(parts) == 1 {
 		return base
 	}
-	if len(base.Sub) == 0 {
-		return nil
+	if sub := base.lookupSub([]byte(parts[1])); sub != nil {
+		return sub
 	}
-	return base.lookupSub([]byte(parts[1]))
+	for _, sub := range base.absentSub {
+		if strings.EqualFold(sub.Name, parts[1]) {
+			return sub
+		}
+	}
+	return nil
 }
 
 // set applies one selector rule, as Redis's ACLSetSelector.
@@ -377,7 +379,7 @@ func (s *selector) set(t *Table, op string) error {
 			return aclErrFirstArgs
 		case bar == len(name)-1:
 			return aclErrSyntax
-		case len(cmd.Sub) > 0:
+		case len(cmd.Sub) > 0 || len(cmd.absentSub) > 0:
 			sub := aclLookup(t, name)
 			if sub == nil {
 				return aclErrNoEnt
@@ -642,17 +644,15 @@ func (s *selector) describeCommands(t *Table) string {
 		}
 		applied[best] = true
 	}
-	for _, cmd := range t.sorted {
+	t.aclCommands(func(cmd *Spec) {
 		s.describeSingle(cmd, fake, &b)
-		for _, sub := range cmd.Sub {
-			s.describeSingle(sub, fake, &b)
-		}
+		// Only a command without subcommands has first arguments.
 		if !s.bit(cmd.id) {
 			for _, a := range s.firstArgs[cmd.id] {
 				b.WriteString("+" + cmd.FullName() + "|" + a + " ")
 			}
 		}
-	}
+	})
 	out := b.String()
 	return out[:len(out)-1]
 }

@@ -125,6 +125,10 @@ type Spec struct {
 	failed   atomic.Int64
 	reject   atomic.Int64
 	hist     latencyHist
+
+	// absentSub are the subcommands Redis has and limitkv does not, for
+	// ACL rules only (aclabsent.go).
+	absentSub []*Spec
 }
 
 // FullName is the name Redis uses in errors and stats: "get", "client|list".
@@ -142,6 +146,10 @@ type Table struct {
 	// all holds every spec, subcommands included, by id: top-level
 	// commands in name order, each followed by its subcommands.
 	all []*Spec
+	// absent are the Redis commands limitkv does not implement, for ACL
+	// rules only, with ids after all's (aclabsent.go).
+	absent       []*Spec
+	absentByName map[string]*Spec
 }
 
 // NewTable indexes specs, attaching each its entry in the data files and
@@ -191,6 +199,7 @@ func newTable(specs []*Spec, docs map[string]*cmdDoc) (*Table, error) {
 			t.all = append(t.all, sub)
 		}
 	}
+	t.addAbsent()
 	return t, nil
 }
 
