@@ -782,10 +782,10 @@ type aclKey struct {
 
 // aclKeys finds the keys of a command and what each needs, as Redis's
 // getKeysFromCommandWithSpecs does for ACL checks: from the key specs,
-// unless their flags vary with the arguments (SET: with GET it reads too)
-// or one of them does not fit the arguments (then from the command's own
-// key function: EVAL's, which reads numkeys as atoi would; other commands
-// have none, and so no keys).
+// unless their flags vary with the arguments (SET: with GET it reads too;
+// BITFIELD: with only GETs it only reads) or one of them does not fit the
+// arguments (then from the command's own key function: EVAL's, which
+// reads numkeys as atoi would; other commands have none, and so no keys).
 func (cmd *Spec) aclKeys(args [][]byte, out []aclKey) []aclKey {
 	if cmd.parent == nil && cmd.Name == "set" {
 		need := aclWrite
@@ -796,6 +796,12 @@ func (cmd *Spec) aclKeys(args [][]byte, out []aclKey) []aclKey {
 			}
 		}
 		return append(out, aclKey{1, need})
+	}
+	if cmd.parent == nil && cmd.Name == "bitfield" {
+		if bitfieldOnlyReads(args) {
+			return append(out, aclKey{1, aclRead})
+		}
+		return append(out, aclKey{1, aclRW})
 	}
 	start := len(out)
 	argc := len(args)
