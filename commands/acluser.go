@@ -47,6 +47,10 @@ const (
 	aclRW          = aclRead | aclWrite
 	// aclNotKey marks a key spec whose "keys" are not keys (not_key).
 	aclNotKey uint8 = 0x80
+	// aclIncomplete marks a key spec that may not find every key
+	// (incomplete): Redis then finds the keys with the command's own
+	// function instead.
+	aclIncomplete uint8 = 0x40
 )
 
 // aclNeedOf derives, as ACLSelectorCheckKey does, what a key spec's keys
@@ -63,6 +67,8 @@ func aclNeedOf(flags string) uint8 {
 			need |= aclWrite
 		case "not_key":
 			need |= aclNotKey
+		case "incomplete":
+			need |= aclIncomplete
 		}
 	}
 	return need
@@ -855,7 +861,12 @@ func (cmd *Spec) aclKeys(args [][]byte, out []aclKey) []aclKey {
 			return cmd.aclKeysFallback(args, out[:start])
 		}
 		for i := first; i <= last; i += step {
-			out = append(out, aclKey{i, cmd.keyNeed[j] &^ aclNotKey})
+			out = append(out, aclKey{i, cmd.keyNeed[j] & aclRW})
+		}
+		// A spec that found keys but may have missed some: the command's
+		// own function finds them all.
+		if cmd.keyNeed[j]&aclIncomplete != 0 {
+			return cmd.aclKeysFallback(args, out[:start])
 		}
 	}
 	return out
@@ -868,7 +879,7 @@ func (cmd *Spec) aclKeysFallback(args [][]byte, out []aclKey) []aclKey {
 	if cmd.Keys != nil {
 		var buf [4]KeyRef
 		for _, k := range cmd.Keys(args, buf[:0]) {
-			out = append(out, aclKey{k.Pos, cmd.keyNeed[k.Spec] &^ aclNotKey})
+			out = append(out, aclKey{k.Pos, cmd.keyNeed[k.Spec] & aclRW})
 		}
 		return out
 	}
@@ -881,7 +892,7 @@ func (cmd *Spec) aclKeysFallback(args [][]byte, out []aclKey) []aclKey {
 		return out
 	}
 	for i := 3; i < 3+int(n); i++ {
-		out = append(out, aclKey{i, cmd.keyNeed[0] &^ aclNotKey})
+		out = append(out, aclKey{i, cmd.keyNeed[0] & aclRW})
 	}
 	return out
 }

@@ -403,6 +403,7 @@ func commandTable() []*Spec {
 			Arity: -6,
 			Flags: Write | SelfLock | MayWait,
 			Run:   cmdMigrate,
+			Keys:  migrateKeys,
 		},
 		{
 			Name:  "copy",
