@@ -317,6 +317,14 @@ const (
 	migrateSocketItems = 64
 )
 
+// cached is INFO's migrate_cached_sockets: the connections kept for the
+// next MIGRATE.
+func (m *migrateSockets) cached() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.socks)
+}
+
 // get takes addr's cached connection, or connects.
 func (m *migrateSockets) get(addr string, wait time.Duration) (*migrateSock, error) {
 	m.mu.Lock()

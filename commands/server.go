@@ -737,6 +737,7 @@ func infoStats(s *Server, b *strings.Builder) {
 	kv(b, "pubsub_channels", s.pubsub.counts[psChannel].Load())
 	kv(b, "pubsub_patterns", s.pubsub.counts[psPattern].Load())
 	kv(b, "pubsubshard_channels", s.pubsub.counts[psShard].Load())
+	kv(b, "migrate_cached_sockets", s.migrate.cached())
 	kv(b, "total_protocol_errors", s.stats.ProtocolErrors.Load())
 	kv(b, "total_error_replies", s.errors.total.Load())
 	kv(b, "acl_access_denied_auth", s.auth.denied.Load())
