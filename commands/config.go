@@ -126,8 +126,10 @@ const (
 
 func configParams() []*param {
 	return []*param{
-		{name: "bind", def: "127.0.0.1", immutable: true, help: "addresses to listen on, separated by spaces"},
-		{name: "port", kind: pInt, def: "6379", min: 0, max: 65535, immutable: true, help: "TCP port"},
+		{name: "bind", def: "127.0.0.1", merge: mergeBind, reconf: reconfBind,
+			help: "addresses to listen on, separated by spaces (* for all; empty: none); CONFIG SET moves the listeners"},
+		{name: "port", kind: pInt, def: "6379", min: 0, max: 65535, reconf: reconfPort,
+			help: "TCP port (0: none); CONFIG SET opens the new one and closes the old"},
 		{name: "dir", def: "./limitkv-data", protected: true, help: "directory of the snapshot database"},
 		{name: "databases", kind: pInt, def: "16", min: 1, max: 1 << 16, immutable: true, help: "number of databases"},
 		{name: "requirepass", def: "", help: "password of the default user, which clients must AUTH with (empty: none)",

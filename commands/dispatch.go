@@ -83,6 +83,12 @@ type Hooks struct {
 	// ListenTLS serves TLS on port from now on, instead of the TLS port
 	// it served (0: none), for CONFIG SET tls-port.
 	ListenTLS func(port int) error
+	// Listen serves plain TCP on port from now on, instead of the port
+	// it served (0: none), for CONFIG SET port; Bind moves the plain and
+	// the TLS listeners to the addresses of bind, for CONFIG SET bind.
+	// Each leaves the listeners as they were when it fails.
+	Listen func(port int) error
+	Bind   func(bind string) error
 }
 
 // PersistenceInfo is what INFO's persistence section shows.
