@@ -198,6 +198,9 @@ func configParams() []*param {
 					c.srv.limits.setMemoryLimit(n)
 				}
 			}},
+		{name: "maxmemory-clients", def: "0", merge: mergeMaxMemoryClients,
+			help:  "close the clients using the most memory while all clients together use this much: bytes, or a percentage of maxmemory (0: never)",
+			apply: func(c *Config, v string, _ int64) { c.setMaxMemoryClients(v) }},
 		{name: "maxmemory-policy", kind: pEnum, def: "noeviction",
 			enum: []string{"volatile-lru", "volatile-lfu", "volatile-random", "volatile-ttl", "allkeys-lru", "allkeys-lfu", "allkeys-random", "noeviction"},
 			help: "what goes past maxmemory: noeviction refuses writes; the others evict keys (allkeys-lfu suits rate limiting)",

@@ -206,8 +206,8 @@ func cmdClientUnpause(c *Ctx) {
 	c.W.OK()
 }
 
-// cmdClientNoEvict sets the flag Redis's client eviction (maxmemory-
-// clients) spares; limitkv evicts no clients, so the flag is all it is.
+// cmdClientNoEvict sets the flag that client eviction (maxmemory-clients,
+// Server.evictClients) spares.
 func cmdClientNoEvict(c *Ctx) {
 	switch a := c.Args[2]; {
 	case is(a, "ON"):

@@ -732,6 +732,7 @@ func infoStats(s *Server, b *strings.Builder) {
 	kv(b, "sync_partial_err", rs.PartialErr.Load())
 	kv(b, "expired_keys", expired)
 	kv(b, "evicted_keys", s.Eng.EvictedKeys())
+	kv(b, "evicted_clients", s.limits.evictedClients.Load())
 	kv(b, "keyspace_hits", hits)
 	kv(b, "keyspace_misses", misses)
 	kv(b, "pubsub_channels", s.pubsub.counts[psChannel].Load())
