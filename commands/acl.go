@@ -276,7 +276,7 @@ func (s *Server) aclLogAdd(cl *Client, reason, context int, object, user string)
 		user = cl.userName()
 	}
 	le := &aclLogEntry{count: 1, reason: reason, context: context, object: object,
-		username: user, ctime: s.Eng.Now(), cinfo: cl.info(time.Now())}
+		username: user, ctime: s.Eng.Now(), cinfo: cl.info(time.Now(), true)}
 	maxLen := int(s.Cfg.aclLogMax.Load())
 	l := &s.acl.log
 	l.mu.Lock()
@@ -529,11 +529,11 @@ func cmdACLCat(c *Ctx) {
 		return
 	}
 	var names []string
-	for _, cmd := range c.Srv.Table.all {
+	c.Srv.Table.aclCommands(func(cmd *Spec) {
 		if cmd.acl&cat != 0 {
 			names = append(names, cmd.FullName())
 		}
-	}
+	})
 	c.W.Array(len(names))
 	for _, n := range names {
 		c.W.BulkString(n)

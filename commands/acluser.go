@@ -47,6 +47,10 @@ const (
 	aclRW          = aclRead | aclWrite
 	// aclNotKey marks a key spec whose "keys" are not keys (not_key).
 	aclNotKey uint8 = 0x80
+	// aclIncomplete marks a key spec that may not find every key
+	// (incomplete): Redis then finds the keys with the command's own
+	// function instead.
+	aclIncomplete uint8 = 0x40
 )
 
 // aclNeedOf derives, as ACLSelectorCheckKey does, what a key spec's keys
@@ -63,6 +67,8 @@ func aclNeedOf(flags string) uint8 {
 			need |= aclWrite
 		case "not_key":
 			need |= aclNotKey
+		case "incomplete":
+			need |= aclIncomplete
 		}
 	}
 	return need
@@ -124,7 +130,7 @@ type selector struct {
 	// future is Redis's reserved command bit: set by +@all, cleared by
 	// -@all only. ACL LIST starts from +@all when it is set.
 	future bool
-	cmds   []uint64 // a bit per Spec.id
+	cmds   []uint64 // a bit per Spec.id, the absent commands' included
 	// firstArgs: for a command whose bit is clear, the first arguments
 	// with which it may run anyway (+select|0).
 	firstArgs map[int][]string
@@ -133,7 +139,7 @@ type selector struct {
 }
 
 func newSelector(t *Table, root, allChannels bool) *selector {
-	return &selector{root: root, allChannels: allChannels, cmds: make([]uint64, (t.Count()+63)/64)}
+	return &selector{root: root, allChannels: allChannels, cmds: make([]uint64, (t.aclCount()+63)/64)}
 }
 
 func (s *selector) clone() *selector {
@@ -169,25 +175,18 @@ func (s *selector) setBit(id int, on bool) {
 func (s *selector) changePerm(cmd *Spec, on bool) {
 	s.setBit(cmd.id, on)
 	delete(s.firstArgs, cmd.id)
-	for _, sub := range cmd.Sub {
-		s.setBit(sub.id, on)
-	}
+	cmd.aclSubs(func(sub *Spec) { s.setBit(sub.id, on) })
 }
 
 // setCategory allows or denies every command in cat, as Redis's
 // ACLSetSelectorCommandBitsForCategory does: a container in the category
 // brings all its subcommands along.
 func (s *selector) setCategory(t *Table, cat Category, on bool) {
-	for _, cmd := range t.sorted {
+	t.aclCommands(func(cmd *Spec) {
 		if cmd.acl&cat != 0 {
 			s.changePerm(cmd, on)
 		}
-		for _, sub := range cmd.Sub {
-			if sub.acl&cat != 0 {
-				s.changePerm(sub, on)
-			}
-		}
-	}
+	})
 }
 
 func (s *selector) setAll(on bool) {
@@ -204,7 +203,7 @@ func (s *selector) setAll(on bool) {
 
 // countCategory counts the commands of cat the selector allows and denies.
 func (s *selector) countCategory(t *Table, cat Category) (on, off int) {
-	for _, cmd := range t.all {
+	t.aclCommands(func(cmd *Spec) {
 		if cmd.acl&cat != 0 {
 			if s.bit(cmd.id) {
 				on++
@@ -212,7 +211,7 @@ func (s *selector) countCategory(t *Table, cat Category) (on, off int) {
 				off++
 			}
 		}
-	}
+	})
 	return on, off
 }
 
@@ -266,20 +265,29 @@ func hasSpaces(s string) bool {
 }
 
 // aclLookup finds a command for a rule: "get" or "client|list", in any
-// case, and nothing deeper.
+// case, and nothing deeper; Redis's commands that limitkv lacks are found
+// too (aclabsent.go).
 func aclLookup(t *Table, name string) *Spec {
 	parts := strings.Split(name, "|")
 	if len(parts) > 2 {
 		return nil
 	}
 	base := t.Lookup([]byte(parts[0]))
+	if base == nil {
+		base = t.absentByName[strings.ToLower(parts[0])]
+	}
 	if base == nil || len(parts) == 1 {
 		return base
 	}
-	if len(base.Sub) == 0 {
-		return nil
+	if sub := base.lookupSub([]byte(parts[1])); sub != nil {
+		return sub
 	}
-	return base.lookupSub([]byte(parts[1]))
+	for _, sub := range base.absentSub {
+		if strings.EqualFold(sub.Name, parts[1]) {
+			return sub
+		}
+	}
+	return nil
 }
 
 // set applies one selector rule, as Redis's ACLSetSelector.
@@ -377,7 +385,7 @@ func (s *selector) set(t *Table, op string) error {
 			return aclErrFirstArgs
 		case bar == len(name)-1:
 			return aclErrSyntax
-		case len(cmd.Sub) > 0:
+		case len(cmd.Sub) > 0 || len(cmd.absentSub) > 0:
 			sub := aclLookup(t, name)
 			if sub == nil {
 				return aclErrNoEnt
@@ -642,17 +650,15 @@ func (s *selector) describeCommands(t *Table) string {
 		}
 		applied[best] = true
 	}
-	for _, cmd := range t.sorted {
+	t.aclCommands(func(cmd *Spec) {
 		s.describeSingle(cmd, fake, &b)
-		for _, sub := range cmd.Sub {
-			s.describeSingle(sub, fake, &b)
-		}
+		// Only a command without subcommands has first arguments.
 		if !s.bit(cmd.id) {
 			for _, a := range s.firstArgs[cmd.id] {
 				b.WriteString("+" + cmd.FullName() + "|" + a + " ")
 			}
 		}
-	}
+	})
 	out := b.String()
 	return out[:len(out)-1]
 }
@@ -782,10 +788,10 @@ type aclKey struct {
 
 // aclKeys finds the keys of a command and what each needs, as Redis's
 // getKeysFromCommandWithSpecs does for ACL checks: from the key specs,
-// unless their flags vary with the arguments (SET: with GET it reads too)
-// or one of them does not fit the arguments (then from the command's own
-// key function: EVAL's, which reads numkeys as atoi would; other commands
-// have none, and so no keys).
+// unless their flags vary with the arguments (SET: with GET it reads too;
+// BITFIELD: with only GETs it only reads) or one of them does not fit the
+// arguments (then from the command's own key function: EVAL's, which
+// reads numkeys as atoi would; other commands have none, and so no keys).
 func (cmd *Spec) aclKeys(args [][]byte, out []aclKey) []aclKey {
 	if cmd.parent == nil && cmd.Name == "set" {
 		need := aclWrite
@@ -796,6 +802,12 @@ func (cmd *Spec) aclKeys(args [][]byte, out []aclKey) []aclKey {
 			}
 		}
 		return append(out, aclKey{1, need})
+	}
+	if cmd.parent == nil && cmd.Name == "bitfield" {
+		if bitfieldOnlyReads(args) {
+			return append(out, aclKey{1, aclRead})
+		}
+		return append(out, aclKey{1, aclRW})
 	}
 	start := len(out)
 	argc := len(args)
@@ -849,7 +861,12 @@ func (cmd *Spec) aclKeys(args [][]byte, out []aclKey) []aclKey {
 			return cmd.aclKeysFallback(args, out[:start])
 		}
 		for i := first; i <= last; i += step {
-			out = append(out, aclKey{i, cmd.keyNeed[j] &^ aclNotKey})
+			out = append(out, aclKey{i, cmd.keyNeed[j] & aclRW})
+		}
+		// A spec that found keys but may have missed some: the command's
+		// own function finds them all.
+		if cmd.keyNeed[j]&aclIncomplete != 0 {
+			return cmd.aclKeysFallback(args, out[:start])
 		}
 	}
 	return out
@@ -862,7 +879,7 @@ func (cmd *Spec) aclKeysFallback(args [][]byte, out []aclKey) []aclKey {
 	if cmd.Keys != nil {
 		var buf [4]KeyRef
 		for _, k := range cmd.Keys(args, buf[:0]) {
-			out = append(out, aclKey{k.Pos, cmd.keyNeed[k.Spec] &^ aclNotKey})
+			out = append(out, aclKey{k.Pos, cmd.keyNeed[k.Spec] & aclRW})
 		}
 		return out
 	}
@@ -875,7 +892,7 @@ func (cmd *Spec) aclKeysFallback(args [][]byte, out []aclKey) []aclKey {
 		return out
 	}
 	for i := 3; i < 3+int(n); i++ {
-		out = append(out, aclKey{i, cmd.keyNeed[0] &^ aclNotKey})
+		out = append(out, aclKey{i, cmd.keyNeed[0] & aclRW})
 	}
 	return out
 }

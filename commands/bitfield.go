@@ -102,6 +102,26 @@ func (c *Ctx) parseBitfield() (ops []engine.BitfieldOp, maxBit int64, ok bool) {
 	return ops, maxBit, true
 }
 
+// bitfieldOnlyReads reports whether a BITFIELD request only reads its
+// key, as Redis's bitfieldGetKeys decides it for ACL checks and COMMAND
+// GETKEYSANDFLAGS: its subcommands up to the first SET or INCRBY are GETs
+// and OVERFLOWs, each with its arguments (a syntax error counts as a
+// write).
+func bitfieldOnlyReads(args [][]byte) bool {
+	for i := 2; i < len(args); i++ {
+		left := len(args) - i - 1
+		switch a := args[i]; {
+		case is(a, "GET") && left >= 2:
+			i += 2
+		case is(a, "OVERFLOW") && left >= 1:
+			i++
+		default:
+			return false
+		}
+	}
+	return true
+}
+
 func cmdBitfield(c *Ctx)   { bitfield(c, false) }
 func cmdBitfieldRO(c *Ctx) { bitfield(c, true) }
 

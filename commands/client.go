@@ -91,6 +91,9 @@ type Client struct {
 type queuedCmd struct {
 	spec *Spec
 	args [][]byte
+	// flags are those it was admitted by (commandFlags), which EXEC is
+	// admitted by in turn.
+	flags Flag
 }
 
 type watchedKey struct {
@@ -158,8 +161,8 @@ func (cl *Client) flagTx() {
 
 // queue adds a command to the open transaction. The request's arguments
 // point into the connection's read buffer, so it keeps a copy.
-func (cl *Client) queue(spec *Spec, args [][]byte) {
-	cl.queued = append(cl.queued, queuedCmd{spec: spec, args: cl.conn.KeepArgs(args)})
+func (cl *Client) queue(spec *Spec, flags Flag, args [][]byte) {
+	cl.queued = append(cl.queued, queuedCmd{spec: spec, args: cl.conn.KeepArgs(args), flags: flags})
 	cl.multiLen.Store(int32(len(cl.queued)))
 	n := int64(len(args)) * 24
 	for _, a := range args {
@@ -232,8 +235,10 @@ func (cl *Client) typeName() string {
 	return "normal"
 }
 
-// info formats the client as one CLIENT LIST line.
-func (cl *Client) info(now time.Time) string {
+// info formats the client as one CLIENT LIST line; serving says that
+// the caller is serving cl's request, whose buffers it reads as they are
+// while it runs (resp.Conn.ServingStats).
+func (cl *Client) info(now time.Time, serving bool) string {
 	var b strings.Builder
 	cmd := "NULL"
 	if s := cl.lastCmd.Load(); s != nil {
@@ -270,6 +275,9 @@ func (cl *Client) info(now time.Time) string {
 	// The connection's buffers, as resp.ConnStats describes them; omem is
 	// all unsent output, the figure client-output-buffer-limit checks.
 	st := cl.conn.Stats()
+	if serving {
+		st = cl.conn.ServingStats()
+	}
 	w("qbuf", i(st.QueryBuf))
 	w("qbuf-free", i(st.QueryBufFree))
 	w("argv-mem", i(st.ArgvMem))
@@ -293,7 +301,7 @@ func (cl *Client) info(now time.Time) string {
 // clientInfo is a connection's CLIENT LIST line, for the log.
 func clientInfo(conn *resp.Conn) string {
 	if cl, ok := conn.Ctx.(*Client); ok {
-		return cl.info(time.Now())
+		return cl.info(time.Now(), false)
 	}
 	return "addr=" + conn.RemoteAddr() + " laddr=" + conn.LocalAddr()
 }

@@ -392,16 +392,23 @@ func getKeys(c *Ctx, withFlags bool) {
 }
 
 // keyFlagsAt returns the flags of the key spec that covers argument i.
-// SET's spec declares variable flags, which Redis narrows from the
-// arguments: without GET the key is only overwritten.
+// SET's and BITFIELD's specs declare variable flags, which Redis narrows
+// from the arguments: without GET, SET only overwrites the key; with only
+// GETs, BITFIELD only reads it.
 func keyFlagsAt(s *Spec, args [][]byte, i int) string {
-	if s.FullName() == "set" {
+	switch s.FullName() {
+	case "set":
 		for _, a := range args[3:] {
 			if is(a, "GET") {
 				return "RW access update"
 			}
 		}
 		return "OW update"
+	case "bitfield":
+		if bitfieldOnlyReads(args) {
+			return "RO access"
+		}
+		return "RW access update"
 	}
 	if s.Keys != nil {
 		for _, k := range s.Keys(args, nil) {

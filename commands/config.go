@@ -134,8 +134,10 @@ const (
 
 func configParams() []*param {
 	return []*param{
-		{name: "bind", def: "127.0.0.1", immutable: true, help: "addresses to listen on, separated by spaces"},
-		{name: "port", kind: pInt, def: "6379", min: 0, max: 65535, immutable: true, help: "TCP port"},
+		{name: "bind", def: "127.0.0.1", merge: mergeBind, reconf: reconfBind,
+			help: "addresses to listen on, separated by spaces (* for all; empty: none); CONFIG SET moves the listeners"},
+		{name: "port", kind: pInt, def: "6379", min: 0, max: 65535, reconf: reconfPort,
+			help: "TCP port (0: none); CONFIG SET opens the new one and closes the old"},
 		{name: "dir", def: "./limitkv-data", protected: true, help: "directory of the snapshot database"},
 		{name: "databases", kind: pInt, def: "16", min: 1, max: 1 << 16, immutable: true, help: "number of databases"},
 		{name: "requirepass", def: "", help: "password of the default user, which clients must AUTH with (empty: none)",
@@ -204,6 +206,9 @@ func configParams() []*param {
 					c.srv.limits.setMemoryLimit(n)
 				}
 			}},
+		{name: "maxmemory-clients", def: "0", merge: mergeMaxMemoryClients,
+			help:  "close the clients using the most memory while all clients together use this much: bytes, or a percentage of maxmemory (0: never)",
+			apply: func(c *Config, v string, _ int64) { c.setMaxMemoryClients(v) }},
 		{name: "maxmemory-policy", kind: pEnum, def: "noeviction",
 			enum: []string{"volatile-lru", "volatile-lfu", "volatile-random", "volatile-ttl", "allkeys-lru", "allkeys-lfu", "allkeys-random", "noeviction"},
 			help: "what goes past maxmemory: noeviction refuses writes; the others evict keys (allkeys-lfu suits rate limiting)",
@@ -270,7 +275,8 @@ func configParams() []*param {
 				p, _ := parsePercentiles(v)
 				c.percentiles.Store(&p)
 			}},
-		{name: "notify-keyspace-events", def: "", help: "accepted for compatibility; limitkv sends no notifications"},
+		{name: "notify-keyspace-events", def: "", help: "accepted for compatibility; limitkv sends no notifications",
+			merge: mergeKeyspaceEvents},
 		{name: "tcp-keepalive", kind: pInt, def: "300", min: 0, max: 2147483647, help: "accepted for compatibility"},
 		{name: "protected-mode", kind: pBool, def: "yes",
 			help:  "without a password, refuse clients that are not on the loopback interface",

@@ -23,7 +23,7 @@ var paramGroups = []struct {
 		"tls-session-caching", "tls-session-cache-size", "tls-session-cache-timeout", "tls-dh-params-file"}},
 	{"General", []string{"databases", "loglevel", "logfile", "daemonize", "hz", "enable-debug-command"}},
 	{"Security", []string{"requirepass", "aclfile", "acllog-max-len", "acl-pubsub-default"}},
-	{"Limits: clients and memory", []string{"maxclients", "maxmemory", "maxmemory-policy", "maxmemory-samples",
+	{"Limits: clients and memory", []string{"maxclients", "maxmemory", "maxmemory-clients", "maxmemory-policy", "maxmemory-samples",
 		"maxmemory-eviction-tenacity", "lfu-log-factor", "lfu-decay-time", "proto-max-bulk-len",
 		"client-query-buffer-limit", "client-output-buffer-limit", "busy-reply-threshold"}},
 	{"Persistence", []string{"persistence", "dir", "snapshot-interval", "save", "appendonly", "appendfsync"}},

@@ -219,7 +219,7 @@ func cmdClientSetInfo(c *Ctx) {
 }
 
 func cmdClientInfo(c *Ctx) {
-	c.W.Verbatim("txt", c.Client.info(time.Now())+"\n")
+	c.W.Verbatim("txt", c.Client.info(time.Now(), true)+"\n")
 }
 
 func cmdClientList(c *Ctx) {
@@ -272,7 +272,7 @@ func cmdClientList(c *Ctx) {
 	var b strings.Builder
 	now := time.Now()
 	for _, cl := range clients {
-		b.WriteString(cl.info(now))
+		b.WriteString(cl.info(now, cl == c.Client))
 		b.WriteByte('\n')
 	}
 	c.W.Verbatim("txt", b.String())

@@ -83,6 +83,12 @@ type Hooks struct {
 	// ListenTLS serves TLS on port from now on, instead of the TLS port
 	// it served (0: none), for CONFIG SET tls-port.
 	ListenTLS func(port int) error
+	// Listen serves plain TCP on port from now on, instead of the port
+	// it served (0: none), for CONFIG SET port; Bind moves the plain and
+	// the TLS listeners to the addresses of bind, for CONFIG SET bind.
+	// Each leaves the listeners as they were when it fails.
+	Listen func(port int) error
+	Bind   func(bind string) error
 }
 
 // PersistenceInfo is what INFO's persistence section shows.
@@ -173,6 +179,10 @@ type Ctx struct {
 	// for it, as Redis does, so that its effects replicate).
 	script bool
 	buf    [64]byte // scratch for formatting
+	// sent is the request as the client sent it when the handler put
+	// another command in Args to replicate (GEOADD runs and replicates
+	// ZADD): SLOWLOG shows what was sent, as Redis's original_argv.
+	sent [][]byte
 
 	// errorsCounted: the handler counted the error replies it wrote
 	// itself (a script's reply, with errors at any depth), and
@@ -363,12 +373,18 @@ func (s *Server) execute(cl *Client, w *resp.Writer, args [][]byte, now int64) {
 			return
 		}
 	}
+	// What a script or function declared stands for EVAL's or FCALL's
+	// own flags in the checks that follow.
+	flags := spec.Flags
+	if flags&RunsScript != 0 {
+		flags = s.commandFlags(spec, args)
+	}
 	// maxmemory: evict, then refuse what may grow memory (maxmemory.go).
-	if s.rejectOOM(cl, spec, args, now) {
+	if s.rejectOOM(cl, spec, flags, now) {
 		s.reject(cl, w, spec, msgOOM)
 		return
 	}
-	if msg := s.replicationRefusal(cl, spec); msg != "" {
+	if msg := s.replicationRefusal(cl, spec, flags); msg != "" {
 		s.reject(cl, w, spec, msg)
 		return
 	}
@@ -380,7 +396,7 @@ func (s *Server) execute(cl *Client, w *resp.Writer, args [][]byte, now int64) {
 	}
 	// A CLIENT PAUSE holds the command back, before it is queued inside
 	// MULTI too, as Redis does; the wait is outside the script gate.
-	if s.pause.kind.Load() != pauseOff && !s.awaitPause(cl, spec) {
+	if s.pause.kind.Load() != pauseOff && !s.awaitPause(cl, spec, flags) {
 		return
 	}
 	// While a script runs, commands wait for it and get BUSY once it runs
@@ -425,10 +441,10 @@ func (s *Server) execute(cl *Client, w *resp.Writer, args [][]byte, now int64) {
 		}
 	}
 	if cl.multi && !isTxControl(spec) {
-		if !cl.txDenyOOM && s.denyOOM(spec, args) {
+		if flags&DenyOOM != 0 {
 			cl.txDenyOOM = true // EXEC is deny-oom now, as Redis's mstate.cmd_flags
 		}
-		cl.queue(spec, args)
+		cl.queue(spec, flags, args)
 		w.Simple("QUEUED")
 		return
 	}

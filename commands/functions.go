@@ -1000,10 +1000,8 @@ func cmdFCall(c *Ctx)   { fcallGeneric(c, false) }
 func cmdFCallRO(c *Ctx) { fcallGeneric(c, true) }
 
 // fcallGeneric is FCALL and FCALL_RO, with the checks of Redis's
-// fcallCommandGeneric and scriptPrepareForRun, and those processCommand
-// makes of the flags the function declared (a function without no-writes
-// is a write command, and refused as one by a read-only or stale
-// replica).
+// fcallCommandGeneric and scriptPrepareForRun (those processCommand makes
+// of the flags the function declared are dispatch's: commandFlags).
 func fcallGeneric(c *Ctx, readOnly bool) {
 	srv := c.Srv
 	f := srv.scripts.funcs.lookup(c.Args[1])
@@ -1024,28 +1022,9 @@ func fcallGeneric(c *Ctx, readOnly bool) {
 		c.W.Error("Number of keys can't be negative")
 		return
 	}
-	writes := f.flags&scriptNoWrites == 0
-	if n := srv.Repl; n.Replica() {
-		switch {
-		case f.flags&scriptAllowStale == 0 && !n.Set.ServeStale.Load() && !n.LinkUp():
-			c.W.Error(msgMasterDown)
-			return
-		case writes && n.Set.ReadOnly.Load() && !c.Client.master:
-			c.W.Error(msgReadOnlyReplica)
-			return
-		}
-	}
-	if writes && srv.Repl.Set.MinReplicas.Load() > 0 && !srv.Repl.WriteAllowed() {
-		c.W.Error(msgNoReplicas)
+	if msg := scriptRefusal(c, f.flags, readOnly); msg != "" {
+		c.W.Error(msg)
 		return
 	}
-	if writes && readOnly {
-		c.W.Error("Can not execute a script with write flag using *_ro command.")
-		return
-	}
-	if f.flags&(scriptNoWrites|scriptAllowOOM) == 0 && c.Client.oomAtStart && srv.Cfg.maxMemory.Load() != 0 {
-		c.W.Error("OOM allow-oom flag is not set on the script, can not run it when used memory > 'maxmemory'")
-		return
-	}
-	srv.scripts.submit(c, nil, f, c.Args[3:3+numKeys], c.Args[3+numKeys:], readOnly || !writes)
+	srv.scripts.submit(c, nil, f, c.Args[3:3+numKeys], c.Args[3+numKeys:], readOnly || f.flags&scriptNoWrites != 0)
 }

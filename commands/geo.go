@@ -53,7 +53,7 @@ options:
 		score, _ := engine.GeoScore(lon, lat)
 		args = append(args, strconv.AppendUint(nil, score, 10), c.Args[j+2])
 	}
-	c.Args = args
+	c.sent, c.Args = c.Args, args
 	zadd(c, 0)
 }
 

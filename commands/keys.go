@@ -24,7 +24,7 @@ func cmdDel(c *Ctx) {
 func cmdExists(c *Ctx) {
 	var n int64
 	for _, k := range c.Args[1:] {
-		if _, ok := c.Shard(k).Lookup(c.DB, k, c.Now); ok {
+		if _, ok := c.Shard(k).Inspect(c.DB, k, c.Now); ok {
 			n++
 		}
 	}
@@ -106,7 +106,7 @@ func expireGeneric(c *Ctx, unit, base int64) {
 // ttl replies with the key's TTL in ms or s (rounded), -1 without one and
 // -2 without the key.
 func ttl(c *Ctx, ms bool) {
-	e, ok := c.Shard(c.Args[1]).Lookup(c.DB, c.Args[1], c.Now)
+	e, ok := c.Shard(c.Args[1]).Inspect(c.DB, c.Args[1], c.Now)
 	if !ok {
 		c.W.Int(-2)
 		return
@@ -127,7 +127,7 @@ func cmdTTL(c *Ctx)  { ttl(c, false) }
 func cmdPTTL(c *Ctx) { ttl(c, true) }
 
 func expireTime(c *Ctx, ms bool) {
-	e, ok := c.Shard(c.Args[1]).Lookup(c.DB, c.Args[1], c.Now)
+	e, ok := c.Shard(c.Args[1]).Inspect(c.DB, c.Args[1], c.Now)
 	if !ok {
 		c.W.Int(-2)
 		return
@@ -158,7 +158,7 @@ func cmdPersist(c *Ctx) {
 }
 
 func cmdType(c *Ctx) {
-	e, ok := c.Shard(c.Args[1]).Lookup(c.DB, c.Args[1], c.Now)
+	e, ok := c.Shard(c.Args[1]).Inspect(c.DB, c.Args[1], c.Now)
 	if !ok {
 		c.W.Simple("none")
 		return

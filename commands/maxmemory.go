@@ -1,9 +1,13 @@
 package commands
 
 import (
+	"errors"
 	"math"
 	"os"
 	"runtime/debug"
+	"sort"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -32,6 +36,10 @@ const msgOOM = "OOM command not allowed when used memory > 'maxmemory'."
 type memoryLimits struct {
 	clients  atomic.Int64 // client buffers, refreshed by the tick
 	reserved atomic.Int64 // growth that commands admitted but have not made yet
+	// clientsMax is maxmemory-clients: bytes, or a percentage of
+	// maxmemory when negative (-10: 10%); 0: no client eviction.
+	clientsMax     atomic.Int64
+	evictedClients atomic.Int64 // INFO's evicted_clients
 	// goLimit is the Go memory limit in force before maxmemory set one,
 	// restored when maxmemory goes back to 0.
 	goLimit   int64
@@ -85,16 +93,114 @@ func (s *Server) evictionBudget() time.Duration {
 	return time.Duration(math.MaxInt64)
 }
 
-// memoryTick refreshes the client buffers' sum and, while memory is over
-// the limit, goes on evicting (Redis's eviction time proc), so that memory
-// comes back under maxmemory even when no write arrives to trigger it.
+// memoryTick refreshes the client buffers' sum, evicts clients over
+// maxmemory-clients and, while memory is over the limit, goes on evicting
+// keys (Redis's eviction time proc), so that memory comes back under
+// maxmemory even when no write arrives to trigger it.
 func (s *Server) memoryTick() {
 	replicas, normal := s.Net.ClientMemory()
 	_ = replicas // as Redis: replica buffers are not counted against maxmemory
 	s.limits.clients.Store(normal)
+	s.evictClients(normal)
 	if max := s.Cfg.maxMemory.Load(); max > 0 && s.scripts.running.Load() == nil {
 		s.outOfMemory(max, s.Eng.Now())
 	}
+}
+
+// clientEvictionLimit is Redis's getClientEvictionLimit: the bytes that
+// maxmemory-clients allows all clients together (a percentage of
+// maxmemory, none if maxmemory is 0), at least 128 KiB so that a client
+// can still get in to change it; 0: clients are not evicted.
+func (s *Server) clientEvictionLimit() int64 {
+	v := s.limits.clientsMax.Load()
+	var limit int64
+	switch max := s.Cfg.maxMemory.Load(); {
+	case v < 0 && max > 0:
+		limit = int64(float64(max) * float64(-v) / 100)
+	case v > 0:
+		limit = v
+	default:
+		return 0
+	}
+	return limit
+}
+
+// evictClients closes clients, those using the most memory first, while
+// the clients together (total: what the tick measured) use at least
+// maxmemory-clients, as Redis's evictClients does. Replicas, the master's
+// link and clients that said CLIENT NO-EVICT ON are spared, though they
+// count in the total.
+func (s *Server) evictClients(total int64) {
+	limit := s.clientEvictionLimit()
+	if limit == 0 {
+		return
+	}
+	limit = max(limit, 128<<10)
+	if total < limit {
+		return
+	}
+	type candidate struct {
+		cl  *Client
+		mem int64
+	}
+	var cands []candidate
+	for _, cl := range s.clients.all() {
+		if cl.noEvict.Load() || cl.replica.Load() || cl.master || cl.conn == nil {
+			continue
+		}
+		cands = append(cands, candidate{cl, cl.conn.Stats().TotalMem})
+	}
+	sort.Slice(cands, func(i, j int) bool { return cands[i].mem > cands[j].mem })
+	now := time.Now()
+	for _, c := range cands {
+		if total < limit {
+			return
+		}
+		s.Log.Info("Evicting client: " + c.cl.info(now, false))
+		s.limits.evictedClients.Add(1) // counted before the client can see it closed
+		c.cl.conn.Kill()
+		total -= c.mem
+	}
+	if total >= limit {
+		s.Log.Warn("Over client maxmemory after evicting all evictable clients")
+	}
+}
+
+// mergeMaxMemoryClients reads a maxmemory-clients value as Redis does: a
+// memory value, or a percentage of maxmemory from 0% to 100%; it returns
+// it as CONFIG GET shows it (bytes, or the percentage; 0% is 0).
+func mergeMaxMemoryClients(_, v string) (string, error) {
+	if n, ok := parseMemory(v); ok {
+		return strconv.FormatInt(n, 10), nil
+	}
+	if len(v) > 1 && v[len(v)-1] == '%' {
+		if n, ok := engine.ParseInt([]byte(v[:len(v)-1])); ok && n >= 0 {
+			if n > 100 {
+				return "", errors.New("percentage argument must be less or equal to 100")
+			}
+			if n == 0 {
+				return "0", nil
+			}
+			return strconv.FormatInt(n, 10) + "%", nil
+		}
+	}
+	return "", errors.New("argument must be a memory or percent value")
+}
+
+// setMaxMemoryClients applies maxmemory-clients (as mergeMaxMemoryClients
+// wrote it).
+func (c *Config) setMaxMemoryClients(v string) {
+	if c.srv == nil {
+		return
+	}
+	var n int64
+	if p, ok := strings.CutSuffix(v, "%"); ok {
+		pct, _ := strconv.ParseInt(p, 10, 64)
+		n = -pct
+	} else {
+		n, _ = strconv.ParseInt(v, 10, 64)
+	}
+	c.srv.limits.clientsMax.Store(n)
 }
 
 // rejectOOM decides, before a command runs, whether it is refused for
@@ -105,7 +211,7 @@ func (s *Server) memoryTick() {
 // command but EXEC, DISCARD, QUIT and RESET while queueing a transaction.
 // The state is kept for the scripts' own check. Nothing is evicted while
 // a script runs (it holds every shard): Redis skips this check then too.
-func (s *Server) rejectOOM(cl *Client, spec *Spec, args [][]byte, now int64) bool {
+func (s *Server) rejectOOM(cl *Client, spec *Spec, flags Flag, now int64) bool {
 	max := s.Cfg.maxMemory.Load()
 	// While clients are paused nothing is evicted, and nothing refused
 	// for it, as Redis's performEvictions: the dataset stays still.
@@ -127,44 +233,7 @@ func (s *Server) rejectOOM(cl *Client, spec *Spec, args [][]byte, now int64) boo
 		}
 		return true
 	}
-	return s.denyOOM(spec, args)
-}
-
-// denyOOM reports whether a command may grow memory: its flag, or for
-// EVAL, EVALSHA and FCALL the flags of the script or function (Redis's evalGetCommandFlags:
-// a script with a shebang is deny-oom unless it says no-writes or
-// allow-oom; one without is checked command by command as it runs).
-func (s *Server) denyOOM(spec *Spec, args [][]byte) bool {
-	if spec.Flags&DenyOOM != 0 {
-		return true
-	}
-	if spec.Flags&RunsScript == 0 || len(args) < 2 {
-		return false
-	}
-	var flags scriptFlags
-	switch spec.FullName() {
-	case "eval", "eval_ro":
-		f, _, msg := parseShebang(args[1])
-		if msg != "" {
-			return false // refused when it runs
-		}
-		flags = f
-	case "evalsha", "evalsha_ro":
-		sc := s.scripts.lookup(args[1])
-		if sc == nil {
-			return false
-		}
-		flags = sc.flags
-	case "fcall", "fcall_ro":
-		f := s.scripts.funcs.lookup(args[1])
-		if f == nil {
-			return false
-		}
-		flags = f.flags
-	default:
-		return false
-	}
-	return flags&scriptCompat == 0 && flags&(scriptNoWrites|scriptAllowOOM) == 0
+	return flags&DenyOOM != 0
 }
 
 // admitGrowth is asked by a command about to grow a value by n bytes

@@ -69,6 +69,45 @@ func migrateSecrets(args [][]byte) func(int) bool {
 	return func(j int) bool { return hide[j] }
 }
 
+// migrateKeys finds MIGRATE's keys as Redis does for ACL checks and
+// COMMAND GETKEYS: from its key specs, the key argument, unless the
+// second spec, which is incomplete, finds a KEYS (looking back from the
+// next to last argument); then with migrateGetKeys: scanning forwards,
+// skipping AUTH's and AUTH2's arguments, the keys after the first KEYS
+// if the key argument is empty, none if it is not (MIGRATE refuses that).
+func migrateKeys(args [][]byte, out []KeyRef) []KeyRef {
+	keys := false
+	for i := len(args) - 2; i >= 2; i-- {
+		if is(args[i], "KEYS") {
+			keys = true
+			break
+		}
+	}
+	if !keys {
+		return append(out, KeyRef{Pos: 3, Spec: 0})
+	}
+	first, num := 3, 1
+	for j := 6; j < len(args); j++ {
+		switch {
+		case is(args[j], "KEYS"):
+			if len(args[3]) > 0 {
+				num = 0
+			} else {
+				first, num = j+1, len(args)-j-1
+			}
+			j = len(args)
+		case is(args[j], "AUTH"):
+			j++
+		case is(args[j], "AUTH2"):
+			j += 2
+		}
+	}
+	for i := first; i < first+num; i++ {
+		out = append(out, KeyRef{Pos: i, Spec: 0})
+	}
+	return out
+}
+
 var migrateSeed = maphash.MakeSeed()
 
 // migrating is one key on its way: its name, what was sent, and the hash
@@ -277,6 +316,14 @@ const (
 	migrateSocketTTL   = 10 * time.Second
 	migrateSocketItems = 64
 )
+
+// cached is INFO's migrate_cached_sockets: the connections kept for the
+// next MIGRATE.
+func (m *migrateSockets) cached() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.socks)
+}
 
 // get takes addr's cached connection, or connects.
 func (m *migrateSockets) get(addr string, wait time.Duration) (*migrateSock, error) {

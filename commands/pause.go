@@ -13,7 +13,8 @@ import (
 // While a pause lasts, a client's command that it covers (every command
 // for ALL; for WRITE, the writes and the commands that may replicate:
 // EVAL, EVALSHA, FCALL, PUBLISH, SPUBLISH, PFCOUNT, and an EXEC whose
-// transaction has one) waits in dispatch before it runs, or before it is
+// transaction has one; but not a script or function that declared
+// no-writes) waits in dispatch before it runs, or before it is
 // queued inside MULTI, as Redis 7.0 postpones it: on the connection's own
 // goroutine, holding no lock and outside the script gate. Replicas and
 // the client of a master's stream are never paused, so replication goes
@@ -103,28 +104,20 @@ func (p *pauseState) current() (int32, <-chan struct{}) {
 	return p.kind.Load(), p.wake
 }
 
-// mayReplicate: the commands Redis 7.0 flags may_replicate, which a WRITE
-// pause holds back with the writes.
-func mayReplicate(spec *Spec) bool {
-	switch spec.Name {
-	case "eval", "evalsha", "fcall", "publish", "spublish", "pfcount":
-		return true
-	}
-	return false
-}
-
-// pausedFor reports whether a pause of kind holds back spec for cl.
-func pausedFor(kind int32, cl *Client, spec *Spec) bool {
+// pausedFor reports whether a pause of kind holds back a request of cl
+// admitted by flags (commandFlags): for WRITE, a write or a command that
+// may replicate, or an EXEC that queued one.
+func pausedFor(kind int32, cl *Client, spec *Spec, flags Flag) bool {
 	switch kind {
 	case pauseAll:
 		return true
 	case pauseWrite:
-		if spec.Flags&Write != 0 || mayReplicate(spec) {
+		if flags&(Write|MayReplicate) != 0 {
 			return true
 		}
 		if spec.Name == "exec" {
 			for _, q := range cl.queued {
-				if q.spec.Flags&Write != 0 || mayReplicate(q.spec) {
+				if q.flags&(Write|MayReplicate) != 0 {
 					return true
 				}
 			}
@@ -135,7 +128,7 @@ func pausedFor(kind int32, cl *Client, spec *Spec) bool {
 
 // awaitPause holds a request back while a pause covers it. It reports
 // false when the connection closed meanwhile: the request is dropped.
-func (s *Server) awaitPause(cl *Client, spec *Spec) bool {
+func (s *Server) awaitPause(cl *Client, spec *Spec, flags Flag) bool {
 	if cl.master || cl.replica.Load() || cl.conn == nil {
 		return true
 	}
@@ -155,7 +148,7 @@ func (s *Server) awaitPause(cl *Client, spec *Spec) bool {
 	}()
 	for {
 		kind, wake := s.pause.current()
-		if !pausedFor(kind, cl, spec) {
+		if !pausedFor(kind, cl, spec, flags) {
 			return true
 		}
 		if !cl.paused.Load() {
@@ -213,8 +206,8 @@ func cmdClientUnpause(c *Ctx) {
 	c.W.OK()
 }
 
-// cmdClientNoEvict sets the flag Redis's client eviction (maxmemory-
-// clients) spares; limitkv evicts no clients, so the flag is all it is.
+// cmdClientNoEvict sets the flag that client eviction (maxmemory-clients,
+// Server.evictClients) spares.
 func cmdClientNoEvict(c *Ctx) {
 	switch a := c.Args[2]; {
 	case is(a, "ON"):

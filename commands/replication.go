@@ -68,10 +68,11 @@ func (s *Server) roleChanged() {
 
 // replicationRefusal returns the error Redis gives a command that a
 // replica, min-replicas-to-write or a full sync under way refuses, or "",
-// in the order of Redis's processCommand.
-func (s *Server) replicationRefusal(cl *Client, spec *Spec) string {
-	write := spec.Flags&Write != 0
-	stale := spec.Flags&Stale != 0
+// in the order of Redis's processCommand; flags are the request's
+// (commandFlags).
+func (s *Server) replicationRefusal(cl *Client, spec *Spec, flags Flag) string {
+	write := flags&Write != 0
+	stale := flags&Stale != 0
 	if spec.Name == "exec" {
 		write, stale, _, _ = cl.queuedFlags()
 	}
@@ -133,14 +134,15 @@ func (s *Server) setLoadState(st replication.LoadState) {
 
 // queuedFlags says whether a transaction writes, whether every command in
 // it may run on a stale replica or while the keyspace loads, and whether
-// one may not run while a full sync loads beside it (Redis's mstate flags).
+// one may not run while a full sync loads beside it (Redis's mstate
+// flags), by the flags each command was queued with.
 func (cl *Client) queuedFlags() (write, stale, loading, noAsync bool) {
 	stale, loading = true, true
 	for _, q := range cl.queued {
-		write = write || q.spec.Flags&Write != 0
-		stale = stale && q.spec.Flags&Stale != 0
-		loading = loading && q.spec.Flags&Loading != 0
-		noAsync = noAsync || q.spec.Flags&NoAsyncLoading != 0
+		write = write || q.flags&Write != 0
+		stale = stale && q.flags&Stale != 0
+		loading = loading && q.flags&Loading != 0
+		noAsync = noAsync || q.flags&NoAsyncLoading != 0
 	}
 	return write, stale, loading, noAsync
 }

@@ -285,20 +285,49 @@ func evalGeneric(c *Ctx, bySHA, readOnly bool) {
 			return
 		}
 	}
-	if sc.flags&scriptCompat == 0 && sc.flags&scriptNoWrites == 0 && readOnly {
-		c.W.Error("Can not execute a script with write flag using *_ro command.")
+	if msg := scriptRefusal(c, sc.flags, readOnly); msg != "" {
+		c.W.Error(msg)
 		return
 	}
 	readOnly = readOnly || sc.flags&(scriptCompat|scriptNoWrites) == scriptNoWrites
-	// Redis's scriptPrepareForRun: a script that declared flags but not
-	// no-writes nor allow-oom may not start over maxmemory (EXEC and
-	// dispatch refuse most such calls before they get here).
-	if sc.flags&scriptCompat == 0 && sc.flags&(scriptNoWrites|scriptAllowOOM) == 0 &&
-		c.Client.oomAtStart && c.Srv.Cfg.maxMemory.Load() != 0 {
-		c.W.Error("OOM allow-oom flag is not set on the script, can not run it when used memory > 'maxmemory'")
-		return
-	}
 	se.submit(c, sc, nil, c.Args[3:3+numKeys], c.Args[3+numKeys:], readOnly)
+}
+
+// scriptRefusal returns the error of Redis's scriptPrepareForRun for a
+// script or function about to run with the flags it declared, or "".
+// Dispatch has refused most of these already, by the flags the request
+// was admitted with (commandFlags); they are checked again here for a
+// script that was not known then (EVALSHA queued in MULTI before SCRIPT
+// LOAD) and for scripts without a shebang, which run as EVAL's flags say
+// but not on a stale replica.
+func scriptRefusal(c *Ctx, flags scriptFlags, readOnly bool) string {
+	n := c.Srv.Repl
+	stale := n.Replica() && !n.Set.ServeStale.Load() && !n.LinkUp()
+	if flags&scriptCompat != 0 {
+		if stale {
+			return msgMasterDown
+		}
+		return ""
+	}
+	if stale && flags&scriptAllowStale == 0 {
+		return "MASTERDOWN Link with MASTER is down, replica-serve-stale-data is set to 'no' and 'allow-stale' flag is not set on the script."
+	}
+	if flags&scriptNoWrites == 0 {
+		if n.Replica() && n.Set.ReadOnly.Load() && !c.Client.master {
+			return "READONLY Can not run script with write flag on readonly replica"
+		}
+		if readOnly {
+			return "Can not execute a script with write flag using *_ro command."
+		}
+		if n.Set.MinReplicas.Load() > 0 && !n.WriteAllowed() {
+			return msgNoReplicas
+		}
+	}
+	// No-writes implies allow-oom.
+	if flags&(scriptNoWrites|scriptAllowOOM) == 0 && c.Client.oomAtStart && c.Srv.Cfg.maxMemory.Load() != 0 {
+		return "OOM allow-oom flag is not set on the script, can not run it when used memory > 'maxmemory'"
+	}
+	return ""
 }
 
 // submit runs a script (sc) or a function (f) for c: at once inside EXEC,
@@ -606,6 +635,57 @@ func parseShebang(body []byte) (scriptFlags, int, string) {
 		}
 	}
 	return flags, end, ""
+}
+
+// commandFlags returns the flags a request is admitted by, as Redis's
+// getCommandFlags: a command's own, except that a script or function
+// that declared flags (a shebang, or a library's function) writes, may
+// run over maxmemory or on a stale replica by what it declared, not by
+// EVAL's or FCALL's flags. So a no-writes script runs during CLIENT
+// PAUSE WRITE and without enough replicas, and one that may write is
+// refused as a write before it starts. A script not known yet (EVALSHA
+// of an unloaded SHA, a shebang that does not parse) keeps the command's.
+func (s *Server) commandFlags(spec *Spec, args [][]byte) Flag {
+	if spec.Flags&RunsScript == 0 || len(args) < 2 {
+		return spec.Flags
+	}
+	var declared scriptFlags
+	switch spec.Name {
+	case "eval", "eval_ro":
+		f, _, msg := parseShebang(args[1])
+		if msg != "" {
+			return spec.Flags
+		}
+		declared = f
+	case "evalsha", "evalsha_ro":
+		sc := s.scripts.lookup(args[1])
+		if sc == nil {
+			return spec.Flags
+		}
+		declared = sc.flags
+	case "fcall", "fcall_ro":
+		f := s.scripts.funcs.lookup(args[1])
+		if f == nil {
+			return spec.Flags
+		}
+		declared = f.flags
+	default:
+		return spec.Flags
+	}
+	if declared&scriptCompat != 0 {
+		return spec.Flags
+	}
+	flags := spec.Flags &^ (Write | DenyOOM | Stale | MayReplicate)
+	if declared&scriptNoWrites == 0 {
+		flags |= Write
+		if declared&scriptAllowOOM == 0 {
+			flags |= DenyOOM
+		}
+	}
+	if declared&scriptAllowStale != 0 {
+		flags |= Stale
+	}
+	return flags
 }
 
 // compileScript compiles a script body into a function prototype, or

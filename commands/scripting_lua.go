@@ -244,6 +244,21 @@ func (r *luaRunner) resolveCall(argv [][]byte) (*Spec, string) {
 		spec.reject.Add(1)
 		return nil, "Write commands are not allowed from read-only scripts."
 	}
+	// Redis's scriptVerifyWriteCommandAllow: a script that has not written
+	// yet may not start writing on a read-only replica or without enough
+	// good replicas (a script without a shebang, admitted as a read); once
+	// it has written, it must be let finish.
+	if spec.Flags&Write != 0 && r.progress.state.Load() == runClean {
+		n := r.srv.Repl
+		if n.Replica() && n.Set.ReadOnly.Load() && !r.caller.Client.master {
+			spec.reject.Add(1)
+			return nil, "-" + msgReadOnlyReplica
+		}
+		if n.Set.MinReplicas.Load() > 0 && !n.WriteAllowed() {
+			spec.reject.Add(1)
+			return nil, "-" + msgNoReplicas
+		}
+	}
 	// Redis's scriptVerifyOOM: memory was over maxmemory when the script
 	// began, and this would be its first write: refuse it. After a write
 	// the script must be let finish.

@@ -338,11 +338,11 @@ func cmdMemoryMallocStats(c *Ctx) {
 	c.W.Verbatim("txt", "Stats not supported for the current allocator")
 }
 
-// OBJECT's subcommands look keys up without counting an access, as
-// Redis's objectCommandLookup does.
+// OBJECT's subcommands look keys up without counting an access, but
+// as a keyspace hit or miss, as Redis's objectCommandLookup does.
 func cmdObjectEncoding(c *Ctx) {
 	s := c.Shard(c.Args[2])
-	e, ok := s.Peek(c.DB, c.Args[2], c.Now)
+	e, ok := s.Inspect(c.DB, c.Args[2], c.Now)
 	if !ok {
 		c.W.Null()
 		return
@@ -352,7 +352,7 @@ func cmdObjectEncoding(c *Ctx) {
 
 func cmdObjectFreq(c *Ctx) {
 	s := c.Shard(c.Args[2])
-	e, ok := s.Peek(c.DB, c.Args[2], c.Now)
+	e, ok := s.Inspect(c.DB, c.Args[2], c.Now)
 	if !ok {
 		c.W.Null()
 		return
@@ -366,7 +366,7 @@ func cmdObjectFreq(c *Ctx) {
 
 func cmdObjectIdleTime(c *Ctx) {
 	s := c.Shard(c.Args[2])
-	e, ok := s.Peek(c.DB, c.Args[2], c.Now)
+	e, ok := s.Inspect(c.DB, c.Args[2], c.Now)
 	if !ok {
 		c.W.Null()
 		return
@@ -379,7 +379,7 @@ func cmdObjectIdleTime(c *Ctx) {
 }
 
 func cmdObjectRefCount(c *Ctx) {
-	if _, ok := c.Shard(c.Args[2]).Peek(c.DB, c.Args[2], c.Now); !ok {
+	if _, ok := c.Shard(c.Args[2]).Inspect(c.DB, c.Args[2], c.Now); !ok {
 		c.W.Null()
 		return
 	}
@@ -735,11 +735,13 @@ func infoStats(s *Server, b *strings.Builder) {
 	kv(b, "sync_partial_err", rs.PartialErr.Load())
 	kv(b, "expired_keys", expired)
 	kv(b, "evicted_keys", s.Eng.EvictedKeys())
+	kv(b, "evicted_clients", s.limits.evictedClients.Load())
 	kv(b, "keyspace_hits", hits)
 	kv(b, "keyspace_misses", misses)
 	kv(b, "pubsub_channels", s.pubsub.counts[psChannel].Load())
 	kv(b, "pubsub_patterns", s.pubsub.counts[psPattern].Load())
 	kv(b, "pubsubshard_channels", s.pubsub.counts[psShard].Load())
+	kv(b, "migrate_cached_sockets", s.migrate.cached())
 	kv(b, "total_protocol_errors", s.stats.ProtocolErrors.Load())
 	kv(b, "total_error_replies", s.errors.total.Load())
 	kv(b, "acl_access_denied_auth", s.auth.denied.Load())

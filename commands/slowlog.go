@@ -39,10 +39,14 @@ type slowLog struct {
 
 // add logs the command c ran, which took micros microseconds.
 func (l *slowLog) add(c *Ctx, micros int64, maxLen int) {
+	args := c.Args
+	if c.sent != nil {
+		args = c.sent
+	}
 	e := slowEntry{
 		unix:   time.Now().Unix(),
 		micros: micros,
-		args:   slowlogArgs(c.Spec, c.Args),
+		args:   slowlogArgs(c.Spec, args),
 		addr:   clientAddr(c.Client),
 		name:   c.Client.Name(),
 	}

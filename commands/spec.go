@@ -61,10 +61,13 @@ const (
 	// time a client drives (SORT of a million elements). COMMAND does not
 	// show it.
 	MayWait
-	// MayReplicate: a read that may change its key (PFCOUNT caches the
-	// count in the string): scripts count it as a write, so read-only
-	// ones refuse it, as Redis's CMD_MAY_REPLICATE. COMMAND does not show
-	// it.
+	// MayReplicate: not a write, but may send something to replicas:
+	// PFCOUNT (it caches the count in the string), PUBLISH and SPUBLISH
+	// (the message), EVAL, EVALSHA and FCALL (their scripts may write).
+	// As Redis's CMD_MAY_REPLICATE: a WRITE pause holds them back with
+	// the writes, and read-only scripts refuse them as writes. A script
+	// or function that declares its flags loses it (commandFlags).
+	// COMMAND does not show it.
 	MayReplicate
 )
 
@@ -122,6 +125,10 @@ type Spec struct {
 	failed   atomic.Int64
 	reject   atomic.Int64
 	hist     latencyHist
+
+	// absentSub are the subcommands Redis has and limitkv does not, for
+	// ACL rules only (aclabsent.go).
+	absentSub []*Spec
 }
 
 // FullName is the name Redis uses in errors and stats: "get", "client|list".
@@ -139,6 +146,10 @@ type Table struct {
 	// all holds every spec, subcommands included, by id: top-level
 	// commands in name order, each followed by its subcommands.
 	all []*Spec
+	// absent are the Redis commands limitkv does not implement, for ACL
+	// rules only, with ids after all's (aclabsent.go).
+	absent       []*Spec
+	absentByName map[string]*Spec
 }
 
 // NewTable indexes specs, attaching each its entry in the data files and
@@ -188,6 +199,7 @@ func newTable(specs []*Spec, docs map[string]*cmdDoc) (*Table, error) {
 			t.all = append(t.all, sub)
 		}
 	}
+	t.addAbsent()
 	return t, nil
 }
 

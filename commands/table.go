@@ -433,6 +433,7 @@ func commandTable() []*Spec {
 			Arity: -6,
 			Flags: Write | SelfLock | MayWait,
 			Run:   cmdMigrate,
+			Keys:  migrateKeys,
 		},
 		{
 			Name:  "copy",
@@ -571,12 +572,11 @@ func commandTable() []*Spec {
 			},
 		},
 
-		// Pub/sub (pubsub.go, docs/pubsub.json). Redis also marks PUBLISH and
-		// SPUBLISH may_replicate, which COMMAND does not show.
+		// Pub/sub (pubsub.go, docs/pubsub.json)
 		{
 			Name:  "publish",
 			Arity: 3,
-			Flags: PubSub | Loading | Stale | Fast,
+			Flags: PubSub | Loading | Stale | Fast | MayReplicate,
 			Run:   cmdPublish,
 		},
 		{
@@ -606,7 +606,7 @@ func commandTable() []*Spec {
 		{
 			Name:  "spublish",
 			Arity: 3,
-			Flags: PubSub | Loading | Stale | Fast,
+			Flags: PubSub | Loading | Stale | Fast | MayReplicate,
 			Run:   cmdSPublish,
 		},
 		{
@@ -1823,7 +1823,7 @@ func commandTable() []*Spec {
 		{
 			Name:  "fcall",
 			Arity: -3,
-			Flags: NoScript | Stale | SkipMonitor | NoMandatoryKeys | SelfLock | RunsScript,
+			Flags: NoScript | Stale | SkipMonitor | NoMandatoryKeys | MayReplicate | SelfLock | RunsScript,
 			Run:   cmdFCall,
 		},
 		{
@@ -1897,13 +1897,13 @@ func commandTable() []*Spec {
 		{
 			Name:  "eval",
 			Arity: -3,
-			Flags: NoScript | Stale | SkipMonitor | NoMandatoryKeys | SelfLock | RunsScript,
+			Flags: NoScript | Stale | SkipMonitor | NoMandatoryKeys | MayReplicate | SelfLock | RunsScript,
 			Run:   cmdEval,
 		},
 		{
 			Name:  "evalsha",
 			Arity: -3,
-			Flags: NoScript | Stale | SkipMonitor | NoMandatoryKeys | SelfLock | RunsScript,
+			Flags: NoScript | Stale | SkipMonitor | NoMandatoryKeys | MayReplicate | SelfLock | RunsScript,
 			Run:   cmdEvalSha,
 		},
 		{

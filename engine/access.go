@@ -100,9 +100,23 @@ func (s *Shard) Frequency(e Entry, now int64) int {
 }
 
 // Peek is Find without counting as an access (Redis's LOOKUP_NOTOUCH), for
-// OBJECT, TYPE, EXISTS and the snapshots.
+// the snapshots and commands that only look at a key's metadata.
 func (s *Shard) Peek(db int, key []byte, now int64) (Entry, bool) {
 	return s.findLive(db, key, now, false)
+}
+
+// Inspect is Lookup without counting as an access: a keyspace hit or
+// miss, but the key's idle time and LFU counter stay as they were, as
+// Redis's LOOKUP_NOTOUCH reads for EXISTS, TYPE, TTL and its kin, and
+// OBJECT.
+func (s *Shard) Inspect(db int, key []byte, now int64) (Entry, bool) {
+	e, ok := s.findLive(db, key, now, false)
+	if ok {
+		s.Hits++
+	} else {
+		s.Misses++
+	}
+	return e, ok
 }
 
 // SetAccess sets e's access stamp as RESTORE's IDLETIME and FREQ do

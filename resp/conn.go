@@ -285,6 +285,18 @@ func (c *Conn) Stats() ConnStats {
 	return s
 }
 
+// ServingStats is Stats as the request being served sees its own
+// connection: the query buffer is what Redis's holds while it runs, the
+// request itself and the rest of the read it came in (CLIENT INFO shows
+// qbuf=26 in Redis, its own bytes). Only the request's handler may call
+// it, on the goroutine or loop that serves the connection.
+func (c *Conn) ServingStats() ConnStats {
+	s := c.Stats()
+	s.QueryBuf = int64(c.p.end - c.p.mark)
+	s.QueryBufFree = int64(len(c.p.buf) - c.p.end)
+	return s
+}
+
 // publishInput records the read side's figures.
 func (c *Conn) publishInput() {
 	qbuf, free, argv := c.p.buffered()

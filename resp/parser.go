@@ -62,6 +62,10 @@ type parser struct {
 	pos  int // start of the current request: buf[:pos] is consumed
 	scan int // parse position
 	end  int // buf[scan:end] is read and not parsed yet
+	// mark is where the unserved input began when the last read added to
+	// it: buf[mark:end] is what Redis's query buffer holds while the
+	// requests of that read are served, those served already included.
+	mark int
 
 	inMulti  bool
 	want     int64 // bulk arguments still expected
@@ -332,6 +336,7 @@ func (p *parser) readFrom(r io.Reader) (int, error) {
 		return n, err
 	}
 	p.makeRoom()
+	p.mark = p.pos
 	n, err := r.Read(p.buf[p.end:])
 	p.end += n
 	return n, err

@@ -589,3 +589,88 @@ func TestRedisCLIHints(t *testing.T) {
 		t.Fatal("redis-cli did not quit")
 	}
 }
+
+// TestConfigSetPortAndBind: CONFIG SET port and bind move the listeners at
+// run time, as in Redis 7.0: the new port or addresses accept, the old
+// ones no longer do, connections already open stay; a port or address
+// that cannot be listened on answers Redis's error and leaves the server
+// listening where it was. Each step runs on redis-server and on limitkv,
+// and their replies must be the same.
+func TestConfigSetPortAndBind(t *testing.T) {
+	redisSrv, kv := startRedis(t), startLimitkv(t)
+	busy, err := net.Listen("tcp", "127.0.0.1:0") // a port in use
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	_, busyPort, _ := net.SplitHostPort(busy.Addr().String())
+	accepts := func(addr string) bool {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err != nil {
+			return false
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(5 * time.Second))
+		c.Write([]byte("PING\r\n"))
+		line, _ := bufio.NewReader(c).ReadString('\n')
+		return line == "+PONG\r\n"
+	}
+	run := func(s *server) []string {
+		var out []string
+		old := dialRaw(t, s.addr)
+		cur := s.addr
+		note := func(reply string) { out = append(out, reply) }
+		port := strconv.Itoa(freePort(t))
+		note(old.str("CONFIG", "SET", "port", port))
+		moved := "127.0.0.1:" + port
+		if !accepts(moved) {
+			t.Errorf("%s: the new port does not accept", s.addr)
+		}
+		if accepts(cur) {
+			t.Errorf("%s: the old port still accepts", s.addr)
+		}
+		cur = moved
+		note(old.str("PING")) // the connection from before stays
+		note(old.str("CONFIG", "GET", "bind"))
+		// A port in use, an address that is not the machine's: refused,
+		// still listening where it was.
+		note(old.str("CONFIG", "SET", "port", busyPort))
+		note(old.str("CONFIG", "SET", "bind", "192.0.2.1"))
+		note(old.str("CONFIG", "SET", "bind", "127.0.0.1 192.0.2.1"))
+		note(old.str("CONFIG", "GET", "bind"))
+		if !accepts(cur) {
+			t.Errorf("%s: no longer accepts after the refusals", s.addr)
+		}
+		// Both at once; then every address (the same port on an address
+		// that overlaps); then none.
+		port2 := strconv.Itoa(freePort(t))
+		note(old.str("CONFIG", "SET", "port", port2, "bind", "127.0.0.1"))
+		cur = "127.0.0.1:" + port2
+		note(old.str("CONFIG", "SET", "bind", "*"))
+		note(old.str("CONFIG", "GET", "bind"))
+		if !accepts(cur) {
+			t.Errorf("%s: does not accept on every address", s.addr)
+		}
+		note(old.str("CONFIG", "SET", "bind", ""))
+		if accepts(cur) {
+			t.Errorf("%s: accepts with no bind address", s.addr)
+		}
+		note(old.str("CONFIG", "SET", "bind", "127.0.0.1"))
+		if !accepts(cur) {
+			t.Errorf("%s: does not accept after bind 127.0.0.1", s.addr)
+		}
+		// Port 0: no plain listener at all.
+		note(old.str("CONFIG", "SET", "port", "0"))
+		if accepts(cur) {
+			t.Errorf("%s: accepts after port 0", s.addr)
+		}
+		note(old.str("PING"))
+		return out
+	}
+	want, got := run(redisSrv), run(kv)
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("reply %d: redis %s, limitkv %s", i, want[i], got[i])
+		}
+	}
+}

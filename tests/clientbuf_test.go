@@ -372,3 +372,36 @@ func TestClientListBuffers(t *testing.T) {
 		t.Errorf("CLIENT INFO: %s", v.Str)
 	}
 }
+
+// TestClientEviction: with maxmemory-clients, while the clients together
+// use at least that much, the client using the most memory is closed,
+// those that said CLIENT NO-EVICT ON are spared, and INFO counts the
+// evictions, on redis-server and limitkv alike.
+func TestClientEviction(t *testing.T) {
+	for name, s := range map[string]*server{"redis-server": startRedis(t), "limitkv": startLimitkv(t, "--persistence", "no")} {
+		admin := dialRaw(t, s.addr)
+		mustDo(t, admin, "+OK", "CLIENT", "NO-EVICT", "ON")
+		mustDo(t, admin, "+OK", "CONFIG", "SET", "maxmemory-clients", "1mb")
+		mustDo(t, admin, `["maxmemory-clients", "1048576"]`, "CONFIG", "GET", "maxmemory-clients")
+		before := infoField(t, admin, "stats", "evicted_clients")
+		victim := dialRaw(t, s.addr)
+		mustDo(t, victim, "+PONG", "PING")
+		// A spared client's 3 MB argument takes the clients over the limit:
+		// the other evictable one goes.
+		keeper := dialRaw(t, s.addr)
+		mustDo(t, keeper, "+OK", "CLIENT", "NO-EVICT", "ON")
+		keeper.send([]byte("*2\r\n$4\r\nECHO\r\n$3000000\r\n"))
+		keeper.send(bytes.Repeat([]byte("x"), 3000000-10))
+		if got, closed := closedByServer(victim); !closed || got != "" {
+			t.Errorf("%s: the evictable client was not closed (read %q)", name, got)
+		}
+		if n := infoField(t, admin, "stats", "evicted_clients") - before; n != 1 {
+			t.Errorf("%s: evicted_clients went up by %d", name, n)
+		}
+		keeper.send([]byte("xxxxxxxxxx\r\n"))
+		if v := keeper.read(); len(v.Str) != 3000000 {
+			t.Errorf("%s: the spared client got %.30s", name, v.String())
+		}
+		mustDo(t, admin, "+OK", "CONFIG", "SET", "maxmemory-clients", "0")
+	}
+}

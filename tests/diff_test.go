@@ -36,6 +36,12 @@ import (
 //	         latencystats' percentiles): lines are sorted, timings masked
 //	shape:   every integer and every client address is masked (SLOWLOG
 //	         GET: ids, times, durations, ports), the rest compared
+//	client:  a CLIENT INFO or CLIENT LIST reply: the fields that name the
+//	         connection (id, addr, laddr, fd), its times (age, idle) and
+//	         the memory figures, which follow each server's own layout
+//	         (qbuf-free, argv-mem, multi-mem, rbs, rbp, tot-mem), are
+//	         masked; lib-name and lib-ver, which limitkv shows for CLIENT
+//	         SETINFO (Redis 7.2's), are left out
 //	block:   a blocking command: sent, its reply left for a later "<" on
 //	         the same connection, and the next line waits until both
 //	         servers count it among their blocked clients
@@ -127,7 +133,7 @@ func runDiffFile(t *testing.T, path, redisAddr, kvAddr string) int {
 			continue
 		}
 		mode := ""
-		for _, m := range []string{"sort:", "approx:", "ignore:", "acllog:", "aclrules:", "stats:", "shape:", "block:"} {
+		for _, m := range []string{"sort:", "approx:", "ignore:", "acllog:", "aclrules:", "stats:", "shape:", "client:", "block:"} {
 			if strings.HasPrefix(line, m) {
 				mode, line = m, strings.TrimSpace(line[len(m):])
 			}
@@ -190,8 +196,33 @@ func render(v resp.Value, mode string) string {
 		}
 	case "shape:":
 		v = maskShape(v)
+	case "client:":
+		if v.Type == '$' || v.Type == '=' {
+			v.Str = []byte(maskClientInfo(string(v.Str)))
+		}
 	}
 	return v.String()
+}
+
+// maskClientInfo masks, in each line of CLIENT LIST or CLIENT INFO, the
+// fields that differ from server to server (see the client: mode).
+func maskClientInfo(s string) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		var kept []string
+		for _, f := range strings.Fields(l) {
+			k, _, _ := strings.Cut(f, "=")
+			switch k {
+			case "id", "addr", "laddr", "fd", "age", "idle", "qbuf-free", "argv-mem", "multi-mem", "rbs", "rbp", "tot-mem":
+				f = k + "=*"
+			case "lib-name", "lib-ver":
+				continue
+			}
+			kept = append(kept, f)
+		}
+		lines[i] = strings.Join(kept, " ")
+	}
+	return strings.Join(lines, "\n")
 }
 
 // sortCommandRules sorts, in every string of a reply, each run of

@@ -108,6 +108,11 @@ func TestMigrateWithRedis(t *testing.T) {
 	if a != b {
 		t.Errorf("closed port: redis %s, limitkv %s", a, b)
 	}
+	// Each source keeps its connection to the target for the next
+	// MIGRATE (the closed port left none), as INFO stats shows.
+	if a, b := infoField(t, sr, "stats", "migrate_cached_sockets"), infoField(t, k, "stats", "migrate_cached_sockets"); a != 1 || b != a {
+		t.Errorf("migrate_cached_sockets: redis %d, limitkv %d", a, b)
+	}
 	// And from redis-server to limitkv.
 	_, kvPort, _ := net.SplitHostPort(kv.addr)
 	k.do("FLUSHALL")

@@ -473,8 +473,17 @@ func TestMasterDown(t *testing.T) {
 	mc := goRedis(t, m.addr, 2)
 	r := startReplicaOf(t, m, "", "--persistence", "no")
 	rc := goRedis(t, r.addr, 2)
+	rr := dialRaw(t, r.addr)
 	mc.Set(ctx, "k", "v", 0)
 	waitInSync(t, mc, rc)
+	// A read-only replica refuses a script that declared flags but not
+	// no-writes before it runs, and one without a shebang at its first
+	// write, as Redis does.
+	const readOnly = "-READONLY You can't write against a read only replica."
+	mustDo(t, rr, readOnly, "EVAL", "#!lua\nreturn 1", "0")
+	mustDo(t, rr, `"v"`, "EVAL", "#!lua flags=no-writes\nreturn redis.call('GET', KEYS[1])", "1", "k")
+	mustDo(t, rr, readOnly+" script: bd6f3018b28bbdb36260f19d3c44afed740db987, on @user_script:1.", "EVAL", "return redis.call('SET', KEYS[1], 'x')", "1", "k")
+	mustDo(t, rr, `"v"`, "GET", "k")
 	m.kill()
 	deadline := time.Now().Add(10 * time.Second)
 	for replInfo(t, rc, "replication", "master_link_status") != "down" {
@@ -487,9 +496,14 @@ func TestMasterDown(t *testing.T) {
 		t.Fatalf("stale read = %q", v)
 	}
 	rc.ConfigSet(ctx, "replica-serve-stale-data", "no")
-	if err := rc.Get(ctx, "k").Err(); err == nil || err.Error() != "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'." {
+	const masterDown = "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'."
+	if err := rc.Get(ctx, "k").Err(); err == nil || err.Error() != masterDown {
 		t.Fatalf("GET with the link down: %v", err)
 	}
+	// Scripts run only if they declared allow-stale.
+	mustDo(t, rr, "-"+masterDown, "EVAL", "return 1", "0")
+	mustDo(t, rr, "-"+masterDown, "EVAL", "#!lua flags=no-writes\nreturn 1", "0")
+	mustDo(t, rr, ":1", "EVAL", "#!lua flags=no-writes,allow-stale\nreturn 1", "0")
 	if err := rc.Ping(ctx).Err(); err == nil {
 		t.Fatal("PING is not a stale command in Redis: it should be refused too")
 	}

@@ -356,3 +356,54 @@ func TestKilledScriptIsNeverSaved(t *testing.T) {
 		t.Fatalf("GET before after the restart: %s", v)
 	}
 }
+
+// TestPauseWriteRunsNoWritesScripts: during CLIENT PAUSE WRITE, a script
+// or a function that declared no-writes runs at once, on its own or in a
+// transaction, while one that may write waits for the pause's end, on
+// redis-server 7.0 and on limitkv alike. The pause is long (30 s) and
+// every reply that must not wait for it is read with a 10 s deadline, so
+// that a server that holds them back fails rather than answers late.
+func TestPauseWriteRunsNoWritesScripts(t *testing.T) {
+	const lib = "#!lua name=ro\n" +
+		"redis.register_function{function_name='peek', callback=function(keys) return redis.call('get', keys[1]) end, flags={'no-writes'}}"
+	const noWrites = "#!lua flags=no-writes\nreturn redis.call('get', KEYS[1])"
+	for _, s := range []struct {
+		name string
+		srv  *server
+	}{{"redis", startRedis(t)}, {"limitkv", startLimitkv(t)}} {
+		t.Run(s.name, func(t *testing.T) {
+			admin, c := dialRaw(t, s.srv.addr), dialRaw(t, s.srv.addr)
+			mustDo(t, admin, `"ro"`, "FUNCTION", "LOAD", lib)
+			mustDo(t, admin, "+OK", "SET", "k", "v")
+			sha := c.do("SCRIPT", "LOAD", noWrites).String()
+			mustDo(t, admin, "+OK", "CLIENT", "PAUSE", "30000", "WRITE")
+			defer admin.do("CLIENT", "UNPAUSE")
+
+			c.c.SetReadDeadline(time.Now().Add(10 * time.Second))
+			mustDo(t, c, `"v"`, "EVAL", noWrites, "1", "k")
+			mustDo(t, c, `"v"`, "EVALSHA", strings.Trim(sha, `"`), "1", "k")
+			mustDo(t, c, `"v"`, "FCALL", "peek", "1", "k")
+			mustDo(t, c, "+OK", "MULTI")
+			mustDo(t, c, "+QUEUED", "EVAL", noWrites, "1", "k")
+			mustDo(t, c, "+QUEUED", "FCALL", "peek", "1", "k")
+			mustDo(t, c, `["v", "v"]`, "EXEC")
+
+			// A script without flags may write: it waits, counted among
+			// the blocked clients, until the pause ends.
+			c.send(resp.AppendCommand(nil, []byte("EVAL"), []byte("return redis.call('get', KEYS[1])"), []byte("1"), []byte("k")))
+			for i := 0; ; i++ {
+				if strings.Contains(string(admin.do("INFO", "clients").Str), "blocked_clients:1\r\n") {
+					break
+				}
+				if i == 1000 {
+					t.Fatal("EVAL of a script without flags was not held back by the pause")
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			mustDo(t, admin, "+OK", "CLIENT", "UNPAUSE")
+			if v := c.read().String(); v != `"v"` {
+				t.Fatalf("EVAL after the pause: %s", v)
+			}
+		})
+	}
+}

@@ -395,6 +395,29 @@ func TestTLSPortAtRunTime(t *testing.T) {
 	if _, err := dialTLS(t, addr, f.clientConfig(nil)); err != nil {
 		t.Errorf("after a refused change: %v", err)
 	}
+	// CONFIG SET bind moves the TLS listeners with the plain ones: an
+	// address that cannot be bound leaves both where they were.
+	if got := admin.str("CONFIG", "SET", "bind", "127.0.0.1 192.0.2.1"); !strings.Contains(got, "Failed to bind to specified addresses.") {
+		t.Errorf("CONFIG SET bind to a foreign address: %s", got)
+	}
+	if got := admin.str("CONFIG", "SET", "bind", "*"); got != "+OK" {
+		t.Fatalf("CONFIG SET bind *: %s", got)
+	}
+	if _, err := dialTLS(t, addr, f.clientConfig(nil)); err != nil {
+		t.Errorf("TLS after CONFIG SET bind *: %v", err)
+	}
+	if got := admin.str("CONFIG", "SET", "bind", ""); got != "+OK" {
+		t.Fatalf("CONFIG SET bind \"\": %s", got)
+	}
+	if _, err := dialTLS(t, addr, f.clientConfig(nil)); err == nil {
+		t.Error("TLS served with no bind address")
+	}
+	if got := admin.str("CONFIG", "SET", "bind", "127.0.0.1"); got != "+OK" {
+		t.Fatalf("CONFIG SET bind 127.0.0.1: %s", got)
+	}
+	if _, err := dialTLS(t, addr, f.clientConfig(nil)); err != nil {
+		t.Errorf("TLS after CONFIG SET bind 127.0.0.1: %v", err)
+	}
 	if got := admin.str("CONFIG", "SET", "tls-port", "0"); got != "+OK" {
 		t.Fatal(got)
 	}

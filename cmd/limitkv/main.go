@@ -189,15 +189,28 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 
 	// Port 0 means no plain listener, as in Redis (a TLS-only server).
-	var listeners []net.Listener
-	tlsLn := &tlsListeners{srv: srv, bind: cfg.Get("bind"), log: log}
-	srv.Hooks.ListenTLS = tlsLn.listen // before any client can CONFIG SET
+	// The plain listeners serve once the server is ready; TLS ones at once.
+	plain := &listenerSet{kind: "plain", serve: srv.Net.Serve, log: log, bind: cfg.Get("bind")}
+	tlsLn := &listenerSet{kind: "TLS", log: log, bind: cfg.Get("bind"), serving: true,
+		serve: func(ln net.Listener) error { return srv.Net.ServeTLS(ln, srv.Cfg.TLSServerConfig) }}
+	// Before any client can CONFIG SET.
+	srv.Hooks.ListenTLS = tlsLn.listen
+	srv.Hooks.Listen = plain.listen
+	srv.Hooks.Bind = func(bind string) error {
+		if err := rebindAll(plain, tlsLn, bind); err != nil {
+			return err
+		}
+		// Once CONFIG SET is done: the warning reads the configuration,
+		// which CONFIG SET holds meanwhile.
+		go warnIfOpen(append(plain.addrs(), tlsLn.addrs()...), cfg, srv.DefaultUserNoPass(), log)
+		return nil
+	}
 	err := cfg.ConfigureTLS()
 	if err != nil {
 		log.Error("Failed to configure TLS. Check logs for more info.", "err", err)
 	}
-	if err == nil && cfg.Get("port") != "0" {
-		if listeners, err = listen(cfg.Get("bind"), cfg.Get("port"), log); err != nil {
+	if err == nil && cfg.Int("port") != 0 {
+		if err = plain.listen(int(cfg.Int("port"))); err != nil {
 			log.Error("cannot listen", "err", err)
 		}
 	}
@@ -206,28 +219,25 @@ func run(args []string, stdout, stderr io.Writer) int {
 			log.Error("Failed listening on port "+cfg.Get("tls-port")+" (TLS), aborting.", "err", err)
 		}
 	}
-	if err == nil && len(listeners) == 0 && len(tlsLn.addrs()) == 0 {
+	if err == nil && len(plain.addrs()) == 0 && len(tlsLn.addrs()) == 0 {
 		err = errors.New("no listener")
 		log.Error("Configured to not listen anywhere, exiting.")
 	}
 	if err != nil {
-		for _, ln := range listeners {
-			ln.Close()
-		}
-		tlsLn.listen(0)
+		plain.close()
+		tlsLn.close()
 		if store != nil {
 			store.Close()
 		}
 		return 1
 	}
-	warnIfOpen(append(listenAddrs(listeners), tlsLn.addrs()...), cfg, srv.DefaultUserNoPass(), log)
+	warnIfOpen(append(plain.addrs(), tlsLn.addrs()...), cfg, srv.DefaultUserNoPass(), log)
 	if addr := cfg.Get("metrics-addr"); addr != "" {
 		ep, err := serveMetrics(addr, srv, log)
 		if err != nil {
 			log.Error("cannot listen for metrics", "addr", addr, "err", err)
-			for _, ln := range listeners {
-				ln.Close()
-			}
+			plain.close()
+			tlsLn.close()
 			if store != nil {
 				store.Close()
 			}
@@ -239,13 +249,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			ep.Shutdown(ctx)
 		}()
 	}
-	for _, ln := range listeners {
-		go func(ln net.Listener) {
-			if err := srv.Net.Serve(ln); err != nil {
-				log.Error("serve", "addr", ln.Addr().String(), "err", err)
-			}
-		}(ln)
-	}
+	plain.start()
 
 	// SHUTDOWN saves first (unless NOSAVE) and refuses to stop when that
 	// fails (unless FORCE), as Redis does; the final snapshot after the
@@ -274,8 +278,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	var addrs []string
-	for _, ln := range listeners {
-		addrs = append(addrs, ln.Addr().String())
+	for _, a := range plain.addrs() {
+		addrs = append(addrs, a.String())
 	}
 	for _, a := range tlsLn.addrs() {
 		addrs = append(addrs, a.String()+" (TLS)")
@@ -455,44 +459,6 @@ func serveMetrics(addr string, srv *commands.Server, log *slog.Logger) (*metrics
 	}()
 	log.Info("serving metrics", "url", "http://"+ep.Addr().String()+"/metrics")
 	return ep, nil
-}
-
-// listen opens a listener for every address in bind ("127.0.0.1 ::1"). An
-// address written with a leading '-' is optional, as in Redis: failing to
-// bind it is not an error.
-func listen(bind, port string, log *slog.Logger) ([]net.Listener, error) {
-	var out []net.Listener
-	for _, addr := range strings.Fields(bind) {
-		optional := strings.HasPrefix(addr, "-")
-		addr = strings.TrimPrefix(addr, "-")
-		if addr == "*" {
-			addr = ""
-		}
-		ln, err := net.Listen("tcp", net.JoinHostPort(addr, port))
-		if err != nil {
-			if optional {
-				log.Warn("optional bind address unavailable", "addr", addr, "err", err)
-				continue
-			}
-			for _, l := range out {
-				l.Close()
-			}
-			return nil, err
-		}
-		out = append(out, ln)
-	}
-	if len(out) == 0 {
-		return nil, errors.New("no address to listen on (bind " + bind + ")")
-	}
-	return out, nil
-}
-
-func listenAddrs(listeners []net.Listener) []net.Addr {
-	out := make([]net.Addr, len(listeners))
-	for i, ln := range listeners {
-		out[i] = ln.Addr()
-	}
-	return out
 }
 
 // loadEnv applies settings given in the environment, so that a container
