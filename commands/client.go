@@ -183,7 +183,11 @@ func (cl *Client) discardTx() {
 }
 
 // unwatchAll drops every WATCH of the client.
-func (cl *Client) unwatchAll() {
+func (cl *Client) unwatchAll() { cl.unwatch(false) }
+
+// unwatch drops every WATCH of the client; held says the caller holds
+// every shard lock (UNWATCH queued in a transaction runs inside EXEC).
+func (cl *Client) unwatch(held bool) {
 	if len(cl.watching) == 0 {
 		return
 	}
@@ -191,9 +195,13 @@ func (cl *Client) unwatchAll() {
 	for _, wk := range cl.watching {
 		k := []byte(wk.key)
 		s := eng.ShardFor(k)
-		s.Lock()
+		if !held {
+			s.Lock()
+		}
 		s.RemoveWatch(wk.db, k, &cl.watch)
-		s.Unlock()
+		if !held {
+			s.Unlock()
+		}
 	}
 	cl.watching = cl.watching[:0]
 	cl.watch.Reset()

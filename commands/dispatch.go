@@ -105,7 +105,7 @@ type PersistenceInfo struct {
 	Loaded         int
 	LoadSeconds    float64
 	Interval       string
-	PendingChanges int     // keys the next snapshot writes
+	PendingChanges int     // keys the next snapshot writes (Server.Persistence fills it in)
 	SavedChanges   int64   // the engine's change count on disk (engine.Changes)
 	LastPause      float64 // seconds: the longest the last snapshot held a shard
 }

@@ -3,7 +3,6 @@ package commands
 import (
 	"time"
 
-	"github.com/limitkv/limitkv/engine"
 )
 
 // What the server observes about itself: each command's accounting after
@@ -158,30 +157,26 @@ func (s *Server) Stats() ServerStats {
 	}
 	st.NetInputBytes, st.NetOutBytes = s.Net.NetBytes()
 	st.EvictedKeys = s.Eng.EvictedKeys()
-	for i := 0; i < engine.Shards; i++ {
-		sh := s.Eng.Shard(i)
-		sh.Lock()
-		st.KeyspaceHits += sh.Hits
-		st.Misses += sh.Misses
-		st.ExpiredKeys += sh.Expired
-		sh.Unlock()
-	}
+	st.KeyspaceHits, st.Misses, st.ExpiredKeys = s.Eng.Counters(false)
 	now := s.Eng.Now()
 	for db := 0; db < s.Eng.Databases(); db++ {
-		if keys, expires, _ := s.Eng.DBStats(db, now); keys > 0 {
+		if keys, expires, _ := s.Eng.DBStats(db, now, false); keys > 0 {
 			st.Keys = append(st.Keys, DBKeys{db, keys, expires})
 		}
 	}
 	return st
 }
 
-// Persistence returns what INFO persistence shows, and false when
-// persistence is off.
+// Persistence returns what INFO persistence shows, and the keys the next
+// snapshot writes, and false when persistence is off. It takes the shard
+// locks one at a time: not for a caller that holds them.
 func (s *Server) Persistence() (PersistenceInfo, bool) {
 	if s.Hooks.Persistence == nil {
 		return PersistenceInfo{}, false
 	}
-	return s.Hooks.Persistence(), true
+	p := s.Hooks.Persistence()
+	p.PendingChanges = s.Eng.PendingChanges(false)
+	return p, true
 }
 
 // ReplicationInfo describes the server's place in replication, for the

@@ -89,12 +89,7 @@ func cmdConfigResetStat(c *Ctx) {
 			x.hist.reset()
 		}
 	}
-	for i := 0; i < engine.Shards; i++ {
-		sh := s.Eng.Shard(i)
-		sh.Lock()
-		sh.Hits, sh.Misses, sh.Expired = 0, 0, 0
-		sh.Unlock()
-	}
+	s.Eng.ResetCounters(c.held)
 	c.W.OK()
 }
 
@@ -303,7 +298,7 @@ func cmdMemoryStats(c *Ctx) {
 	}{
 		{"peak.allocated", m.peak}, {"total.allocated", m.used}, {"startup.allocated", m.startup},
 		{"clients.slaves", replicas}, {"clients.normal", normal},
-		{"dataset.bytes", m.dataset}, {"keys.count", int64(c.Srv.totalKeys())},
+		{"dataset.bytes", m.dataset}, {"keys.count", int64(c.Srv.Eng.TotalKeys(c.held))},
 	}
 	c.W.Map(len(pairs))
 	for _, p := range pairs {
@@ -400,14 +395,6 @@ func cmdObjectHelp(c *Ctx) {
 }
 
 // totalKeys counts the keys of every database.
-func (s *Server) totalKeys() int {
-	n := 0
-	for db := 0; db < s.Eng.Databases(); db++ {
-		n += s.Eng.DBSize(db, false)
-	}
-	return n
-}
-
 // memInfo gathers memory figures for INFO and MEMORY STATS.
 type memInfo struct {
 	used, rss, peak, startup, dataset, heapGoal, sys, heap int64
@@ -489,25 +476,34 @@ func human(n int64) string {
 
 // infoSections lists INFO's sections in order; "default" ones are in the
 // reply to a bare INFO.
+//
+// A section that reads the shards takes held: INFO may run inside EXEC or
+// a script, which hold every shard lock already, and must not take one
+// again.
 var infoSections = []struct {
 	name  string
 	def   bool
-	write func(s *Server, b *strings.Builder)
+	write func(s *Server, b *strings.Builder, held bool)
 }{
-	{"server", true, infoServer},
-	{"clients", true, infoClients},
-	{"memory", true, infoMemory},
+	{"server", true, lockless(infoServer)},
+	{"clients", true, lockless(infoClients)},
+	{"memory", true, lockless(infoMemory)},
 	{"persistence", true, infoPersistence},
 	{"stats", true, infoStats},
-	{"replication", true, infoReplication},
-	{"cpu", true, infoCPU},
-	{"modules", true, func(*Server, *strings.Builder) {}},
-	{"commandstats", false, infoCommandStats},
-	{"errorstats", true, infoErrorStats},
-	{"latencystats", false, infoLatencyStats},
-	{"cluster", true, func(_ *Server, b *strings.Builder) { b.WriteString("cluster_enabled:0\r\n") }},
+	{"replication", true, lockless(infoReplication)},
+	{"cpu", true, lockless(infoCPU)},
+	{"modules", true, lockless(func(*Server, *strings.Builder) {})},
+	{"commandstats", false, lockless(infoCommandStats)},
+	{"errorstats", true, lockless(infoErrorStats)},
+	{"latencystats", false, lockless(infoLatencyStats)},
+	{"cluster", true, lockless(func(_ *Server, b *strings.Builder) { b.WriteString("cluster_enabled:0\r\n") })},
 	{"keyspace", true, infoKeyspace},
-	{"ratelimit", true, infoRateLimit},
+	{"ratelimit", true, lockless(infoRateLimit)},
+}
+
+// lockless adapts a section that takes no shard lock.
+func lockless(f func(*Server, *strings.Builder)) func(*Server, *strings.Builder, bool) {
+	return func(s *Server, b *strings.Builder, _ bool) { f(s, b) }
 }
 
 func cmdInfo(c *Ctx) {
@@ -533,7 +529,7 @@ func cmdInfo(c *Ctx) {
 			b.WriteString("\r\n")
 		}
 		b.WriteString("# " + strings.ToUpper(sec.name[:1]) + sec.name[1:] + "\r\n")
-		sec.write(c.Srv, &b)
+		sec.write(c.Srv, &b, c.held)
 	}
 	c.W.Verbatim("txt", b.String())
 }
@@ -647,7 +643,7 @@ func totalSystemMemory() int64 {
 	return int64(si.Totalram) * int64(si.Unit)
 }
 
-func infoPersistence(s *Server, b *strings.Builder) {
+func infoPersistence(s *Server, b *strings.Builder, held bool) {
 	ld := s.Repl.LoadInfo()
 	kv(b, "loading", b2i(ld.State == replication.LoadFull))
 	kv(b, "async_loading", b2i(ld.State == replication.LoadAsync))
@@ -658,7 +654,7 @@ func infoPersistence(s *Server, b *strings.Builder) {
 		kv(b, "persistence_enabled", 0)
 		// Nothing is ever saved: every change since the start counts,
 		// as in a Redis without save points.
-		kv(b, "rdb_changes_since_last_save", s.Eng.Changes())
+		kv(b, "rdb_changes_since_last_save", s.Eng.Changes(held))
 		kv(b, "rdb_bgsave_in_progress", 0)
 		kv(b, "aof_enabled", 0)
 		return
@@ -670,7 +666,7 @@ func infoPersistence(s *Server, b *strings.Builder) {
 	}
 	kv(b, "persistence_enabled", 1)
 	kv(b, "snapshot_interval", p.Interval)
-	kv(b, "rdb_changes_since_last_save", max(s.Eng.Changes()-p.SavedChanges, 0))
+	kv(b, "rdb_changes_since_last_save", max(s.Eng.Changes(held)-p.SavedChanges, 0))
 	kv(b, "rdb_bgsave_in_progress", b2i(p.InProgress))
 	kv(b, "rdb_last_save_time", p.LastSave)
 	kv(b, "rdb_last_bgsave_status", status)
@@ -708,20 +704,12 @@ func infoLoading(b *strings.Builder, ld replication.LoadInfo) {
 	kv(b, "loading_eta_seconds", eta)
 }
 
-func infoStats(s *Server, b *strings.Builder) {
+func infoStats(s *Server, b *strings.Builder, held bool) {
 	cmds := s.stats.Commands.Load()
 	for _, cl := range s.clients.all() {
 		cmds += cl.commands.Load()
 	}
-	var hits, misses, expired int64
-	for i := 0; i < engine.Shards; i++ {
-		sh := s.Eng.Shard(i)
-		sh.Lock()
-		hits += sh.Hits
-		misses += sh.Misses
-		expired += sh.Expired
-		sh.Unlock()
-	}
+	hits, misses, expired := s.Eng.Counters(held)
 	in, out := s.Net.NetBytes()
 	kv(b, "total_connections_received", s.stats.Connections.Load())
 	kv(b, "total_commands_processed", cmds)
@@ -762,9 +750,9 @@ func infoCPU(s *Server, b *strings.Builder) {
 	kv(b, "used_cpu_gc", fmt.Sprintf("%.6f", samples[0].Value.Float64()))
 }
 
-func infoKeyspace(s *Server, b *strings.Builder) {
+func infoKeyspace(s *Server, b *strings.Builder, held bool) {
 	for db := 0; db < s.Eng.Databases(); db++ {
-		keys, expires, avg := s.Eng.DBStats(db, s.Eng.Now())
+		keys, expires, avg := s.Eng.DBStats(db, s.Eng.Now(), held)
 		if keys == 0 {
 			continue
 		}

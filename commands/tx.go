@@ -146,6 +146,6 @@ func cmdWatch(c *Ctx) {
 }
 
 func cmdUnwatch(c *Ctx) {
-	c.Client.unwatchAll()
+	c.Client.unwatch(c.held)
 	c.W.OK()
 }

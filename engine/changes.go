@@ -74,31 +74,56 @@ func appendChange(log []byte, db int, key []byte) []byte {
 	return append(log, key...)
 }
 
-// PendingChanges counts the keys changed since the last snapshot took them.
-func (e *Engine) PendingChanges() int {
+// PendingChanges counts the keys changed since the last snapshot took
+// them. held: the caller holds every shard lock (inside EXEC or a script).
+func (e *Engine) PendingChanges(held bool) int {
 	n := 0
-	for i := range e.shards {
-		s := &e.shards[i]
-		s.mu.Lock()
-		n += s.pending
-		s.mu.Unlock()
-	}
+	e.eachShard(held, func(s *Shard) { n += s.pending })
 	return n
 }
 
 // Changes counts the changes made to the keyspace since the engine
 // started: keys written or deleted (expiries aside), keys of the
 // databases flushed, SWAPDBs. It only grows; the difference between two
-// readings is what Redis's server.dirty counts between them.
-func (e *Engine) Changes() int64 {
+// readings is what Redis's server.dirty counts between them. held: the
+// caller holds every shard lock.
+func (e *Engine) Changes(held bool) int64 {
 	var n int64
+	e.eachShard(held, func(s *Shard) { n += s.changes })
+	return n
+}
+
+// eachShard calls fn with each shard locked, one at a time, or with none
+// taken when the caller holds them all (held): a reader of counters that
+// may run inside EXEC or a script, which hold every lock already, must not
+// take one again.
+func (e *Engine) eachShard(held bool, fn func(s *Shard)) {
 	for i := range e.shards {
 		s := &e.shards[i]
-		s.mu.Lock()
-		n += s.changes
-		s.mu.Unlock()
+		if !held {
+			s.mu.Lock()
+		}
+		fn(s)
+		if !held {
+			s.mu.Unlock()
+		}
 	}
-	return n
+}
+
+// Counters sums the shards' keyspace hits, misses and expired keys (INFO
+// stats). held as for Changes.
+func (e *Engine) Counters(held bool) (hits, misses, expired int64) {
+	e.eachShard(held, func(s *Shard) {
+		hits += s.Hits
+		misses += s.Misses
+		expired += s.Expired
+	})
+	return hits, misses, expired
+}
+
+// ResetCounters zeroes what Counters sums (CONFIG RESETSTAT).
+func (e *Engine) ResetCounters(held bool) {
+	e.eachShard(held, func(s *Shard) { s.Hits, s.Misses, s.Expired = 0, 0, 0 })
 }
 
 // ReadChange decodes the first entry of a change log and returns the rest.

@@ -86,12 +86,12 @@ func TestChangesCount(t *testing.T) {
 		e.TrackChanges(track)
 		step := func(what string, want int64, fn func(s *Shard)) {
 			t.Helper()
-			before := e.Changes()
+			before := e.Changes(false)
 			s := e.ShardFor([]byte("a"))
 			s.Lock()
 			fn(s)
 			s.Unlock()
-			if got := e.Changes() - before; got != want {
+			if got := e.Changes(false) - before; got != want {
 				t.Errorf("tracking %v: %s: %d changes, want %d", track, what, got, want)
 			}
 		}
@@ -112,14 +112,14 @@ func TestChangesCount(t *testing.T) {
 			s.SetString(1, k, []byte("v"), 0)
 			s.Unlock()
 		}
-		before := e.Changes()
+		before := e.Changes(false)
 		e.FlushDB(1, false)
-		if got := e.Changes() - before; got != 5 {
+		if got := e.Changes(false) - before; got != 5 {
 			t.Errorf("tracking %v: FLUSHDB of 5 keys: %d changes, want 5", track, got)
 		}
-		before = e.Changes()
+		before = e.Changes(false)
 		e.SwapDB(0, 1, false)
-		if got := e.Changes() - before; got != 1 {
+		if got := e.Changes(false) - before; got != 1 {
 			t.Errorf("tracking %v: SWAPDB: %d changes, want 1", track, got)
 		}
 	}

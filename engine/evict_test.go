@@ -132,8 +132,8 @@ func TestEvictionIsADeletion(t *testing.T) {
 	if !w.Dirty() {
 		t.Error("WATCH did not see the eviction")
 	}
-	if e.PendingChanges() != 1 {
-		t.Errorf("change log holds %d keys, want the evicted one", e.PendingChanges())
+	if e.PendingChanges(false) != 1 {
+		t.Errorf("change log holds %d keys, want the evicted one", e.PendingChanges(false))
 	}
 	if _, res := e.Evict(func() int64 { return 1 }, clock.Now(), time.Second); res != EvictFailed {
 		t.Errorf("eviction from an empty keyspace: %v", res)

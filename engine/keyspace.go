@@ -25,17 +25,14 @@ func (e *Engine) DBSize(db int, held bool) int {
 }
 
 // DBStats returns the keys and the keys with a TTL in db, and their average
-// TTL in ms at time now.
-func (e *Engine) DBStats(db int, now int64) (keys, expires int, avgTTL int64) {
+// TTL in ms at time now. held: the caller holds every shard lock.
+func (e *Engine) DBStats(db int, now int64, held bool) (keys, expires int, avgTTL int64) {
 	var sum int64
-	for i := range e.shards {
-		s := &e.shards[i]
-		s.mu.Lock()
+	e.eachShard(held, func(s *Shard) {
 		keys += s.dbs[db].count
 		expires += s.dbs[db].expires
 		sum += s.dbs[db].expSum
-		s.mu.Unlock()
-	}
+	})
 	if expires > 0 {
 		avgTTL = max(sum/int64(expires)*1000-now, 0)
 	}

@@ -73,17 +73,15 @@ func (e *Engine) Adopt(src *Engine, held bool) {
 }
 
 // TotalKeys counts the keys of every database, expired ones included
-// until they are swept: Redis's dbTotalServerKeyCount.
-func (e *Engine) TotalKeys() int {
+// until they are swept: Redis's dbTotalServerKeyCount. held: the caller
+// holds every shard lock.
+func (e *Engine) TotalKeys(held bool) int {
 	n := 0
-	for i := range e.shards {
-		s := &e.shards[i]
-		s.mu.Lock()
+	e.eachShard(held, func(s *Shard) {
 		for db := range s.dbs {
 			n += s.dbs[db].count
 		}
-		s.mu.Unlock()
-	}
+	})
 	return n
 }
 

@@ -210,7 +210,7 @@ func (s *Store) Load(now int64) (int, error) {
 	}
 	s.eng.TrackChanges(true)
 	s.statsMu.Lock()
-	s.stats.SavedChanges = s.eng.Changes()
+	s.stats.SavedChanges = s.eng.Changes(false)
 	s.stats.Loaded = loaded
 	s.stats.LoadDuration = time.Since(start)
 	s.stats.LastSuccess = time.Now()
@@ -546,7 +546,7 @@ func (s *Store) capture(ctx context.Context) (c captured, err error) {
 	}
 	// Every change counted so far is in a change log or a flush mark
 	// taken below: the batch covers at least these.
-	c.changes = s.eng.Changes()
+	c.changes = s.eng.Changes(false)
 	flushed := s.eng.TakeFlushed()
 	taken := make([][]byte, engine.Shards)
 	var encErr, sendErr error

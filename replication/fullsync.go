@@ -163,7 +163,7 @@ func (l *link) fullSync(rd *entryReader) error {
 func (l *link) takeCopy(rd *entryReader, cp *syncCopy) error {
 	n := l.n
 	mode := LoadMode(n.Set.DisklessLoad.Load())
-	if mode == LoadOnEmpty && n.eng.TotalKeys() != 0 {
+	if mode == LoadOnEmpty && n.eng.TotalKeys(false) != 0 {
 		mode = LoadDisk
 	}
 	n.load.mode.Store(int32(mode))

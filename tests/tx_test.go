@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/limitkv/limitkv/resp"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -129,4 +132,96 @@ func TestWatchOptimisticIncrement(t *testing.T) {
 		t.Log("no EXEC was aborted: the connections never raced")
 	}
 	t.Logf("%d EXECs aborted by WATCH and retried", aborted.Load())
+}
+
+// TestNoCommandHangsInsideExecOrScripts runs every command a transaction
+// or a script may run, inside MULTI/EXEC and from EVAL, each with a
+// handful of arguments: EXEC and scripts hold every shard lock, and a
+// command that takes one again (INFO's counters, MEMORY STATS, UNWATCH did)
+// never answers and leaves the server stuck for everyone. A command that
+// does not answer in time fails the test, naming it.
+func TestNoCommandHangsInsideExecOrScripts(t *testing.T) {
+	s := startLimitkv(t, "--persistence", "no")
+	c := dialRaw(t, s.addr)
+	// What would stop the server, block or move it, or cut the connection.
+	skip := map[string]bool{
+		"shutdown": true, "debug": true, "monitor": true, "replicaof": true, "slaveof": true,
+		"failover": true, "sync": true, "psync": true, "config|set": true, "client|pause": true,
+		"client|kill": true, "client|reply": true, "quit": true, "reset": true, "hello": true,
+		"auth": true, "acl|load": true, "acl|save": true, "config|rewrite": true, "save": true,
+	}
+	type cmd struct {
+		args              []string
+		noMulti, noScript bool
+		fullName          string
+	}
+	var cmds []cmd
+	var add func(v resp.Value, parent string)
+	add = func(v resp.Value, parent string) {
+		name := string(v.Elems[0].Str)
+		arity := int(v.Elems[1].Int)
+		flags := map[string]bool{}
+		for _, f := range v.Elems[2].Elems {
+			flags[string(f.Str)] = true
+		}
+		var words []string
+		if parent != "" {
+			words = []string{parent, strings.TrimPrefix(name, parent+"|")}
+		} else {
+			words = []string{name}
+		}
+		if len(v.Elems) > 9 && len(v.Elems[9].Elems) > 0 {
+			for _, sub := range v.Elems[9].Elems {
+				add(sub, name)
+			}
+			return
+		}
+		n := arity
+		if n < 0 {
+			n = -n
+		}
+		args := append([]string(nil), words...)
+		for len(args) < n {
+			args = append(args, "k")
+		}
+		cmds = append(cmds, cmd{args: args, noMulti: flags["no_multi"], noScript: flags["noscript"], fullName: name})
+	}
+	for _, v := range c.do("COMMAND").Elems {
+		add(v, "")
+	}
+	if len(cmds) < 200 {
+		t.Fatalf("COMMAND listed %d commands", len(cmds))
+	}
+	try := func(how string, req []byte, replies int, name string) {
+		t.Helper()
+		conn := dialRaw(t, s.addr)
+		conn.c.SetDeadline(time.Now().Add(10 * time.Second))
+		conn.send(req)
+		for i := 0; i < replies; i++ {
+			if _, err := resp.ReadValue(conn.r); err != nil {
+				t.Fatalf("%s inside %s: no answer (%v): the server is stuck", name, how, err)
+			}
+		}
+		conn.c.Close()
+	}
+	for _, cm := range cmds {
+		if skip[cm.fullName] {
+			continue
+		}
+		if !cm.noMulti {
+			var req []byte
+			req = appendCmd(req, "MULTI")
+			req = appendCmd(req, cm.args...)
+			req = appendCmd(req, "EXEC")
+			try("MULTI/EXEC", req, 3, cm.fullName)
+		}
+		if !cm.noScript {
+			quoted := make([]string, len(cm.args))
+			for i, a := range cm.args {
+				quoted[i] = "'" + a + "'"
+			}
+			script := "return redis.pcall(" + strings.Join(quoted, ",") + ")"
+			try("EVAL", appendCmd(nil, "EVAL", script, "0"), 1, cm.fullName)
+		}
+	}
 }
