@@ -2,7 +2,6 @@ package commands
 
 import (
 	"time"
-
 )
 
 // What the server observes about itself: each command's accounting after

@@ -439,7 +439,7 @@ func wireStore(srv *commands.Server, store *persist.Store, cfg *commands.Config)
 			LastDuration: st.LastDuration.Seconds(), LastKeys: st.LastKeys, LastBytes: st.LastBytes,
 			Errors: st.Errors, LastError: st.LastError, Snapshots: st.Snapshots,
 			Loaded: st.Loaded, LoadSeconds: st.LoadDuration.Seconds(),
-			Interval: cfg.Get("snapshot-interval"),
+			Interval:  cfg.Get("snapshot-interval"),
 			LastPause: st.LastPause.Seconds(), SavedChanges: st.SavedChanges,
 		}
 	}
