@@ -261,8 +261,11 @@ func TestPolicyMetrics(t *testing.T) {
 // resets every limit of the subject.
 func TestPoliciesOnOneKeyTravel(t *testing.T) {
 	dir := t.TempDir()
+	// A frozen clock, so that the replies' times are exact.
+	const at = "1800000000000"
 	s := startLimitkvIn(t, dir, "--snapshot-interval", "1h", "--enable-debug-command", "yes")
 	c := dialRaw(t, s.addr)
+	mustDo(t, c, ":"+at, "DEBUG", "CLOCK", "SET", at)
 	mustDo(t, c, "+OK", "RL.POLICY", "SET", "api", "SLIDE", "2", "1h")
 	mustDo(t, c, "+OK", "RL.POLICY", "SET", "login", "FIXED", "1", "1h", "ALIGN", "FIRST", "BAN", "2h")
 	mustDo(t, c, "+OK", "RL.POLICY", "SET", "sem", "CONCURRENCY", "1", "1h")
@@ -307,6 +310,7 @@ func TestPoliciesOnOneKeyTravel(t *testing.T) {
 
 	s = startLimitkvIn(t, dir, "--snapshot-interval", "1h", "--enable-debug-command", "yes")
 	c = dialRaw(t, s.addr)
+	mustDo(t, c, ":"+at, "DEBUG", "CLOCK", "SET", at)
 	used(c, "user:2")
 	mustDo(t, c, ":1", "DEL", "user:2")
 	use("user:2") // every limit of the subject starts afresh
