@@ -21,7 +21,7 @@ package commands
 //
 //	go test ./commands -run 'TestCommandGolden|TestDocsCommandList' -update
 //
-// README.md's "Adding a command" has every step, tests included.
+// docs/architecture.md's "Adding a command" has every step, tests included.
 func commandTable() []*Spec {
 	return []*Spec{
 		// Rate limiting (ratelimit.go, docs/ratelimit.json), limitkv's own;
