@@ -76,8 +76,8 @@ func TestConfigFileAsRedis(t *testing.T) {
 
 // TestRequirepassKeptAsRedisKeepsIt: requirepass is a setting like any
 // other, kept in plain text: CONFIG GET shows it and CONFIG REWRITE
-// writes it, as redis-server does (README says so); only the ACL shows
-// the default user's password as its SHA-256.
+// writes it, as redis-server does (docs/operations.md says so); only the
+// ACL shows the default user's password as its SHA-256.
 func TestRequirepassKeptAsRedisKeepsIt(t *testing.T) {
 	const pass = "pa ss"
 	sum := sha256.Sum256([]byte(pass))
