@@ -2,7 +2,7 @@
 # an unprivileged user. It listens on every interface, so it needs a
 # password: LIMITKV_REQUIREPASS, LIMITKV_REQUIREPASS_FILE (a secret) or a
 # mounted config with requirepass. Without one, protected mode refuses every
-# client from outside the container (see README, "Docker").
+# client from outside the container (see docs/operations.md, "Docker").
 FROM golang:1.26-bookworm AS build
 WORKDIR /src
 COPY go.mod go.sum ./

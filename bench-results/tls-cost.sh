@@ -26,7 +26,7 @@ trap cleanup EXIT
 
 go build -o "$work/limitkv" ./cmd/limitkv
 
-# A test CA and a server certificate, as the README shows.
+# A test CA and a server certificate, as docs/operations.md's TLS section shows.
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 \
   -subj "/CN=limitkv bench CA" -keyout "$work/ca.key" -out "$work/ca.crt" 2>/dev/null
 openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \

@@ -2,14 +2,14 @@ package commands
 
 import "strings"
 
-// The commands of Redis 7.0 that limitkv does not implement (see the
-// README) keep their place in ACL rules, as in Redis: a rule may name
-// them (-monitor, +cluster|info) and their categories hold them, so that
-// users written for Redis load, and their rules read back (ACL GETUSER,
-// ACL LIST, ACL SAVE) as Redis writes them: "+@all -@stream" stays so,
-// though limitkv has no stream command. ACL CAT lists them. Dispatch,
-// COMMAND and the reference never see them: a client that sends one is
-// told it is unknown.
+// The commands of Redis 7.0 that limitkv does not implement (see
+// docs/differences.md) keep their place in ACL rules, as in Redis: a rule
+// may name them (-monitor, +cluster|info) and their categories hold them,
+// so that users written for Redis load, and their rules read back (ACL
+// GETUSER, ACL LIST, ACL SAVE) as Redis writes them: "+@all -@stream"
+// stays so, though limitkv has no stream command. ACL CAT lists them.
+// Dispatch, COMMAND and the reference never see them: a client that sends
+// one is told it is unknown.
 
 // absentCommands are those commands with their ACL categories, as Redis
 // 7.0's COMMAND INFO gives them; a subcommand follows its container.

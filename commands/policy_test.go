@@ -500,7 +500,11 @@ func TestPolicyFile(t *testing.T) {
 // RL.POLICY SET lines, '#' comments or blank is a policies file.
 func TestPolicyFileDocExamples(t *testing.T) {
 	found := 0
-	for _, doc := range []string{"../docs/commands.md", "../README.md"} {
+	docs, err := filepath.Glob("../docs/*.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, doc := range append([]string{"../README.md"}, docs...) {
 		text, err := os.ReadFile(doc)
 		if err != nil {
 			t.Fatal(err)

@@ -13,15 +13,15 @@ package commands
 // From the rows and the data come dispatch, the arity check, COMMAND and
 // its subcommands (COMMAND DOCS is where redis-cli finds its hints), the
 // legacy key range and movablekeys flag (from the key specs) and the full
-// ACL categories (from the flags), and README.md's command list
-// (CommandList; TestReadmeCommandList). docs/commands.md is written by hand.
+// ACL categories (from the flags), and docs/command-list.md's command list
+// (CommandList; TestDocsCommandList). docs/commands.md is written by hand.
 //
 // To add a command: one row here plus its entry in commands/docs/<family>.json.
 // Then record the new replies with
 //
-//	go test ./commands -run 'TestCommandGolden|TestReadmeCommandList' -update
+//	go test ./commands -run 'TestCommandGolden|TestDocsCommandList' -update
 //
-// README.md's "Adding a command" has every step, tests included.
+// docs/architecture.md's "Adding a command" has every step, tests included.
 func commandTable() []*Spec {
 	return []*Spec{
 		// Rate limiting (ratelimit.go, docs/ratelimit.json), limitkv's own;

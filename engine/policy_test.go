@@ -13,8 +13,8 @@ import (
 // pushes past its memory limit: how many of the regular clients' requests
 // found their window's count forgotten, and how many requests that
 // forgetting forgave (the count lost, which the client may spend again).
-// It backs the README's recommendation (allkeys-lfu); the figures are
-// logged (go test ./engine -run RateLimitPolicies -v).
+// It backs the recommendation of docs/operations.md (allkeys-lfu); the
+// figures are logged (go test ./engine -run RateLimitPolicies -v).
 func TestRateLimitPolicies(t *testing.T) {
 	if testing.Short() {
 		t.Skip("simulates a flood under each policy")
@@ -41,9 +41,9 @@ func TestRateLimitPolicies(t *testing.T) {
 	}
 	// allkeys-lfu keeps the regular clients' state whatever the windows:
 	// one-shot flood keys never rise above a new key's counter. That is
-	// the README's recommendation. volatile-ttl matches it only when the
-	// flood's windows are shorter; with equal windows it is no better than
-	// random (every key of a window expires at its end).
+	// the recommendation of docs/operations.md. volatile-ttl matches it
+	// only when the flood's windows are shorter; with equal windows it is
+	// no better than random (every key of a window expires at its end).
 	for _, sc := range scenarios {
 		f := forgiven[sc.name]
 		if f[AllKeysLFU] > 0.10 || f[AllKeysLFU] > f[AllKeysLRU]/4 || f[AllKeysLFU] > f[AllKeysRandom]/4 {

@@ -119,10 +119,12 @@ func TestDashboard(t *testing.T) {
 	}
 }
 
-// TestReadmeNamesEveryLabelValue: the README's metrics table names every
-// command and decision the rate-limit counters are labelled with.
-func TestReadmeNamesEveryLabelValue(t *testing.T) {
-	data, err := os.ReadFile("../README.md")
+// TestDocsNameEveryLabelValue: the metrics table of docs/operations.md
+// names every command and decision the rate-limit counters are labelled
+// with.
+func TestDocsNameEveryLabelValue(t *testing.T) {
+	const doc = "../docs/operations.md"
+	data, err := os.ReadFile(doc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +153,7 @@ func TestReadmeNamesEveryLabelValue(t *testing.T) {
 		}
 		row, ok := rows[f.GetName()]
 		if !ok {
-			t.Errorf("README's metrics table has no row for %s", f.GetName())
+			t.Errorf("%s's metrics table has no row for %s", doc, f.GetName())
 			continue
 		}
 		for _, m := range f.GetMetric() {
@@ -164,7 +166,7 @@ func TestReadmeNamesEveryLabelValue(t *testing.T) {
 				}
 				checked[f.GetName()+l.GetValue()] = true
 				if !strings.Contains(row, "`"+l.GetValue()+"`") {
-					t.Errorf("README's row for %s does not name %s `%s`:\n%s", f.GetName(), l.GetName(), l.GetValue(), row)
+					t.Errorf("%s's row for %s does not name %s `%s`:\n%s", doc, f.GetName(), l.GetName(), l.GetValue(), row)
 				}
 			}
 		}

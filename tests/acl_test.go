@@ -52,8 +52,8 @@ func TestACLFileSaveLoad(t *testing.T) {
 		{app, []string{"RL.SLIDE", "rl:user:1", "10", "1m"}, "[:1, :10, :9, :-1, :60000]"},
 		{app, []string{"RL.SLIDE", "user:1", "10", "1m"}, "-NOPERM this user has no permissions to access one of the keys used as arguments"},
 		{app, []string{"GET", "rl:user:1"}, "-NOPERM this user has no permissions to run the 'get' command"},
-		// README's application user decides and reads policies, but
-		// neither redefines them nor sees every client's keys.
+		// The application user of docs/operations.md decides and reads
+		// policies, but neither redefines them nor sees every client's keys.
 		{admin, []string{"RL.POLICY", "SET", "api", "SLIDE", "2", "1m"}, "+OK"},
 		{app, []string{"RL.CHECK", "api", "rl:user:2"}, "[:1, :2, :1, :-1, :60000]"},
 		{app, []string{"RL.POLICY", "GET", "api"}, `["SLIDE", "2", "1m"]`},

@@ -20,7 +20,7 @@ func TestConfigFileAsRedis(t *testing.T) {
 	inc := filepath.Join(dir, "inc.conf")
 	os.WriteFile(inc, []byte("maxclients 77\nsave 60 5\n"), 0o644)
 	// An include, then no more save lines: after an include Redis 7.0
-	// replaces save lines instead of adding them (see README).
+	// replaces save lines instead of adding them (see docs/differences.md).
 	withInclude := filepath.Join(dir, "include.conf")
 	os.WriteFile(withInclude, []byte("save 900 1\nsave 300 10\ninclude "+inc+"\n"), 0o644)
 	plain := filepath.Join(dir, "plain.conf")
@@ -76,8 +76,8 @@ func TestConfigFileAsRedis(t *testing.T) {
 
 // TestRequirepassKeptAsRedisKeepsIt: requirepass is a setting like any
 // other, kept in plain text: CONFIG GET shows it and CONFIG REWRITE
-// writes it, as redis-server does (README says so); only the ACL shows
-// the default user's password as its SHA-256.
+// writes it, as redis-server does (docs/operations.md says so); only the
+// ACL shows the default user's password as its SHA-256.
 func TestRequirepassKeptAsRedisKeepsIt(t *testing.T) {
 	const pass = "pa ss"
 	sum := sha256.Sum256([]byte(pass))

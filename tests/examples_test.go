@@ -5,8 +5,9 @@ import (
 	"testing"
 )
 
-// The README's high-availability example starts real processes and runs
-// until Ctrl-C, so it is run by hand; here it must at least parse.
+// The high-availability example of docs/operations.md starts real
+// processes and runs until Ctrl-C, so it is run by hand; here it must at
+// least parse.
 func TestHAScriptParses(t *testing.T) {
 	bash, err := exec.LookPath("bash")
 	if err != nil {

@@ -228,8 +228,8 @@ func redisCLIPath(t *testing.T) string {
 	return p
 }
 
-// TestTLSRedisCLI talks to the TLS port with redis-cli --tls, as the
-// README shows.
+// TestTLSRedisCLI talks to the TLS port with redis-cli --tls, as
+// docs/operations.md's TLS section shows.
 func TestTLSRedisCLI(t *testing.T) {
 	cli := redisCLIPath(t)
 	f := newTLSFiles(t)

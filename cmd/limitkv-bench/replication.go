@@ -18,7 +18,7 @@ import (
 	"github.com/limitkv/limitkv/resp"
 )
 
-// The replication scenario (issue 13), run alone by -replication: how far
+// The replication scenario, run alone by -replication: how far
 // behind two replicas are under a steady write load, what replicas cost
 // their master, how long a full sync of a large keyspace takes and what it
 // does to the master's latency, and what a failover under redis-sentinel

@@ -147,8 +147,9 @@ func TestJoinMultiWordFlags(t *testing.T) {
 }
 
 // TestReadmeGettingStarted: the README says which Go builds limitkv (the
-// version go.mod asks for), how to get the binary, and every flag it hands
-// to limitkv is one limitkv takes.
+// version go.mod asks for), how to get the binary, and every flag it and
+// the other pages (CONTRIBUTING.md, docs/*.md) hand to limitkv is one
+// limitkv takes.
 func TestReadmeGettingStarted(t *testing.T) {
 	readme, err := os.ReadFile("../../README.md")
 	if err != nil {
@@ -175,17 +176,32 @@ func TestReadmeGettingStarted(t *testing.T) {
 	for _, p := range commands.NewConfig().Params() {
 		known[p.Name] = true
 	}
-	flagRe := regexp.MustCompile(`--([a-z][a-z-]*)`)
-	for _, line := range strings.Split(string(readme), "\n") {
-		_, after, ok := strings.Cut(line, "limitkv ")
-		if !ok || !strings.Contains(after, "--") {
-			continue
+	pages, err := filepath.Glob("../../docs/*.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pages = append(pages, "../../CONTRIBUTING.md")
+	texts := map[string]string{"README.md": string(readme)}
+	for _, p := range pages {
+		b, err := os.ReadFile(p)
+		if err != nil && !os.IsNotExist(err) {
+			t.Fatal(err)
 		}
-		cmd, _, _ := strings.Cut(after, "#") // a shell comment after it
-		cmd, _, _ = strings.Cut(cmd, "`")    // the end of inline code
-		for _, f := range flagRe.FindAllStringSubmatch(cmd, -1) {
-			if !known[f[1]] {
-				t.Errorf("the README runs limitkv with --%s, which it does not take: %s", f[1], line)
+		texts[strings.TrimPrefix(p, "../../")] = string(b)
+	}
+	flagRe := regexp.MustCompile(`--([a-z][a-z-]*)`)
+	for page, text := range texts {
+		for _, line := range strings.Split(text, "\n") {
+			_, after, ok := strings.Cut(line, "limitkv ")
+			if !ok || !strings.Contains(after, "--") {
+				continue
+			}
+			cmd, _, _ := strings.Cut(after, "#") // a shell comment after it
+			cmd, _, _ = strings.Cut(cmd, "`")    // the end of inline code
+			for _, f := range flagRe.FindAllStringSubmatch(cmd, -1) {
+				if !known[f[1]] {
+					t.Errorf("%s runs limitkv with --%s, which it does not take: %s", page, f[1], line)
+				}
 			}
 		}
 	}
