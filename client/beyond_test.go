@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/limitkv/limitkv/internal/testserver"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -210,7 +211,7 @@ func TestPolicies(t *testing.T) {
 func TestTop(t *testing.T) {
 	ctx := context.Background()
 	for _, proto := range []int{2, 3} {
-		trackSources()
+		testserver.TrackSources()
 		rdb := redis.NewClient(&redis.Options{Addr: serverAddr, Protocol: proto})
 		defer rdb.Close()
 		c := New(rdb)

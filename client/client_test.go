@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/limitkv/limitkv/internal/testserver"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -316,7 +317,7 @@ func TestServerErrors(t *testing.T) {
 // have: the universal constructor's and a ring's (which routes each
 // command by its key, found through limitkv's COMMAND key specs).
 func TestClientKinds(t *testing.T) {
-	trackSources()
+	testserver.TrackSources()
 	ctx := context.Background()
 	uni := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{serverAddr}})
 	defer uni.Close()

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/limitkv/limitkv/internal/testserver"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -246,7 +247,7 @@ func TestMiddlewareKeys(t *testing.T) {
 // TestMiddlewareFailure: limitkv down or answering an error goes to
 // OnError, then through (fail open, the default) or 503 (FailClosed).
 func TestMiddlewareFailure(t *testing.T) {
-	port, err := freePort()
+	port, err := testserver.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,27 +1,21 @@
 package client
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"fmt"
-	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
-	"time"
 
+	"github.com/limitkv/limitkv/internal/testserver"
 	"github.com/redis/go-redis/v9"
 )
 
 // The tests run against a real limitkv: TestMain builds ./cmd/limitkv once
-// into a temporary directory and starts it on a free loopback port without
-// persistence; every test uses keys of its own.
+// and starts it on a free loopback port without persistence; every test
+// uses keys of its own.
 var serverAddr string
 
 func TestMain(m *testing.M) {
@@ -29,103 +23,27 @@ func TestMain(m *testing.M) {
 }
 
 func runTests(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "limitkv-client-")
+	bin, remove, err := testserver.BuildTemp()
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	bin := filepath.Join(dir, "limitkv")
-	build := exec.Command("go", "build", "-o", bin, "../cmd/limitkv")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "building limitkv:", err)
 		return 1
 	}
-	port, err := freePort()
+	defer remove()
+	port, err := testserver.FreePort()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	serverAddr = "127.0.0.1:" + strconv.Itoa(port)
-	var log bytes.Buffer
-	srv := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
-		"--dir", filepath.Join(dir, "data"), "--persistence", "no")
-	srv.Stdout, srv.Stderr = &log, &log
-	if err := srv.Start(); err != nil {
-		fmt.Fprintln(os.Stderr, "starting limitkv:", err)
-		return 1
-	}
-	exited := make(chan struct{})
-	go func() { srv.Wait(); close(exited) }()
-	defer func() {
-		// Stopped by its pid, as any process we started.
-		srv.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(10 * time.Second):
-			srv.Process.Kill()
-			<-exited
-		}
-	}()
-	if err := waitReady(serverAddr, exited); err != nil {
-		fmt.Fprintf(os.Stderr, "%v\n%s", err, log.String())
-		return 1
-	}
-	return m.Run()
-}
-
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	dir := filepath.Join(filepath.Dir(bin), "data")
+	srv, err := testserver.Start(testserver.Spec{Kind: testserver.Limitkv, Bin: bin, Addr: testserver.Addr(port), Dir: dir,
+		Args: testserver.LimitkvArgs(port, dir, "--bind", "127.0.0.1", "--persistence", "no")})
 	if err != nil {
-		return 0, err
+		fmt.Fprintln(os.Stderr, err)
+		return 1
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
-}
-
-func waitReady(addr string, exited <-chan struct{}) error {
-	deadline := time.Now().Add(15 * time.Second)
-	for time.Now().Before(deadline) {
-		select {
-		case <-exited:
-			return fmt.Errorf("limitkv exited at start-up")
-		default:
-		}
-		if c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond); err == nil {
-			c.SetDeadline(time.Now().Add(2 * time.Second))
-			c.Write([]byte("*1\r\n$4\r\nPING\r\n"))
-			line, _ := bufio.NewReader(c).ReadString('\n')
-			c.Close()
-			if strings.HasPrefix(line, "+PONG") {
-				return nil
-			}
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	return fmt.Errorf("limitkv at %s not ready", addr)
-}
-
-// trackSources stats the server's sources so that go test's cache, which
-// sees the files a test opens but not what TestMain built, treats a change
-// of the server as a change of these tests' inputs.
-var trackOnce sync.Once
-
-func trackSources() {
-	trackOnce.Do(func() {
-		filepath.WalkDir("..", func(path string, d os.DirEntry, err error) error {
-			if err != nil {
-				return nil
-			}
-			if d.IsDir() && path != ".." && (strings.HasPrefix(d.Name(), ".") || d.Name() == "tests" || d.Name() == "client") {
-				return filepath.SkipDir
-			}
-			if !d.IsDir() && (strings.HasSuffix(path, ".go") || d.Name() == "go.mod" || d.Name() == "go.sum") {
-				os.Stat(path)
-			}
-			return nil
-		})
-	})
+	defer srv.Stop()
+	serverAddr = srv.Addr
+	return m.Run()
 }
 
 // recorder is a go-redis hook that keeps every command and its raw reply,
@@ -173,7 +91,7 @@ func (r *recorder) last(t testing.TB) call {
 // command.
 func newClient(t testing.TB, rec *recorder) (*Client, *redis.Client) {
 	t.Helper()
-	trackSources()
+	testserver.TrackSources()
 	rdb := redis.NewClient(&redis.Options{Addr: serverAddr})
 	t.Cleanup(func() { rdb.Close() })
 	if rec != nil {

@@ -40,8 +40,8 @@ func TestACLFileSaveLoad(t *testing.T) {
 	aclfile := filepath.Join(dir, "users.acl")
 	os.WriteFile(aclfile, []byte("user app on >app-secret ~rl:* -@all +@ratelimit -@admin +ping\n\nuser default on nopass ~* &* +@all\n"), 0o600)
 	s := startLimitkv(t, "--aclfile", aclfile)
-	admin := dialRaw(t, s.addr)
-	app := dialRaw(t, s.addr)
+	admin := dialRaw(t, s.Addr)
+	app := dialRaw(t, s.Addr)
 	for _, tc := range []struct {
 		c    *rawConn
 		args []string
@@ -88,13 +88,13 @@ func TestACLFileSaveLoad(t *testing.T) {
 	}
 
 	// A restart reads the saved file back to the same users.
-	s.stop()
+	s.Stop()
 	s = startLimitkv(t, "--aclfile", aclfile)
-	admin = dialRaw(t, s.addr)
+	admin = dialRaw(t, s.Addr)
 	if got := admin.do("ACL", "LIST").String(); got != list.String() {
 		t.Fatalf("after a restart ACL LIST is\n%s\nwas\n%s", got, list)
 	}
-	app = dialRaw(t, s.addr)
+	app = dialRaw(t, s.Addr)
 	if got := app.do("AUTH", "app", "app-secret").String(); got != "+OK" {
 		t.Fatalf("AUTH app after restart: %s", got)
 	}
@@ -130,7 +130,7 @@ func TestACLFileSaveLoad(t *testing.T) {
 	if got := admin.do("ACL", "GETUSER", "default").String(); !strings.Contains(got, `"commands", "+@all"`) {
 		t.Fatalf("default user after LOAD: %s", got)
 	}
-	app = dialRaw(t, s.addr)
+	app = dialRaw(t, s.Addr)
 	if got := app.do("AUTH", "app", "new-secret").String(); got != "+OK" {
 		t.Fatalf("AUTH with the loaded password: %s", got)
 	}
@@ -177,7 +177,7 @@ func TestACLConfigUsers(t *testing.T) {
 	conf := filepath.Join(dir, "limitkv.conf")
 	os.WriteFile(conf, []byte("requirepass ignored\nuser default on >admin-pw ~* &* +@all\nuser app on >app-pw ~rl:* -@all +@ratelimit\n"), 0o644)
 	s := startLimitkv(t, "--config", conf)
-	c := dialRaw(t, s.addr)
+	c := dialRaw(t, s.Addr)
 	if got := c.do("AUTH", "ignored").String(); !strings.HasPrefix(got, "-WRONGPASS") {
 		t.Fatalf("requirepass won over the user line: %s", got)
 	}
@@ -196,9 +196,9 @@ func TestACLConfigUsers(t *testing.T) {
 	if strings.Contains(string(data), "app-pw") || !strings.Contains(string(data), "user app on #"+sha256Hex("app-pw")+" ~rl:* resetchannels -@all +@ratelimit +ping\n") {
 		t.Fatalf("CONFIG REWRITE wrote:\n%s", data)
 	}
-	s.stop()
+	s.Stop()
 	s = startLimitkv(t, "--config", conf)
-	c = dialRaw(t, s.addr)
+	c = dialRaw(t, s.Addr)
 	c.do("AUTH", "admin-pw")
 	if got := c.do("ACL", "LIST").String(); got != strings.Replace(list, "+@ratelimit", "+@ratelimit +ping", 1) {
 		t.Fatalf("users after CONFIG REWRITE and a restart:\n%s\nwant\n%s", got, list)
@@ -210,14 +210,14 @@ func TestACLConfigUsers(t *testing.T) {
 // clients already authenticated stay so.
 func TestRequirepassIsTheDefaultUsersPassword(t *testing.T) {
 	s := startLimitkv(t)
-	c := dialRaw(t, s.addr)
+	c := dialRaw(t, s.Addr)
 	if got := c.do("CONFIG", "SET", "requirepass", "s3cret").String(); got != "+OK" {
 		t.Fatal(got)
 	}
 	if got := c.do("ACL", "LIST").String(); got != `["user default on #`+sha256Hex("s3cret")+` ~* &* +@all"]` {
 		t.Fatalf("ACL LIST: %s", got)
 	}
-	c2 := dialRaw(t, s.addr)
+	c2 := dialRaw(t, s.Addr)
 	if got := c2.do("GET", "k").String(); got != "-NOAUTH Authentication required." {
 		t.Fatalf("new client: %s", got)
 	}
@@ -239,9 +239,9 @@ func TestRequirepassIsTheDefaultUsersPassword(t *testing.T) {
 // turning it off does not (as in Redis), but it can no longer log in.
 func TestACLDelUserDisconnects(t *testing.T) {
 	s := startLimitkv(t)
-	admin := dialRaw(t, s.addr)
+	admin := dialRaw(t, s.Addr)
 	admin.do("ACL", "SETUSER", "u", "on", ">pw", "+@all", "~*")
-	u1, u2 := dialRaw(t, s.addr), dialRaw(t, s.addr)
+	u1, u2 := dialRaw(t, s.Addr), dialRaw(t, s.Addr)
 	for _, c := range []*rawConn{u1, u2} {
 		if got := c.do("AUTH", "u", "pw").String(); got != "+OK" {
 			t.Fatal(got)
@@ -254,7 +254,7 @@ func TestACLDelUserDisconnects(t *testing.T) {
 	if got := u1.do("PING").String(); got != "+PONG" {
 		t.Fatalf("an off user's client: %s", got)
 	}
-	if got := dialRaw(t, s.addr).do("AUTH", "u", "pw").String(); !strings.HasPrefix(got, "-WRONGPASS") {
+	if got := dialRaw(t, s.Addr).do("AUTH", "u", "pw").String(); !strings.HasPrefix(got, "-WRONGPASS") {
 		t.Fatalf("AUTH as an off user: %s", got)
 	}
 	if got := admin.do("ACL", "DELUSER", "u").String(); got != ":1" {
@@ -274,7 +274,7 @@ func TestACLDelUserDisconnects(t *testing.T) {
 func TestACLCatMatchesRedis(t *testing.T) {
 	redisSrv := startRedis(t)
 	kv := startLimitkv(t)
-	r, k := dialRaw(t, redisSrv.addr), dialRaw(t, kv.addr)
+	r, k := dialRaw(t, redisSrv.Addr), dialRaw(t, kv.Addr)
 	names := func(c *rawConn, args ...string) []string {
 		var out []string
 		for _, e := range c.do(args...).Elems {
@@ -315,9 +315,9 @@ func TestACLCatMatchesRedis(t *testing.T) {
 // it; channels still allowed keep their subscribers.
 func TestACLRevokedChannelsDisconnect(t *testing.T) {
 	s := startLimitkv(t)
-	admin := dialRaw(t, s.addr)
+	admin := dialRaw(t, s.Addr)
 	admin.do("ACL", "SETUSER", "u", "on", ">pw", "+@all", "&news.*", "&alerts")
-	news, alerts, pat := dialRaw(t, s.addr), dialRaw(t, s.addr), dialRaw(t, s.addr)
+	news, alerts, pat := dialRaw(t, s.Addr), dialRaw(t, s.Addr), dialRaw(t, s.Addr)
 	for _, c := range []*rawConn{news, alerts, pat} {
 		if got := c.do("AUTH", "u", "pw").String(); got != "+OK" {
 			t.Fatal(got)

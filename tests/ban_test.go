@@ -34,7 +34,7 @@ func TestBanAtomicity(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctl.do("DEBUG", "CLOCK", "SET", strconv.FormatInt(banT0, 10))
 			var admitted, retryBan atomic.Int64
-			hammer(t, s.addr, sameBatches(conns, each, tc.args), each, func(v resp.Value) {
+			hammer(t, s.Addr, sameBatches(conns, each, tc.args), each, func(v resp.Value) {
 				d := decision(t, v)
 				if d[3] == -1 {
 					admitted.Add(1)
@@ -110,12 +110,12 @@ func checkBans(t *testing.T, c *rawConn, what string) {
 func TestBanSurvivesRestart(t *testing.T) {
 	dir := t.TempDir()
 	s := startLimitkvIn(t, dir, "--enable-debug-command", "yes", "--snapshot-interval", "1h")
-	c := dialRaw(t, s.addr)
+	c := dialRaw(t, s.Addr)
 	c.do("DEBUG", "CLOCK", "SET", strconv.Itoa(banT0))
 	startBans(t, c)
-	s.stop()
+	s.Stop()
 	s2 := startLimitkvIn(t, dir, "--enable-debug-command", "yes")
-	checkBans(t, dialRaw(t, s2.addr), "after a restart")
+	checkBans(t, dialRaw(t, s2.Addr), "after a restart")
 }
 
 // TestBanReplicated: a replica holds the bans its master started; promoted,
@@ -123,11 +123,11 @@ func TestBanSurvivesRestart(t *testing.T) {
 func TestBanReplicated(t *testing.T) {
 	ctx := context.Background()
 	m := startMaster(t, "--persistence", "no")
-	mraw := dialRaw(t, m.addr)
+	mraw := dialRaw(t, m.Addr)
 	mraw.do("DEBUG", "CLOCK", "SET", strconv.Itoa(banT0))
 	startBans(t, mraw)
 	r := startReplicaOf(t, m, "", "--persistence", "no")
-	mc, rc := goRedis(t, m.addr, 2), goRedis(t, r.addr, 2)
+	mc, rc := goRedis(t, m.Addr, 2), goRedis(t, r.Addr, 2)
 	waitInSync(t, mc, rc)
 	sameKeyspace(t, mc, rc)
 	// A ban started while the replica is connected reaches it too.
@@ -138,7 +138,7 @@ func TestBanReplicated(t *testing.T) {
 	if err := rc.Do(ctx, "REPLICAOF", "NO", "ONE").Err(); err != nil {
 		t.Fatal(err)
 	}
-	rraw := dialRaw(t, r.addr)
+	rraw := dialRaw(t, r.Addr)
 	checkBans(t, rraw, "on the promoted replica")
 	rraw.do("DEBUG", "CLOCK", "SET", strconv.Itoa(banT0+3_599_999))
 	if d := decision(t, rraw.do("RL.FIXED", "ban-late", "1", "1m")); d[0] != 0 || d[3] != 1 {

@@ -20,6 +20,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/limitkv/limitkv/internal/testserver"
 	"github.com/limitkv/limitkv/resp"
 )
 
@@ -40,7 +41,7 @@ func TestGoRedis(t *testing.T) {
 	ctx := context.Background()
 	for _, proto := range []int{2, 3} {
 		t.Run(fmt.Sprintf("RESP%d", proto), func(t *testing.T) {
-			c := goRedis(t, s.addr, proto)
+			c := goRedis(t, s.Addr, proto)
 			if err := c.FlushAll(ctx).Err(); err != nil {
 				t.Fatal(err)
 			}
@@ -136,7 +137,7 @@ func TestGoRedis(t *testing.T) {
 // panic and take the process down: a bulk length of 2^63-1.
 func TestOverflowFrame(t *testing.T) {
 	s := startLimitkv(t)
-	neighbour := dialRaw(t, s.addr)
+	neighbour := dialRaw(t, s.Addr)
 	if v := neighbour.do("SET", "k", "v"); v.String() != "+OK" {
 		t.Fatal(v)
 	}
@@ -147,15 +148,15 @@ func TestOverflowFrame(t *testing.T) {
 		"*1\r\n$-9223372036854775808\r\nabc\r\n",
 		"*1\r\n$99999999999999999999999\r\nabc\r\n",
 	} {
-		c := dialRaw(t, s.addr)
+		c := dialRaw(t, s.Addr)
 		c.send([]byte(frame))
 		got := c.readAll()
 		if !strings.HasPrefix(got, "-ERR Protocol error: invalid") {
 			t.Errorf("frame %q: reply %q", frame, got)
 		}
 	}
-	if s.exited() {
-		t.Fatalf("server died:\n%s", s.log.String())
+	if s.Exited() {
+		t.Fatalf("server died:\n%s", s.Output())
 	}
 	if v := neighbour.do("GET", "k"); v.String() != `"v"` {
 		t.Fatalf("neighbour connection disturbed: %s", v)
@@ -179,14 +180,14 @@ func TestProtocolLimits(t *testing.T) {
 		{"PING\r\n*1\r\n$x\r\n", "+PONG\r\n-ERR Protocol error: invalid bulk length\r\n"},
 	}
 	for _, tc := range cases {
-		c := dialRaw(t, s.addr)
+		c := dialRaw(t, s.Addr)
 		c.send([]byte(tc.send))
 		if got := c.readAll(); got != tc.want {
 			t.Errorf("send %.40q: got %q, want %q", tc.send, got, tc.want)
 		}
 	}
 	// Inline commands, empty requests and pipelines still work.
-	c := dialRaw(t, s.addr)
+	c := dialRaw(t, s.Addr)
 	c.send([]byte("\r\n*0\r\n*-1\r\nset \"a b\" 'c d'\r\nGET \"a b\"\r\nECHO \"\\x41\\n\"\r\n"))
 	for _, want := range []string{`+OK`, `"c d"`, `"A\n"`} {
 		if got := c.read().String(); got != want {
@@ -199,10 +200,10 @@ func TestProtocolLimits(t *testing.T) {
 // then stops: the server must not allocate for what was announced.
 func TestHugeArgumentsBounded(t *testing.T) {
 	s := startLimitkv(t)
-	c := dialRaw(t, s.addr)
+	c := dialRaw(t, s.Addr)
 	c.send([]byte("*1000000\r\n$3\r\nSET\r\n"))
 	time.Sleep(100 * time.Millisecond)
-	other := dialRaw(t, s.addr)
+	other := dialRaw(t, s.Addr)
 	if v := other.do("PING"); v.String() != "+PONG" {
 		t.Fatal(v)
 	}
@@ -213,7 +214,7 @@ func TestHugeArgumentsBounded(t *testing.T) {
 }
 
 func serverRSS(t testing.TB, s *server) int64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/statm", s.cmd.Process.Pid))
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/statm", s.Cmd.Process.Pid))
 	if err != nil {
 		t.Skip("no /proc")
 	}
@@ -224,7 +225,7 @@ func serverRSS(t testing.TB, s *server) int64 {
 
 func TestAuth(t *testing.T) {
 	s := startLimitkv(t, "--requirepass", "s3cret")
-	c := dialRaw(t, s.addr)
+	c := dialRaw(t, s.Addr)
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -245,18 +246,18 @@ func TestAuth(t *testing.T) {
 		}
 	}
 	// Before AUTH, large requests are refused as in Redis.
-	c2 := dialRaw(t, s.addr)
+	c2 := dialRaw(t, s.Addr)
 	c2.send([]byte("*11\r\n"))
 	if got := c2.readAll(); got != "-ERR Protocol error: unauthenticated multibulk length\r\n" {
 		t.Errorf("unauthenticated multibulk: %q", got)
 	}
 	// HELLO with AUTH, and go-redis with a password.
 	ctx := context.Background()
-	rc := goRedis(t, s.addr, 3, func(o *redis.Options) { o.Password = "s3cret" })
+	rc := goRedis(t, s.Addr, 3, func(o *redis.Options) { o.Password = "s3cret" })
 	if v, err := rc.Get(ctx, "k").Result(); err != nil || v != "v" {
 		t.Fatalf("go-redis with password: %q %v", v, err)
 	}
-	bad := goRedis(t, s.addr, 3, func(o *redis.Options) { o.Password = "nope" })
+	bad := goRedis(t, s.Addr, 3, func(o *redis.Options) { o.Password = "nope" })
 	if err := bad.Ping(ctx).Err(); err == nil || !strings.Contains(err.Error(), "WRONGPASS") {
 		t.Fatalf("wrong password: %v", err)
 	}
@@ -268,7 +269,7 @@ func TestMaxClients(t *testing.T) {
 	// has seen it close: dial until both clients are admitted.
 	admitted := func() *rawConn {
 		for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-			c := dialRaw(t, s.addr)
+			c := dialRaw(t, s.Addr)
 			if v := c.do("PING"); v.String() == "+PONG" {
 				return c
 			}
@@ -278,7 +279,7 @@ func TestMaxClients(t *testing.T) {
 		return nil
 	}
 	a, _ := admitted(), admitted()
-	c := dialRaw(t, s.addr)
+	c := dialRaw(t, s.Addr)
 	if got := c.readAll(); got != "-ERR max number of clients reached\r\n" {
 		t.Fatalf("third client: %q", got)
 	}
@@ -303,7 +304,7 @@ func TestAuthGuessersLeave(t *testing.T) {
 	// probe's may still count for a moment).
 	admitted := func() *rawConn {
 		for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-			c := dialRaw(t, s.addr)
+			c := dialRaw(t, s.Addr)
 			if v := c.do("AUTH", "nope"); strings.HasPrefix(v.String(), "-WRONGPASS") {
 				return c
 			}
@@ -319,7 +320,7 @@ func TestAuthGuessersLeave(t *testing.T) {
 	}
 	start := time.Now()
 	for {
-		c := dialRaw(t, s.addr)
+		c := dialRaw(t, s.Addr)
 		v := c.do("AUTH", "s3cret")
 		if v.String() == "+OK" {
 			t.Logf("the right password got in %v after the guessers left", time.Since(start).Round(time.Millisecond))
@@ -341,18 +342,18 @@ func TestAuthGuessersLeave(t *testing.T) {
 		admitted().send(pipe)
 	}
 	time.Sleep(100 * time.Millisecond)
-	s.cmd.Process.Signal(syscall.SIGTERM)
-	code, took := s.waitExit(15 * time.Second)
+	s.Cmd.Process.Signal(syscall.SIGTERM)
+	code, took := waitExit(t, s, 15*time.Second)
 	t.Logf("SIGTERM with 5 guessers connected: exit code %d after %v", code, took.Round(time.Millisecond))
 	// Waiting for them would take their queues' 45 minutes.
 	if code != 0 || took > 10*time.Second {
-		t.Fatalf("SIGTERM with 5 guessers connected: exit code %d after %v:\n%s", code, took, s.log.String())
+		t.Fatalf("SIGTERM with 5 guessers connected: exit code %d after %v:\n%s", code, took, s.Output())
 	}
 }
 
 func TestIdleTimeout(t *testing.T) {
 	s := startLimitkv(t, "--timeout", "1")
-	c := dialRaw(t, s.addr)
+	c := dialRaw(t, s.Addr)
 	c.do("PING")
 	start := time.Now()
 	// Closed by the server (EOF), not by the client's generous deadline;
@@ -366,7 +367,7 @@ func TestIdleTimeout(t *testing.T) {
 
 func TestClientKill(t *testing.T) {
 	s := startLimitkv(t)
-	victim, killer := dialRaw(t, s.addr), dialRaw(t, s.addr)
+	victim, killer := dialRaw(t, s.Addr), dialRaw(t, s.Addr)
 	id := victim.do("CLIENT", "ID").Int
 	victim.do("CLIENT", "SETNAME", "victim")
 	list := killer.do("CLIENT", "LIST").String()
@@ -389,7 +390,7 @@ func TestClientKill(t *testing.T) {
 func TestConcurrentIncr(t *testing.T) {
 	s := startLimitkv(t)
 	ctx := context.Background()
-	c := goRedis(t, s.addr, 2, func(o *redis.Options) { o.PoolSize = 100 })
+	c := goRedis(t, s.Addr, 2, func(o *redis.Options) { o.PoolSize = 100 })
 	const conns, each = 100, 200
 	var wg sync.WaitGroup
 	var errs atomic.Int64
@@ -417,7 +418,7 @@ func TestConcurrentIncr(t *testing.T) {
 // pipeline in flight gets every reply before the connection closes.
 func TestGracefulShutdown(t *testing.T) {
 	s := startLimitkv(t)
-	c := dialRaw(t, s.addr)
+	c := dialRaw(t, s.Addr)
 	var req []byte
 	for i := 0; i < 1000; i++ {
 		req = append(req, "*2\r\n$4\r\nINCR\r\n$1\r\nn\r\n"...)
@@ -428,34 +429,34 @@ func TestGracefulShutdown(t *testing.T) {
 			t.Fatalf("reply %d = %s", i, v)
 		}
 	}
-	other := dialRaw(t, s.addr)
+	other := dialRaw(t, s.Addr)
 	other.send([]byte("*1\r\n$8\r\nSHUTDOWN\r\n"))
 	if got := other.readAll(); got != "" {
 		t.Fatalf("SHUTDOWN replied %q", got)
 	}
 	select {
-	case <-s.done:
+	case <-s.Done:
 	case <-time.After(10 * time.Second):
 		t.Fatal("server did not exit after SHUTDOWN")
 	}
-	if code := s.cmd.ProcessState.ExitCode(); code != 0 {
-		t.Fatalf("exit code %d:\n%s", code, s.log.String())
+	if code := s.Cmd.ProcessState.ExitCode(); code != 0 {
+		t.Fatalf("exit code %d:\n%s", code, s.Output())
 	}
 
 	s2 := startLimitkv(t)
-	idle := dialRaw(t, s2.addr)
+	idle := dialRaw(t, s2.Addr)
 	idle.do("PING")
-	s2.cmd.Process.Signal(syscall.SIGTERM)
+	s2.Cmd.Process.Signal(syscall.SIGTERM)
 	if got := idle.readAll(); got != "" {
 		t.Fatalf("idle client read %q", got)
 	}
 	select {
-	case <-s2.done:
+	case <-s2.Done:
 	case <-time.After(10 * time.Second):
 		t.Fatal("server did not exit after SIGTERM")
 	}
-	if !strings.Contains(s2.log.String(), "limitkv stopped") {
-		t.Fatalf("log:\n%s", s2.log.String())
+	if !strings.Contains(s2.Output(), "limitkv stopped") {
+		t.Fatalf("log:\n%s", s2.Output())
 	}
 }
 
@@ -477,7 +478,7 @@ func TestFlagsAndConfigFile(t *testing.T) {
 	os.WriteFile(conf, []byte("# test config\nmaxclients 77\nrequirepass \"pa ss\"\nhash-max-ziplist-entries 64\n"+
 		"client-output-buffer-limit pubsub 64mb 16mb 30\nclient-output-buffer-limit replica 1gb 256mb 90\n"), 0o644)
 	s := startLimitkv(t, "--config", conf, "--maxclients", "88", "--client-output-buffer-limit", "normal 1gb 512mb 20")
-	c := dialRaw(t, s.addr)
+	c := dialRaw(t, s.Addr)
 	if v := c.do("AUTH", "pa ss"); v.String() != "+OK" {
 		t.Fatal(v)
 	}
@@ -500,9 +501,9 @@ func TestFlagsAndConfigFile(t *testing.T) {
 		t.Fatalf("rewritten config:\n%s", data)
 	}
 	// The rewritten file gives the same limits back.
-	s.stop()
+	s.Stop()
 	s2 := startLimitkv(t, "--config", conf)
-	c2 := dialRaw(t, s2.addr)
+	c2 := dialRaw(t, s2.Addr)
 	c2.do("AUTH", "pa ss")
 	if v := c2.do("CONFIG", "GET", "client-output-buffer-limit"); v.String() != `["client-output-buffer-limit", "normal 1073741824 536870912 20 slave 1073741824 268435456 90 pubsub 67108864 16777216 30"]` {
 		t.Fatalf("client-output-buffer-limit after CONFIG REWRITE: %s\n%s", v, data)
@@ -512,19 +513,13 @@ func TestFlagsAndConfigFile(t *testing.T) {
 // TestRedisCLIHints runs redis-cli interactively under a pseudo-terminal
 // (script(1)) and checks the argument hints it draws from COMMAND DOCS.
 func TestRedisCLIHints(t *testing.T) {
-	cli, err := exec.LookPath("redis-cli")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("redis-cli is required in CI")
-		}
-		t.Skip("redis-cli not installed")
-	}
+	cli := testserver.Require(t, "redis-cli")
 	scriptBin, err := exec.LookPath("script")
 	if err != nil {
 		t.Skip("script(1) not available")
 	}
 	s := startLimitkv(t)
-	host, port, _ := net.SplitHostPort(s.addr)
+	host, port, _ := net.SplitHostPort(s.Addr)
 	cmd := exec.Command(scriptBin, "-qfec", "stty cols 200 rows 50; exec "+cli+" -h "+host+" -p "+port, "/dev/null")
 	cmd.Env = append(os.Environ(), "TERM=xterm", "HOME="+t.TempDir())
 	stdin, _ := cmd.StdinPipe()
@@ -617,17 +612,17 @@ func TestConfigSetPortAndBind(t *testing.T) {
 	}
 	run := func(s *server) []string {
 		var out []string
-		old := dialRaw(t, s.addr)
-		cur := s.addr
+		old := dialRaw(t, s.Addr)
+		cur := s.Addr
 		note := func(reply string) { out = append(out, reply) }
 		port := strconv.Itoa(freePort(t))
 		note(old.str("CONFIG", "SET", "port", port))
 		moved := "127.0.0.1:" + port
 		if !accepts(moved) {
-			t.Errorf("%s: the new port does not accept", s.addr)
+			t.Errorf("%s: the new port does not accept", s.Addr)
 		}
 		if accepts(cur) {
-			t.Errorf("%s: the old port still accepts", s.addr)
+			t.Errorf("%s: the old port still accepts", s.Addr)
 		}
 		cur = moved
 		note(old.str("PING")) // the connection from before stays
@@ -639,7 +634,7 @@ func TestConfigSetPortAndBind(t *testing.T) {
 		note(old.str("CONFIG", "SET", "bind", "127.0.0.1 192.0.2.1"))
 		note(old.str("CONFIG", "GET", "bind"))
 		if !accepts(cur) {
-			t.Errorf("%s: no longer accepts after the refusals", s.addr)
+			t.Errorf("%s: no longer accepts after the refusals", s.Addr)
 		}
 		// Both at once; then every address (the same port on an address
 		// that overlaps); then none.
@@ -649,20 +644,20 @@ func TestConfigSetPortAndBind(t *testing.T) {
 		note(old.str("CONFIG", "SET", "bind", "*"))
 		note(old.str("CONFIG", "GET", "bind"))
 		if !accepts(cur) {
-			t.Errorf("%s: does not accept on every address", s.addr)
+			t.Errorf("%s: does not accept on every address", s.Addr)
 		}
 		note(old.str("CONFIG", "SET", "bind", ""))
 		if accepts(cur) {
-			t.Errorf("%s: accepts with no bind address", s.addr)
+			t.Errorf("%s: accepts with no bind address", s.Addr)
 		}
 		note(old.str("CONFIG", "SET", "bind", "127.0.0.1"))
 		if !accepts(cur) {
-			t.Errorf("%s: does not accept after bind 127.0.0.1", s.addr)
+			t.Errorf("%s: does not accept after bind 127.0.0.1", s.Addr)
 		}
 		// Port 0: no plain listener at all.
 		note(old.str("CONFIG", "SET", "port", "0"))
 		if accepts(cur) {
-			t.Errorf("%s: accepts after port 0", s.addr)
+			t.Errorf("%s: accepts after port 0", s.Addr)
 		}
 		note(old.str("PING"))
 		return out

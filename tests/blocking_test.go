@@ -18,9 +18,9 @@ import (
 func TestReplicationBlockingPops(t *testing.T) {
 	ctx := context.Background()
 	m := startMaster(t, "--persistence", "no")
-	mc := goRedis(t, m.addr, 2)
+	mc := goRedis(t, m.Addr, 2)
 	r := startReplicaOf(t, m, "", "--persistence", "no")
-	rc := goRedis(t, r.addr, 2)
+	rc := goRedis(t, r.Addr, 2)
 	waitInSync(t, mc, rc)
 
 	blocked := func(n int) {
@@ -44,7 +44,7 @@ func TestReplicationBlockingPops(t *testing.T) {
 		{"BLMPOP", "0", "1", "tx", "LEFT", "COUNT", "2"},
 	}
 	for i, cmd := range cmds {
-		c := goRedis(t, m.addr, 2)
+		c := goRedis(t, m.Addr, 2)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -76,7 +76,7 @@ func TestReplicationBlockingPops(t *testing.T) {
 	mc.Do(ctx, "LMPOP", "1", "q", "RIGHT")
 	mc.Do(ctx, "ZMPOP", "1", "z", "MIN")
 	mc.Do(ctx, "BRPOPLPUSH", "src", "q", "0")
-	c := goRedis(t, m.addr, 2)
+	c := goRedis(t, m.Addr, 2)
 	done := make(chan string)
 	go func() {
 		v, _ := c.Do(ctx, "BLPOP", "fromscript", "0").Result()
@@ -96,7 +96,7 @@ func TestReplicationBlockingPops(t *testing.T) {
 	if err := mc.Do(ctx, "CLIENT", "PAUSE", "100000", "WRITE").Err(); err != nil {
 		t.Fatal(err)
 	}
-	w := goRedis(t, m.addr, 2)
+	w := goRedis(t, m.Addr, 2)
 	wrote := make(chan error)
 	go func() { wrote <- w.Set(ctx, "paused", "v", 0).Err() }()
 	blocked(1)

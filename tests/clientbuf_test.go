@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/limitkv/limitkv/internal/testserver"
 	"github.com/limitkv/limitkv/resp"
 )
 
@@ -23,7 +24,7 @@ import (
 // procStatus reads a field of /proc/PID/status in bytes (VmRSS, VmHWM).
 func procStatus(t testing.TB, s *server, field string) int64 {
 	t.Helper()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", s.cmd.Process.Pid))
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", s.Cmd.Process.Pid))
 	if err != nil {
 		t.Skip("no /proc")
 	}
@@ -72,14 +73,14 @@ func clientField(t testing.TB, c *rawConn, id int64, field string) (int64, bool)
 // answered at once.
 func TestPipelinedBigRepliesBounded(t *testing.T) {
 	s := startLimitkv(t, "--persistence", "no")
-	c := dialRaw(t, s.addr)
+	c := dialRaw(t, s.Addr)
 	c.do("SET", "big", strings.Repeat("v", 1<<20))
 	base := procStatus(t, s, "VmRSS")
 	req := bytes.Repeat(resp.AppendCommand(nil, []byte("GET"), []byte("big")), 1000)
 	var ids []int64
 	var wg sync.WaitGroup
 	for i := 0; i < 8; i++ {
-		p := dialRaw(t, s.addr)
+		p := dialRaw(t, s.Addr)
 		ids = append(ids, p.do("CLIENT", "ID").Int)
 		wg.Add(1)
 		go func() {
@@ -100,7 +101,7 @@ func TestPipelinedBigRepliesBounded(t *testing.T) {
 		}
 	}
 	start := time.Now()
-	probe, err := net.DialTimeout("tcp", s.addr, 15*time.Second)
+	probe, err := net.DialTimeout("tcp", s.Addr, 15*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,16 +139,16 @@ func TestPipelinedBigRepliesBounded(t *testing.T) {
 // by limitkv as by redis-server, and Redis's line is logged.
 func TestOutputBufferLimitCloses(t *testing.T) {
 	servers := map[string]*server{"limitkv": startLimitkv(t, "--persistence", "no")}
-	if _, err := os.Stat("/usr/bin/redis-server"); err == nil || os.Getenv("CI") == "true" {
+	if testserver.Available("redis-server") {
 		servers["redis-server"] = startRedis(t)
 	}
 	for name, s := range servers {
-		c := dialRaw(t, s.addr)
+		c := dialRaw(t, s.Addr)
 		if v := c.do("CONFIG", "SET", "client-output-buffer-limit", "normal 1mb 512kb 1"); v.String() != "+OK" {
 			t.Fatalf("%s: CONFIG SET: %s", name, v)
 		}
 		c.do("SET", "v", strings.Repeat("x", 700<<10))
-		victim := dialRaw(t, s.addr)
+		victim := dialRaw(t, s.Addr)
 		id := victim.do("CLIENT", "ID").Int
 		victim.c.(*net.TCPConn).SetReadBuffer(64 << 10)
 		go victim.c.Write(bytes.Repeat(resp.AppendCommand(nil, []byte("GET"), []byte("v")), 200))
@@ -163,7 +164,7 @@ func TestOutputBufferLimitCloses(t *testing.T) {
 		}
 		t.Logf("%s closed the client after %v", name, time.Since(start).Round(10*time.Millisecond))
 		// A client that reads its replies is left alone.
-		reader := dialRaw(t, s.addr)
+		reader := dialRaw(t, s.Addr)
 		for i := 0; i < 5; i++ {
 			if v := reader.do("GET", "v"); len(v.Str) != 700<<10 {
 				t.Fatalf("%s: a reading client got %s", name, v.String()[:20])
@@ -172,9 +173,9 @@ func TestOutputBufferLimitCloses(t *testing.T) {
 		c.do("CONFIG", "SET", "client-output-buffer-limit", "normal 0 0 0")
 	}
 	kv := servers["limitkv"]
-	kv.stop()
-	if !strings.Contains(kv.log.String(), "scheduled to be closed ASAP for overcoming of output buffer limits.") {
-		t.Errorf("no output buffer limit line in the log:\n%s", kv.log.String())
+	kv.Stop()
+	if !strings.Contains(kv.Output(), "scheduled to be closed ASAP for overcoming of output buffer limits.") {
+		t.Errorf("no output buffer limit line in the log:\n%s", kv.Output())
 	}
 }
 
@@ -182,12 +183,12 @@ func TestOutputBufferLimitCloses(t *testing.T) {
 // multiple of it, and the memory goes back after DEL and close.
 func TestBigSetMemory(t *testing.T) {
 	s := startLimitkv(t, "--persistence", "no")
-	c := dialRaw(t, s.addr)
+	c := dialRaw(t, s.Addr)
 	c.do("PING")
 	const n = 256 << 20
 	base := procStatus(t, s, "VmRSS")
 	val := bytes.Repeat([]byte("v"), n)
-	w := dialRaw(t, s.addr)
+	w := dialRaw(t, s.Addr)
 	fmt.Fprintf(w.c, "*3\r\n$3\r\nSET\r\n$3\r\nbig\r\n$%d\r\n", n)
 	w.send(val)
 	w.send([]byte("\r\n"))
@@ -245,7 +246,7 @@ func pidStatus(t testing.TB, pid int, field string) int64 {
 // the value is on disk (it stayed at 1 GB or more).
 func TestBigSetMemoryPersisted(t *testing.T) {
 	s := startLimitkv(t)
-	c := dialRaw(t, s.addr)
+	c := dialRaw(t, s.Addr)
 	c.do("PING")
 	worker := snapshotWorker(t, s)
 	const n = 256 << 20
@@ -257,7 +258,7 @@ func TestBigSetMemoryPersisted(t *testing.T) {
 		}
 	}
 	base, wbase := procStatus(t, s, "VmRSS"), pidStatus(t, worker, "VmRSS")
-	w := dialRaw(t, s.addr)
+	w := dialRaw(t, s.Addr)
 	start := time.Now()
 	fmt.Fprintf(w.c, "*3\r\n$3\r\nSET\r\n$3\r\nbig\r\n$%d\r\n", n)
 	w.send(val)
@@ -320,15 +321,15 @@ func TestBigSetMemoryPersisted(t *testing.T) {
 // served.
 func TestQueryBufferLimitCloses(t *testing.T) {
 	servers := map[string]*server{"limitkv": startLimitkv(t, "--persistence", "no")}
-	if _, err := os.Stat("/usr/bin/redis-server"); err == nil || os.Getenv("CI") == "true" {
+	if testserver.Available("redis-server") {
 		servers["redis-server"] = startRedis(t)
 	}
 	for name, s := range servers {
-		c := dialRaw(t, s.addr)
+		c := dialRaw(t, s.Addr)
 		if v := c.do("CONFIG", "SET", "client-query-buffer-limit", "1mb"); v.String() != "+OK" {
 			t.Fatalf("%s: %s", name, v)
 		}
-		victim := dialRaw(t, s.addr)
+		victim := dialRaw(t, s.Addr)
 		victim.send([]byte("PING\r\n*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$2000000\r\n"))
 		go victim.c.Write(bytes.Repeat([]byte("x"), 2000000))
 		if got := victim.readAll(); got != "+PONG\r\n" {
@@ -339,9 +340,9 @@ func TestQueryBufferLimitCloses(t *testing.T) {
 		}
 	}
 	kv := servers["limitkv"]
-	kv.stop()
-	if !strings.Contains(kv.log.String(), "Closing client that reached max query buffer length: id=") {
-		t.Errorf("no query buffer line in the log:\n%s", kv.log.String())
+	kv.Stop()
+	if !strings.Contains(kv.Output(), "Closing client that reached max query buffer length: id=") {
+		t.Errorf("no query buffer line in the log:\n%s", kv.Output())
 	}
 }
 
@@ -349,8 +350,8 @@ func TestQueryBufferLimitCloses(t *testing.T) {
 // (argv-mem) and a reply waiting for a client that does not read (omem).
 func TestClientListBuffers(t *testing.T) {
 	s := startLimitkv(t, "--persistence", "no")
-	c := dialRaw(t, s.addr)
-	partial := dialRaw(t, s.addr)
+	c := dialRaw(t, s.Addr)
+	partial := dialRaw(t, s.Addr)
 	id := partial.do("CLIENT", "ID").Int
 	partial.send([]byte("*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1000000\r\n" + strings.Repeat("p", 300000)))
 	var argv, qbuf int64
@@ -379,16 +380,16 @@ func TestClientListBuffers(t *testing.T) {
 // evictions, on redis-server and limitkv alike.
 func TestClientEviction(t *testing.T) {
 	for name, s := range map[string]*server{"redis-server": startRedis(t), "limitkv": startLimitkv(t, "--persistence", "no")} {
-		admin := dialRaw(t, s.addr)
+		admin := dialRaw(t, s.Addr)
 		mustDo(t, admin, "+OK", "CLIENT", "NO-EVICT", "ON")
 		mustDo(t, admin, "+OK", "CONFIG", "SET", "maxmemory-clients", "1mb")
 		mustDo(t, admin, `["maxmemory-clients", "1048576"]`, "CONFIG", "GET", "maxmemory-clients")
 		before := infoField(t, admin, "stats", "evicted_clients")
-		victim := dialRaw(t, s.addr)
+		victim := dialRaw(t, s.Addr)
 		mustDo(t, victim, "+PONG", "PING")
 		// A spared client's 3 MB argument takes the clients over the limit:
 		// the other evictable one goes.
-		keeper := dialRaw(t, s.addr)
+		keeper := dialRaw(t, s.Addr)
 		mustDo(t, keeper, "+OK", "CLIENT", "NO-EVICT", "ON")
 		keeper.send([]byte("*2\r\n$4\r\nECHO\r\n$3000000\r\n"))
 		keeper.send(bytes.Repeat([]byte("x"), 3000000-10))

@@ -12,7 +12,7 @@ import "testing"
 func TestCommandInfoMatchesRedis(t *testing.T) {
 	redisSrv := startRedis(t)
 	kv := startLimitkv(t)
-	r, k := dialRaw(t, redisSrv.addr), dialRaw(t, kv.addr)
+	r, k := dialRaw(t, redisSrv.Addr), dialRaw(t, kv.Addr)
 	r.do("HELLO", "3")
 	k.do("HELLO", "3")
 	names := k.do("COMMAND", "LIST")

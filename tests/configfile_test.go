@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/limitkv/limitkv/internal/testserver"
 )
 
 // TestConfigFileAsRedis: the config file named first (limitkv
@@ -30,19 +32,15 @@ func TestConfigFileAsRedis(t *testing.T) {
 		"limitkv": func(conf string, flags ...string) *server {
 			port := freePort(t)
 			args := append([]string{conf, "--port", strconv.Itoa(port), "--dir", t.TempDir()}, flags...)
-			s := &server{t: t, addr: fmt.Sprintf("127.0.0.1:%d", port), args: args}
-			s.start(limitkvBin, args)
-			return s
+			return startProcess(t, testserver.Spec{Kind: testserver.Limitkv, Bin: limitkvBin, Addr: testserver.Addr(port), Args: args})
 		},
 	}
-	if _, err := os.Stat("/usr/bin/redis-server"); err == nil || os.Getenv("CI") == "true" {
+	if testserver.Available("redis-server") {
 		start["redis"] = func(conf string, flags ...string) *server {
 			port := freePort(t)
 			args := append([]string{conf, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--appendonly", "no",
 				"--dir", t.TempDir(), "--daemonize", "no"}, flags...)
-			s := &server{t: t, addr: fmt.Sprintf("127.0.0.1:%d", port), args: args}
-			s.start(redisServerPath(t), args)
-			return s
+			return startProcess(t, testserver.Spec{Kind: testserver.Redis, Bin: redisServerPath(t), Addr: testserver.Addr(port), Args: args})
 		}
 	}
 	for name, start := range start {
@@ -56,7 +54,7 @@ func TestConfigFileAsRedis(t *testing.T) {
 			{plain, []string{"--save", ""}, "", "66"},
 		} {
 			s := start(tc.conf, tc.flags...)
-			c := dialRaw(t, s.addr)
+			c := dialRaw(t, s.Addr)
 			want := fmt.Sprintf(`["save", %q]`, tc.save)
 			if got := c.do("CONFIG", "GET", "save").String(); got != want {
 				t.Errorf("%s %s %q: CONFIG GET save %s, want %s", name, filepath.Base(tc.conf), tc.flags, got, want)
@@ -65,7 +63,7 @@ func TestConfigFileAsRedis(t *testing.T) {
 			if got := c.do("CONFIG", "GET", "maxclients").String(); got != want {
 				t.Errorf("%s %s: CONFIG GET maxclients %s, want %s", name, filepath.Base(tc.conf), got, want)
 			}
-			s.stop()
+			s.Stop()
 		}
 	}
 	// Both a first argument and --config: which one was meant?
@@ -83,7 +81,7 @@ func TestRequirepassKeptAsRedisKeepsIt(t *testing.T) {
 	sum := sha256.Sum256([]byte(pass))
 	hash := "#" + hex.EncodeToString(sum[:])
 	kinds := map[string]string{"limitkv": limitkvBin}
-	if _, err := os.Stat("/usr/bin/redis-server"); err == nil || os.Getenv("CI") == "true" {
+	if testserver.Available("redis-server") {
 		kinds["redis"] = redisServerPath(t)
 	}
 	for name, bin := range kinds {
@@ -91,9 +89,8 @@ func TestRequirepassKeptAsRedisKeepsIt(t *testing.T) {
 		conf := filepath.Join(dir, "server.conf")
 		port := freePort(t)
 		os.WriteFile(conf, []byte(fmt.Sprintf("port %d\nbind 127.0.0.1\ndir %s\nrequirepass %q\n", port, data, pass)), 0o644)
-		s := &server{t: t, addr: fmt.Sprintf("127.0.0.1:%d", port)}
-		s.start(bin, []string{conf})
-		c := dialRaw(t, s.addr)
+		s := startProcess(t, testserver.Spec{Kind: name, Bin: bin, Addr: testserver.Addr(port), Args: []string{conf}})
+		c := dialRaw(t, s.Addr)
 		if v := c.do("AUTH", pass); v.String() != "+OK" {
 			t.Fatalf("%s: AUTH: %s", name, v)
 		}
@@ -110,6 +107,6 @@ func TestRequirepassKeptAsRedisKeepsIt(t *testing.T) {
 		if data, _ := os.ReadFile(conf); !strings.Contains(string(data), `requirepass "pa ss"`) {
 			t.Errorf("%s: the rewritten file lacks the password in plain text:\n%s", name, data)
 		}
-		s.stop()
+		s.Stop()
 	}
 }

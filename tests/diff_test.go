@@ -79,7 +79,7 @@ func TestDifferential(t *testing.T) {
 	total := 0
 	for _, f := range files {
 		t.Run(strings.TrimSuffix(filepath.Base(f), ".txt"), func(t *testing.T) {
-			total += runDiffFile(t, f, redisSrv.addr, kv.addr)
+			total += runDiffFile(t, f, redisSrv.Addr, kv.Addr)
 		})
 	}
 	t.Logf("%d commands compared with redis-server", total)

@@ -8,7 +8,7 @@ import "testing"
 func TestCommandDocsZAlgebraGeo(t *testing.T) {
 	redisSrv := startRedis(t)
 	kv := startLimitkv(t)
-	r, k := dialRaw(t, redisSrv.addr), dialRaw(t, kv.addr)
+	r, k := dialRaw(t, redisSrv.Addr), dialRaw(t, kv.Addr)
 	for _, n := range []string{"zunion", "zinter", "zdiff", "zunionstore", "zinterstore", "zdiffstore", "zintercard", "zrangestore", "zrandmember", "hrandfield", "geoadd", "geopos", "geodist", "geohash", "geosearch", "geosearchstore", "georadius", "georadius_ro", "georadiusbymember", "georadiusbymember_ro"} {
 		w := r.do("COMMAND", "DOCS", n).String()
 		g := k.do("COMMAND", "DOCS", n).String()

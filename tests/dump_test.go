@@ -153,7 +153,7 @@ func (rc *rawConn) value(t *testing.T, read []string) string {
 func TestDumpRestoreWithRedis(t *testing.T) {
 	rs := startRedis(t)
 	kv := startLimitkv(t)
-	r, k := dialRaw(t, rs.addr), dialRaw(t, kv.addr)
+	r, k := dialRaw(t, rs.Addr), dialRaw(t, kv.Addr)
 	for _, c := range dumpCases() {
 		t.Run(c.name, func(t *testing.T) {
 			for _, conn := range []*rawConn{r, k} {
@@ -212,7 +212,7 @@ func TestDumpRestoreWithRedis(t *testing.T) {
 func TestRestoreDamagedChangesNothing(t *testing.T) {
 	rs := startRedis(t)
 	kv := startLimitkv(t)
-	r, k := dialRaw(t, rs.addr), dialRaw(t, kv.addr)
+	r, k := dialRaw(t, rs.Addr), dialRaw(t, kv.Addr)
 	rng := rand.New(rand.NewSource(7))
 	for _, c := range dumpCases()[:20] {
 		r.do("FLUSHALL")

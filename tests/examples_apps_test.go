@@ -266,7 +266,7 @@ const (
 // again every second, so that the tests wait little for a change.
 func exampleEnv(s *server) []string {
 	return []string{
-		"LIMITKV_ADDR=" + s.addr,
+		"LIMITKV_ADDR=" + s.Addr,
 		"SLIDE_LIMIT=" + strconv.Itoa(exampleLimit),
 		"SLIDE_WINDOW=" + strconv.Itoa(exampleWindow),
 		"POLICY_NAME=" + examplePolicy,
@@ -287,7 +287,7 @@ func checkExample(t *testing.T, run exampleRun) {
 	s := startLimitkv(t)
 	app := run.start(t, exampleEnv(s))
 	ctx := context.Background()
-	rdb := goRedis(t, s.addr, 2)
+	rdb := goRedis(t, s.Addr, 2)
 	wantDef := fmt.Sprintf("[SLIDE %d %ds]", examplePolicyLimit, examplePolicyWindow)
 	if def, err := rdb.Do(ctx, "RL.POLICY", "GET", examplePolicy).StringSlice(); err != nil || fmt.Sprint(def) != wantDef {
 		t.Fatalf("on a server with no policy, the app left RL.POLICY GET %s: %v %v, want %s\n%s", examplePolicy, def, err, wantDef, app.log.String())
@@ -380,7 +380,7 @@ func checkExampleCreatesOnce(t *testing.T, run exampleRun) {
 	t.Helper()
 	s := startLimitkv(t)
 	ctx := context.Background()
-	rdb := goRedis(t, s.addr, 2)
+	rdb := goRedis(t, s.Addr, 2)
 	if err := rdb.Do(ctx, "CLIENT", "PAUSE", 60000, "WRITE").Err(); err != nil {
 		t.Fatal(err)
 	}

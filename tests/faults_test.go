@@ -35,15 +35,15 @@ func mountTmpfs(t *testing.T, size string) string {
 
 // waitExit waits for the process to end, at most limit, and returns its
 // exit code and how long it took.
-func (s *server) waitExit(limit time.Duration) (int, time.Duration) {
-	s.t.Helper()
+func waitExit(t testing.TB, s *server, limit time.Duration) (int, time.Duration) {
+	t.Helper()
 	start := time.Now()
 	select {
-	case <-s.done:
+	case <-s.Done:
 	case <-time.After(limit):
-		s.t.Fatalf("the server did not exit within %v:\n%s", limit, s.log.String())
+		t.Fatalf("the server did not exit within %v:\n%s", limit, s.Output())
 	}
-	return s.cmd.ProcessState.ExitCode(), time.Since(start)
+	return s.Cmd.ProcessState.ExitCode(), time.Since(start)
 }
 
 // info returns one field of INFO persistence.
@@ -116,7 +116,7 @@ func TestFullDisk(t *testing.T) {
 	flags := []string{"--snapshot-interval", "200ms"}
 
 	s := startLimitkvIn(t, dir, flags...)
-	c := dialRaw(t, s.addr)
+	c := dialRaw(t, s.Addr)
 	good := setMany(t, c, "good", 0, 1000)
 	if v := c.do("SAVE"); v.String() != "+OK" {
 		t.Fatalf("SAVE on an empty disk: %s", v)
@@ -126,7 +126,7 @@ func TestFullDisk(t *testing.T) {
 	n := 0
 	for info(c, "rdb_last_bgsave_status") != "err" {
 		if time.Now().After(deadline) {
-			t.Fatalf("no snapshot failed after writing %d MB to a 20 MB disk:\n%s", n/1000, s.log.String())
+			t.Fatalf("no snapshot failed after writing %d MB to a 20 MB disk:\n%s", n/1000, s.Output())
 		}
 		setMany(t, c, "load", n, 1000)
 		n += 1000
@@ -161,56 +161,56 @@ func TestFullDisk(t *testing.T) {
 	if v := c.do("PING"); v.String() != "+PONG" {
 		t.Fatal("not serving after a refused SHUTDOWN:", v)
 	}
-	s.cmd.Process.Signal(syscall.SIGTERM)
-	code, took := s.waitExit(15 * time.Second)
+	s.Cmd.Process.Signal(syscall.SIGTERM)
+	code, took := waitExit(t, s, 15*time.Second)
 	t.Logf("SIGTERM: exit code %d after %v", code, took)
-	if code == 0 || took > 10*time.Second || !strings.Contains(s.log.String(), "final snapshot failed") {
-		t.Fatalf("SIGTERM on a full disk: exit code %d after %v:\n%s", code, took, s.log.String())
+	if code == 0 || took > 10*time.Second || !strings.Contains(s.Output(), "final snapshot failed") {
+		t.Fatalf("SIGTERM on a full disk: exit code %d after %v:\n%s", code, took, s.Output())
 	}
-	if lines := strings.Count(s.log.String(), "\n"); lines > 30 {
-		t.Fatalf("%d log lines:\n%.3000s", lines, s.log.String())
+	if lines := strings.Count(s.Output(), "\n"); lines > 30 {
+		t.Fatalf("%d log lines:\n%.3000s", lines, s.Output())
 	}
 
 	// Full to the last byte, the server still starts, with the data of
 	// the last good snapshot.
 	ballast := fillDisk(t, mnt)
 	s = startLimitkvIn(t, dir, flags...)
-	c = dialRaw(t, s.addr)
+	c = dialRaw(t, s.Addr)
 	for k, v := range good {
 		if got := c.do("GET", k); string(got.Str) != v {
 			t.Fatalf("%s after a restart on the full disk: %.40s", k, got)
 		}
 	}
 	if st := info(c, "rdb_last_bgsave_status"); st != "err" {
-		t.Fatalf("INFO on a full disk at start-up: %s\n%s", st, s.log.String())
+		t.Fatalf("INFO on a full disk at start-up: %s\n%s", st, s.Output())
 	}
 	if v := c.do("SHUTDOWN"); v.Type != '-' {
 		t.Fatalf("SHUTDOWN on a full disk: %s", v)
 	}
 	c.send(resp.AppendCommand(nil, []byte("SHUTDOWN"), []byte("NOSAVE")))
 	c.readAll()
-	if code, took := s.waitExit(10 * time.Second); code != 0 {
-		t.Fatalf("SHUTDOWN NOSAVE: exit code %d after %v:\n%s", code, took, s.log.String())
+	if code, took := waitExit(t, s, 10*time.Second); code != 0 {
+		t.Fatalf("SHUTDOWN NOSAVE: exit code %d after %v:\n%s", code, took, s.Output())
 	}
-	if lines := strings.Count(s.log.String(), "\n"); lines > 20 {
-		t.Fatalf("%d log lines:\n%.3000s", lines, s.log.String())
+	if lines := strings.Count(s.Output(), "\n"); lines > 20 {
+		t.Fatalf("%d log lines:\n%.3000s", lines, s.Output())
 	}
 
 	// Room again: snapshots succeed.
 	os.Remove(ballast)
 	s = startLimitkvIn(t, dir, flags...)
-	c = dialRaw(t, s.addr)
+	c = dialRaw(t, s.Addr)
 	if v := c.do("SAVE"); v.String() != "+OK" {
-		t.Fatalf("SAVE once there is room: %s\n%s", v, s.log.String())
+		t.Fatalf("SAVE once there is room: %s\n%s", v, s.Output())
 	}
 	c.do("SET", "marker", "v")
 	c.send(resp.AppendCommand(nil, []byte("SHUTDOWN")))
 	c.readAll()
-	if code, _ := s.waitExit(10 * time.Second); code != 0 {
-		t.Fatalf("SHUTDOWN once there is room: exit code %d:\n%s", code, s.log.String())
+	if code, _ := waitExit(t, s, 10*time.Second); code != 0 {
+		t.Fatalf("SHUTDOWN once there is room: exit code %d:\n%s", code, s.Output())
 	}
 	s = startLimitkvIn(t, dir, flags...)
-	c = dialRaw(t, s.addr)
+	c = dialRaw(t, s.Addr)
 	if v := c.do("GET", "marker"); string(v.Str) != "v" {
 		t.Fatalf("marker after a restart: %s", v)
 	}
@@ -224,12 +224,12 @@ func TestFullDisk(t *testing.T) {
 func TestDamagedTableAtStartup(t *testing.T) {
 	dir := t.TempDir()
 	s := startLimitkvIn(t, dir, "--snapshot-interval", "0")
-	c := dialRaw(t, s.addr)
+	c := dialRaw(t, s.Addr)
 	setMany(t, c, "k", 0, 3000) // 3 MB: written as a table at once
 	if v := c.do("SAVE"); v.String() != "+OK" {
 		t.Fatal(v)
 	}
-	s.stop()
+	s.Stop()
 	tables, _ := filepath.Glob(filepath.Join(dir, "*.sst"))
 	if len(tables) == 0 {
 		t.Fatal("no table file to damage")
@@ -272,10 +272,10 @@ func TestWorkerDiesWithServer(t *testing.T) {
 	dir := t.TempDir()
 	s := startLimitkvIn(t, dir)
 	worker := snapshotWorker(t, s)
-	c := dialRaw(t, s.addr)
+	c := dialRaw(t, s.Addr)
 	c.do("SET", "k", "v")
 	c.do("SAVE")
-	s.kill()
+	s.Kill()
 	// A worker that outlived its server would live on: the bound is only
 	// there to end the test.
 	deadline := time.Now().Add(15 * time.Second)
@@ -286,7 +286,7 @@ func TestWorkerDiesWithServer(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	s = startLimitkvIn(t, dir)
-	if v := dialRaw(t, s.addr).do("GET", "k"); string(v.Str) != "v" {
+	if v := dialRaw(t, s.Addr).do("GET", "k"); string(v.Str) != "v" {
 		t.Fatalf("GET k after a restart: %s", v)
 	}
 }
@@ -310,7 +310,7 @@ func snapshotWorker(t *testing.T, s *server) int {
 	t.Helper()
 	var workers []int
 	for deadline := time.Now().Add(15 * time.Second); len(workers) == 0 && time.Now().Before(deadline); {
-		tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", s.cmd.Process.Pid))
+		tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", s.Cmd.Process.Pid))
 		if err != nil || len(tasks) == 0 {
 			t.Skipf("cannot list the server's children: %v", err)
 		}
@@ -351,7 +351,7 @@ func secondServerRefused(t *testing.T, dir string, holder *server) {
 	select {
 	case err := <-done:
 		took := time.Since(start)
-		pid := "pid " + strconv.Itoa(holder.cmd.Process.Pid)
+		pid := "pid " + strconv.Itoa(holder.Cmd.Process.Pid)
 		t.Logf("second server: %v after %v: %s", err, took.Round(time.Millisecond), strings.TrimSpace(out.String()))
 		if cmd.ProcessState.ExitCode() != 1 ||
 			!strings.Contains(out.String(), "in use by another process") || !strings.Contains(out.String(), pid) {
@@ -372,7 +372,7 @@ func secondServerRefused(t *testing.T, dir string, holder *server) {
 func TestSecondServerRefused(t *testing.T) {
 	dir := t.TempDir()
 	a := startLimitkvIn(t, dir)
-	c := dialRaw(t, a.addr)
+	c := dialRaw(t, a.Addr)
 	c.do("SET", "k", "v")
 	if v := c.do("SAVE"); v.String() != "+OK" {
 		t.Fatal(v)
@@ -393,12 +393,12 @@ func TestSecondServerRefused(t *testing.T) {
 		// The snapshot that finds its worker dead fails; the next starts
 		// a new one.
 		if v = c.do("SAVE"); v.String() != "+OK" {
-			t.Fatalf("SAVE after the worker died: %s\n%s", v, a.log.String())
+			t.Fatalf("SAVE after the worker died: %s\n%s", v, a.Output())
 		}
 	}
-	a.stop()
+	a.Stop()
 	b := startLimitkvIn(t, dir)
-	cb := dialRaw(t, b.addr)
+	cb := dialRaw(t, b.Addr)
 	if v := cb.do("MGET", "k", "k2"); v.String() != `["v", "v2"]` {
 		t.Fatalf("after a restart: %s", v)
 	}

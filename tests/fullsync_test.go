@@ -55,8 +55,8 @@ func buildSyncFixture(t *testing.T) *syncFixture {
 	base := filepath.Dir(limitkvBin)
 	f := &syncFixture{masterDir: filepath.Join(base, "sync-master"), replicaDir: filepath.Join(base, "sync-replica")}
 	m := startLimitkvIn(t, f.masterDir, "--enable-debug-command", "yes")
-	fill(t, m.addr, fullSyncKeys)
-	mc := goRedis(t, m.addr, 2)
+	fill(t, m.Addr, fullSyncKeys)
+	mc := goRedis(t, m.Addr, 2)
 	// Rate-limit states and a hash beside the strings.
 	for i := 0; i < 200; i++ {
 		k := "rl:" + strconv.Itoa(i)
@@ -68,15 +68,15 @@ func buildSyncFixture(t *testing.T) *syncFixture {
 		mc.HSet(ctx, "h:"+strconv.Itoa(i), "f", i)
 	}
 	f.newDigest = digestOf(t, mc)
-	m.stop() // its final snapshot holds every key
+	m.Stop() // its final snapshot holds every key
 	r := startLimitkvIn(t, f.replicaDir, "--enable-debug-command", "yes")
-	rc := goRedis(t, r.addr, 2)
+	rc := goRedis(t, r.Addr, 2)
 	for i := 0; i < 3000; i++ {
 		rc.Set(ctx, "old:"+strconv.Itoa(i), i, 0)
 	}
 	rc.Do(ctx, "RL.SLIDE", "old:rl", 5, "1h")
 	f.oldDigest = digestOf(t, rc)
-	r.stop()
+	r.Stop()
 	if f.oldDigest == f.newDigest {
 		t.Fatal("the two datasets are the same")
 	}
@@ -126,10 +126,10 @@ func (f *syncFixture) startRound(t *testing.T, replicaFlags ...string) *syncRoun
 	t.Helper()
 	s := &syncRound{rdir: copyDir(t, f.replicaDir), flags: append([]string{"--enable-debug-command", "yes"}, replicaFlags...)}
 	s.m = startLimitkvIn(t, copyDir(t, f.masterDir), "--enable-debug-command", "yes")
-	s.mc = goRedis(t, s.m.addr, 2)
+	s.mc = goRedis(t, s.m.Addr, 2)
 	s.r = startLimitkvIn(t, s.rdir, s.flags...)
-	s.rc = goRedis(t, s.r.addr, 2)
-	host, port, _ := net.SplitHostPort(s.m.addr)
+	s.rc = goRedis(t, s.r.Addr, 2)
+	host, port, _ := net.SplitHostPort(s.m.Addr)
 	if err := s.rc.Do(context.Background(), "REPLICAOF", host, port).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -200,13 +200,13 @@ func (f *syncFixture) calibrate(t *testing.T) {
 		return
 	}
 	s := f.startRound(t)
-	pollUntil(t, "the first sync's end", func() bool { return syncBytesRe.MatchString(s.r.log.String()) })
-	f.copyBytes, _ = strconv.ParseInt(syncBytesRe.FindStringSubmatch(s.r.log.String())[1], 10, 64)
+	pollUntil(t, "the first sync's end", func() bool { return syncBytesRe.MatchString(s.r.Output()) })
+	f.copyBytes, _ = strconv.ParseInt(syncBytesRe.FindStringSubmatch(s.r.Output())[1], 10, 64)
 	if got := f.which(t, s.rc, "after a whole sync"); got != "new" {
 		t.Fatalf("after a whole sync the replica holds the %s dataset", got)
 	}
-	s.r.stop()
-	s.m.stop()
+	s.r.Stop()
+	s.m.Stop()
 }
 
 // restartAlone restarts the replica on its directory with no master and
@@ -214,8 +214,8 @@ func (f *syncFixture) calibrate(t *testing.T) {
 func (f *syncFixture) restartAlone(t *testing.T, s *syncRound) string {
 	t.Helper()
 	r := startLimitkvIn(t, s.rdir, "--enable-debug-command", "yes")
-	defer r.stop()
-	rc := goRedis(t, r.addr, 2)
+	defer r.Stop()
+	rc := goRedis(t, r.Addr, 2)
 	pollUntil(t, "the restarted replica serving", func() bool { return rc.DBSize(context.Background()).Err() == nil })
 	return f.which(t, rc, "after a restart with no master")
 }
@@ -234,7 +234,7 @@ func TestFullSyncAllOrNothing(t *testing.T) {
 					n := copyRead(t, s.rc)
 					return n >= at || (n < 0 && infoMap(t, s.rc, "replication")["master_link_status"] == "up")
 				})
-				s.m.kill()
+				s.m.Kill()
 				pollUntil(t, "the link go down", func() bool {
 					in := infoMap(t, s.rc, "replication")
 					return in["master_link_status"] == "down" && in["master_sync_in_progress"] == "0" &&
@@ -249,7 +249,7 @@ func TestFullSyncAllOrNothing(t *testing.T) {
 					}
 				}
 				time.Sleep(250 * time.Millisecond) // snapshots run meanwhile
-				s.r.stop()
+				s.r.Stop()
 				if got := f.restartAlone(t, s); got != live {
 					t.Fatalf("kill %d: the replica served the %s dataset, and came back with the %s one", k, live, got)
 				}
@@ -290,13 +290,13 @@ func TestFullSyncAllOrNothing(t *testing.T) {
 					})
 					want = "new"
 				}
-				s.r.kill()
+				s.r.Kill()
 				got := f.restartAlone(t, s)
 				if want != "" && got != want {
 					t.Fatalf("kill %d: the replica came back with the %s dataset, want the %s one", k, got, want)
 				}
 				outcome[got]++
-				s.m.stop()
+				s.m.Stop()
 			}
 			t.Logf("came back with: %v", outcome)
 		})
@@ -317,11 +317,11 @@ func TestFullSyncReadsDuringSync(t *testing.T) {
 			if mode == "on-empty-db" {
 				// An empty keyspace is loaded in place: restart the round
 				// with an empty replica.
-				s.r.stop()
+				s.r.Stop()
 				s = &syncRound{m: s.m, mc: s.mc, rdir: t.TempDir(), flags: []string{"--enable-debug-command", "yes", "--repl-diskless-load", mode}}
 				s.r = startLimitkvIn(t, s.rdir, s.flags...)
-				s.rc = goRedis(t, s.r.addr, 2)
-				host, port, _ := net.SplitHostPort(s.m.addr)
+				s.rc = goRedis(t, s.r.Addr, 2)
+				host, port, _ := net.SplitHostPort(s.m.Addr)
 				s.rc.Do(ctx, "REPLICAOF", host, port)
 			}
 			type seen struct{ old, new, loading, other int }
@@ -329,7 +329,7 @@ func TestFullSyncReadsDuringSync(t *testing.T) {
 			stop := make(chan struct{})
 			for w := 0; w < 16; w++ {
 				go func(w int) {
-					c := goRedis(t, s.r.addr, 2)
+					c := goRedis(t, s.r.Addr, 2)
 					var got seen
 					defer func() { results <- got }()
 					oldKey, newKey := "old:"+strconv.Itoa(w*100), "fill:"+strconv.Itoa(w*1000)
@@ -405,7 +405,7 @@ func TestFullSyncServeStaleNo(t *testing.T) {
 	if err := s.rc.Get(ctx, "old:1").Err(); err == nil || err.Error() != masterDown {
 		t.Fatalf("GET during the sync: %v", err)
 	}
-	s.m.kill()
+	s.m.Kill()
 	pollUntil(t, "the link go down", func() bool { return infoMap(t, s.rc, "replication")["master_sync_in_progress"] == "0" })
 	if err := s.rc.Get(ctx, "old:1").Err(); err == nil || err.Error() != masterDown {
 		t.Fatalf("GET after the failed sync: %v", err)
@@ -423,12 +423,12 @@ func TestFullSyncFailureInfoMatchesRedis(t *testing.T) {
 	ctx := context.Background()
 	redisServerPath(t)
 	failed := func(m, r *server, populate func(*redis.Client)) map[string]string {
-		mc, rc := goRedis(t, m.addr, 2), goRedis(t, r.addr, 2)
+		mc, rc := goRedis(t, m.Addr, 2), goRedis(t, r.Addr, 2)
 		populate(mc)
 		for i := 0; i < 100; i++ {
 			rc.Set(ctx, "other:"+strconv.Itoa(i), i, 0)
 		}
-		host, port, _ := net.SplitHostPort(m.addr)
+		host, port, _ := net.SplitHostPort(m.Addr)
 		if err := rc.Do(ctx, "REPLICAOF", host, port).Err(); err != nil {
 			t.Fatal(err)
 		}
@@ -436,10 +436,10 @@ func TestFullSyncFailureInfoMatchesRedis(t *testing.T) {
 		during := infoMap(t, rc, "replication")
 		for _, k := range []string{"master_sync_total_bytes", "master_sync_read_bytes", "master_sync_left_bytes", "master_sync_perc", "master_sync_last_io_seconds_ago"} {
 			if _, ok := during[k]; !ok {
-				t.Errorf("%s: no %s during the transfer", m.args[0], k)
+				t.Errorf("%s: no %s during the transfer", m.Args[0], k)
 			}
 		}
-		m.kill()
+		m.Kill()
 		pollUntil(t, "the link go down", func() bool { return infoMap(t, rc, "replication")["master_sync_in_progress"] == "0" })
 		if n, _ := rc.DBSize(ctx).Result(); n != 100 {
 			t.Fatalf("the replica holds %d keys after the failed sync, want its own 100", n)
@@ -454,7 +454,7 @@ func TestFullSyncFailureInfoMatchesRedis(t *testing.T) {
 	want := failed(rm, rr, func(c *redis.Client) { c.Do(ctx, "DEBUG", "POPULATE", fullSyncKeys) })
 	km := startLimitkv(t, "--enable-debug-command", "yes")
 	kr := startLimitkv(t)
-	got := failed(km, kr, func(*redis.Client) { fill(t, km.addr, fullSyncKeys) })
+	got := failed(km, kr, func(*redis.Client) { fill(t, km.Addr, fullSyncKeys) })
 	// Names and values that must agree; master_port, master_replid and
 	// the last I/O differ by nature.
 	for _, k := range []string{"role", "master_host", "master_link_status", "master_last_io_seconds_ago",

@@ -30,16 +30,16 @@ func mustDo(t *testing.T, c *rawConn, want string, args ...string) {
 func TestFunctionsSurviveRestart(t *testing.T) {
 	dir := t.TempDir()
 	s := startLimitkvIn(t, dir, "--snapshot-interval", "1h")
-	c := dialRaw(t, s.addr)
+	c := dialRaw(t, s.Addr)
 	mustDo(t, c, `"counters"`, "FUNCTION", "LOAD", counterLib)
 	mustDo(t, c, `"extra"`, "FUNCTION", "LOAD", extraLib)
 	mustDo(t, c, ":5", "FCALL", "bump", "1", "hits", "5")
 	list := c.do("FUNCTION", "LIST", "WITHCODE").String()
 	dump := c.do("FUNCTION", "DUMP").String()
-	s.stop()
+	s.Stop()
 
 	s = startLimitkvIn(t, dir, "--snapshot-interval", "1h")
-	c = dialRaw(t, s.addr)
+	c = dialRaw(t, s.Addr)
 	if got := c.do("FUNCTION", "LIST", "WITHCODE").String(); got != list {
 		t.Fatalf("FUNCTION LIST after a restart:\n%s\nbefore:\n%s", got, list)
 	}
@@ -52,48 +52,48 @@ func TestFunctionsSurviveRestart(t *testing.T) {
 
 	// A deletion is kept too, with no key changed since.
 	mustDo(t, c, "+OK", "FUNCTION", "DELETE", "extra")
-	s.stop()
+	s.Stop()
 	s = startLimitkvIn(t, dir, "--snapshot-interval", "1h")
-	c = dialRaw(t, s.addr)
+	c = dialRaw(t, s.Addr)
 	mustDo(t, c, "-ERR Function not found", "FCALL", "hello", "0")
 	mustDo(t, c, ":8", "FCALL", "bump", "1", "hits", "1")
 
 	// And a flush: nothing is left to load.
 	mustDo(t, c, "+OK", "FUNCTION", "FLUSH")
-	s.stop()
+	s.Stop()
 	s = startLimitkvIn(t, dir, "--snapshot-interval", "1h")
-	c = dialRaw(t, s.addr)
+	c = dialRaw(t, s.Addr)
 	mustDo(t, c, "[]", "FUNCTION", "LIST")
 	mustDo(t, c, `"8"`, "GET", "hits")
-	s.stop()
+	s.Stop()
 
 	// A periodic snapshot keeps a library loaded with no key changed:
 	// it is there after a crash.
 	s = startLimitkvIn(t, dir, "--snapshot-interval", "100ms")
-	c = dialRaw(t, s.addr)
+	c = dialRaw(t, s.Addr)
 	mustDo(t, c, `"extra"`, "FUNCTION", "LOAD", extraLib)
 	// Only the library is there to write, and a periodic snapshot that
 	// writes nothing is not counted: the first one counted saved it.
 	pollUntil(t, "a snapshot of the library", func() bool { return info(c, "snapshot_count") != "0" })
-	s.kill()
+	s.Kill()
 	s = startLimitkvIn(t, dir, "--snapshot-interval", "1h")
-	c = dialRaw(t, s.addr)
+	c = dialRaw(t, s.Addr)
 	mustDo(t, c, `"hello"`, "FCALL", "hello", "0")
 }
 
 func TestFunctionsReplicate(t *testing.T) {
 	m := startMaster(t, "--persistence", "no")
-	mc := goRedis(t, m.addr, 2)
-	mr := dialRaw(t, m.addr)
+	mc := goRedis(t, m.Addr, 2)
+	mr := dialRaw(t, m.Addr)
 	// Loaded before the replica attaches: its full sync carries them.
 	mustDo(t, mr, `"counters"`, "FUNCTION", "LOAD", counterLib)
 	mustDo(t, mr, ":3", "FCALL", "bump", "1", "hits", "3")
 	// The replica has a library of its own, which the sync replaces.
 	r := startMaster(t, "--persistence", "no")
-	rc := goRedis(t, r.addr, 2)
-	rr := dialRaw(t, r.addr)
+	rc := goRedis(t, r.Addr, 2)
+	rr := dialRaw(t, r.Addr)
 	mustDo(t, rr, `"mine"`, "FUNCTION", "LOAD", "#!lua name=mine\nredis.register_function('mine', function() return 1 end)")
-	host, port, _ := net.SplitHostPort(m.addr)
+	host, port, _ := net.SplitHostPort(m.Addr)
 	mustDo(t, rr, "+OK", "REPLICAOF", host, port)
 	waitInSync(t, mc, rc)
 	mustDo(t, rr, "-READONLY You can't write against a read only replica.", "FUNCTION", "LOAD", extraLib)
@@ -128,8 +128,8 @@ func TestFunctionsReplicate(t *testing.T) {
 
 func TestFunctionKill(t *testing.T) {
 	kv := startLimitkv(t, "--busy-reply-threshold", "100")
-	runner := dialRaw(t, kv.addr)
-	other := dialRaw(t, kv.addr)
+	runner := dialRaw(t, kv.Addr)
+	other := dialRaw(t, kv.Addr)
 	const busyFCall = "-BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE."
 	const busyEval = "-BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE."
 	mustDo(t, other, "-NOTBUSY No scripts in execution right now.", "FUNCTION", "KILL")
@@ -172,7 +172,7 @@ func TestFunctionKill(t *testing.T) {
 	}
 	other.send(encodeCommand("SHUTDOWN", "NOSAVE"))
 	select {
-	case <-kv.done:
+	case <-kv.Done:
 	case <-time.After(5 * time.Second):
 		t.Fatal("SHUTDOWN NOSAVE did not stop the server while a function was running")
 	}
@@ -183,18 +183,18 @@ func TestFunctionKill(t *testing.T) {
 // allow-stale, and they may call only stale commands.
 func TestFunctionsOnStaleReplica(t *testing.T) {
 	m := startMaster(t, "--persistence", "no")
-	mc := goRedis(t, m.addr, 2)
-	mr := dialRaw(t, m.addr)
+	mc := goRedis(t, m.Addr, 2)
+	mr := dialRaw(t, m.Addr)
 	mustDo(t, mr, `"stale"`, "FUNCTION", "LOAD", "#!lua name=stale\n"+
 		"redis.register_function{function_name='plain', callback=function() return 'plain' end, flags={'no-writes'}}\n"+
 		"redis.register_function{function_name='time', callback=function() return type(redis.call('TIME')) end, flags={'no-writes', 'allow-stale'}}\n"+
 		"redis.register_function{function_name='get', callback=function() return redis.call('GET', 'k') end, flags={'no-writes', 'allow-stale'}}")
 	r := startReplicaOf(t, m, "", "--persistence", "no", "--replica-serve-stale-data", "no")
-	rc := goRedis(t, r.addr, 2)
-	rr := dialRaw(t, r.addr)
+	rc := goRedis(t, r.Addr, 2)
+	rr := dialRaw(t, r.Addr)
 	waitInSync(t, mc, rc)
 	mustDo(t, rr, `"plain"`, "FCALL_RO", "plain", "0")
-	m.kill()
+	m.Kill()
 	deadline := time.Now().Add(10 * time.Second)
 	for replInfo(t, rc, "replication", "master_link_status") != "down" {
 		if time.Now().After(deadline) {

@@ -11,9 +11,9 @@ import (
 // replica, which ends with the same keys, byte for byte.
 func TestReplicatedHLLBitfieldSort(t *testing.T) {
 	m := startMaster(t, "--persistence", "no")
-	mc := goRedis(t, m.addr, 2)
+	mc := goRedis(t, m.Addr, 2)
 	r := startReplicaOf(t, m, "", "--persistence", "no")
-	rc := goRedis(t, r.addr, 2)
+	rc := goRedis(t, r.Addr, 2)
 	waitInSync(t, mc, rc)
 	ctx := context.Background()
 	must := func(err error) {

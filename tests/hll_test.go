@@ -14,8 +14,8 @@ import (
 // one server to the other with GET and SET and checks that they keep
 // growing and merging identically on both.
 func TestHLLMatchesRedis(t *testing.T) {
-	rd := dialRaw(t, startRedis(t).addr)
-	kv := dialRaw(t, startLimitkv(t).addr)
+	rd := dialRaw(t, startRedis(t).Addr)
+	kv := dialRaw(t, startLimitkv(t).Addr)
 	both := func(args ...string) (resp.Value, resp.Value) {
 		t.Helper()
 		a, b := rd.do(args...), kv.do(args...)

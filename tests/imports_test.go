@@ -37,6 +37,23 @@ var allowedImports = map[string]struct {
 	// client is what users go get: go-redis and the standard library,
 	// nothing of the server.
 	"client": {},
+	// internal/testserver builds and runs the servers for the tests and
+	// the benchmark; who may import it is TestTestserverImporters's rule.
+	"internal/testserver": {stdOnly: true},
+}
+
+// testserverImporters are the only packages that may import
+// internal/testserver: the harness is for tests and the benchmark, and
+// Go's internal/ rule alone would let every package of the module, the
+// server's included, import it. In client only the tests may: client is
+// what users go get.
+var testserverImporters = []struct {
+	dir       string
+	testsOnly bool
+}{
+	{"tests", false},
+	{"client", true},
+	{"cmd/limitkv-bench", false},
 }
 
 const module = "github.com/limitkv/limitkv/"
@@ -57,6 +74,13 @@ func TestForbiddenImports(t *testing.T) {
 		// A new top-level package must say where it stands.
 		if files, _ := filepath.Glob(filepath.Join(root, e.Name(), "*.go")); len(files) > 0 && e.Name() != "tests" {
 			t.Errorf("package %s has no entry in allowedImports: add one stating what it may import", e.Name())
+		}
+	}
+	// So must every package under internal/.
+	internal, _ := os.ReadDir(filepath.Join(root, "internal"))
+	for _, e := range internal {
+		if _, listed := allowedImports["internal/"+e.Name()]; e.IsDir() && !listed {
+			t.Errorf("package internal/%s has no entry in allowedImports: add one stating what it may import", e.Name())
 		}
 	}
 	for pkg, rule := range allowedImports {
@@ -81,6 +105,48 @@ func TestForbiddenImports(t *testing.T) {
 			}
 		}
 	}
+}
+
+func TestTestserverImporters(t *testing.T) {
+	const harness = module + "internal/testserver"
+	root := ".."
+	filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && path != root && strings.HasPrefix(d.Name(), ".") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") {
+			return nil
+		}
+		parsed, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ImportsOnly)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, imp := range parsed.Imports {
+			if p, _ := strconv.Unquote(imp.Path.Value); p == harness && !mayImportTestserver(path) {
+				t.Errorf("%s imports %s, which only %v may", path, harness, testserverImporters)
+			}
+		}
+		return nil
+	})
+}
+
+// mayImportTestserver says whether the file at path, relative to the
+// tests directory, may import internal/testserver.
+func mayImportTestserver(path string) bool {
+	rel, err := filepath.Rel("..", path)
+	if err != nil {
+		return false
+	}
+	dir := filepath.ToSlash(filepath.Dir(rel))
+	for _, p := range testserverImporters {
+		if dir == p.dir && (!p.testsOnly || strings.HasSuffix(path, "_test.go")) {
+			return true
+		}
+	}
+	return false
 }
 
 func importAllowed(path string, ours []string, stdOnly bool) bool {
@@ -118,10 +184,21 @@ func TestForbiddenImportsCatches(t *testing.T) {
 		{"rdb", "github.com/limitkv/limitkv/commands"},
 		{"client", "github.com/limitkv/limitkv/engine"},
 		{"client", "github.com/limitkv/limitkv/resp"},
+		{"internal/testserver", "github.com/limitkv/limitkv/engine"},
 	} {
 		r := allowedImports[c.pkg]
 		if importAllowed(c.path, r.ours, r.stdOnly) {
 			t.Errorf("%s may import %s, but the boundaries forbid it", c.pkg, c.path)
+		}
+	}
+	for _, path := range []string{"../commands/server.go", "../cmd/limitkv/main.go", "../client/client.go", "../engine/engine_test.go"} {
+		if mayImportTestserver(path) {
+			t.Errorf("%s may import internal/testserver, but only tests and the benchmark may", path)
+		}
+	}
+	for _, path := range []string{"../tests/acl_test.go", "../client/server_test.go", "../cmd/limitkv-bench/main.go"} {
+		if !mayImportTestserver(path) {
+			t.Errorf("%s may not import internal/testserver, but it is one of those the harness is for", path)
 		}
 	}
 }

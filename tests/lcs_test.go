@@ -12,7 +12,7 @@ import (
 func TestLCSMatchesRedis(t *testing.T) {
 	rs := startRedis(t)
 	kv := startLimitkv(t)
-	r, k := dialRaw(t, rs.addr), dialRaw(t, kv.addr)
+	r, k := dialRaw(t, rs.Addr), dialRaw(t, kv.Addr)
 	rng := rand.New(rand.NewSource(3))
 	str := func() string {
 		b := make([]byte, rng.Intn(300))

@@ -34,7 +34,7 @@ func TestLeaseAtomicity(t *testing.T) {
 			}
 		}
 		var n atomic.Int64
-		hammer(t, s.addr, batches, each, func(v resp.Value) {
+		hammer(t, s.Addr, batches, each, func(v resp.Value) {
 			switch {
 			case v.Type == '*' && len(v.Elems) == 5 && v.Elems[0].Int == 1,
 				v.Type == ':' && v.Int == 1:
@@ -65,7 +65,7 @@ func TestLeaseAtomicity(t *testing.T) {
 func TestLeaseSurvivesRestart(t *testing.T) {
 	dir := t.TempDir()
 	s := startLimitkvIn(t, dir, "--snapshot-interval", "1h")
-	c := dialRaw(t, s.addr)
+	c := dialRaw(t, s.Addr)
 	for _, id := range []string{"a", "b"} {
 		if d := decision(t, c.do("RL.ACQUIRE", "sem", "2", "1h", id)); d[0] != 1 {
 			t.Fatalf("acquire %s: %v", id, d)
@@ -73,13 +73,13 @@ func TestLeaseSurvivesRestart(t *testing.T) {
 	}
 	exp := c.do("PEXPIRETIME", "sem").Int
 	enc := c.do("OBJECT", "ENCODING", "sem").String()
-	s.stop()
+	s.Stop()
 
 	s2 := startLimitkvIn(t, dir)
-	if !strings.Contains(s2.log.String(), "snapshot loaded") {
-		t.Fatalf("log:\n%s", s2.log.String())
+	if !strings.Contains(s2.Output(), "snapshot loaded") {
+		t.Fatalf("log:\n%s", s2.Output())
 	}
-	c2 := dialRaw(t, s2.addr)
+	c2 := dialRaw(t, s2.Addr)
 	if got := c2.do("PEXPIRETIME", "sem").Int; got != exp {
 		t.Fatalf("PEXPIRETIME after restart %d, before %d", got, exp)
 	}
@@ -106,9 +106,9 @@ func TestLeaseSurvivesRestart(t *testing.T) {
 func TestLeaseReplicates(t *testing.T) {
 	ctx := context.Background()
 	m := startMaster(t, "--persistence", "no")
-	mc := goRedis(t, m.addr, 2)
+	mc := goRedis(t, m.Addr, 2)
 	r := startReplicaOf(t, m, "", "--persistence", "no")
-	rc := goRedis(t, r.addr, 2)
+	rc := goRedis(t, r.Addr, 2)
 	do := func(args ...any) any {
 		t.Helper()
 		v, err := mc.Do(ctx, args...).Result()

@@ -36,7 +36,7 @@ func pipeline(c *rawConn, from, to int, cmd func(i int) [][]byte) (errs int, fir
 func TestMaxmemoryNoEviction(t *testing.T) {
 	const max = 8 << 20
 	s := startLimitkv(t, "--maxmemory", "8mb", "--persistence", "no")
-	c := dialRaw(t, s.addr)
+	c := dialRaw(t, s.Addr)
 	val := []byte(strings.Repeat("v", 1000))
 	// 30 MB of values into an 8 MB server.
 	errs, first := pipeline(c, 0, 30_000, func(i int) [][]byte {
@@ -75,7 +75,7 @@ func TestMaxmemoryEviction(t *testing.T) {
 	const max = 8 << 20
 	dir := t.TempDir()
 	s := startLimitkvIn(t, dir, "--maxmemory", "8mb", "--maxmemory-policy", "volatile-ttl", "--snapshot-interval", "1h")
-	c := dialRaw(t, s.addr)
+	c := dialRaw(t, s.Addr)
 	errs, first := pipeline(c, 0, 300_000, func(i int) [][]byte {
 		// ALIGN FIRST: each key's window, hence its expiry, starts with
 		// its first request, so the older keys expire first. (Aligned on
@@ -113,9 +113,9 @@ func TestMaxmemoryEviction(t *testing.T) {
 	if v := c.do("SAVE"); v.String() != "+OK" {
 		t.Fatal(v)
 	}
-	s.stop()
+	s.Stop()
 	s2 := startLimitkvIn(t, dir)
-	c2 := dialRaw(t, s2.addr)
+	c2 := dialRaw(t, s2.Addr)
 	if got := c2.do("DBSIZE").Int; got != keys {
 		t.Errorf("after a restart %d keys, before it %d: evictions did not reach the snapshot", got, keys)
 	}

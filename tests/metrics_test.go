@@ -88,7 +88,7 @@ func TestMetricsEndpoint(t *testing.T) {
 	mport := freePort(t)
 	kv := startLimitkv(t, "--metrics-addr", fmt.Sprintf("127.0.0.1:%d", mport))
 	url := fmt.Sprintf("http://127.0.0.1:%d/metrics", mport)
-	c := dialRaw(t, kv.addr)
+	c := dialRaw(t, kv.Addr)
 	for _, args := range [][]string{
 		{"RL.FIXED", "user:1", "2", "1m"}, {"RL.FIXED", "user:1", "2", "1m"}, {"RL.FIXED", "user:1", "2", "1m"},
 		{"RL.SLIDE", "user:2", "1", "1m"}, {"RL.SLIDE", "user:2", "1", "1m"},
@@ -237,7 +237,7 @@ func TestMetricsCardinality(t *testing.T) {
 	mport := freePort(t)
 	kv := startLimitkv(t, "--persistence", "no", "--metrics-addr", fmt.Sprintf("127.0.0.1:%d", mport))
 	url := fmt.Sprintf("http://127.0.0.1:%d/metrics", mport)
-	c := dialRaw(t, kv.addr)
+	c := dialRaw(t, kv.Addr)
 	round := func(key string) [][]string {
 		return [][]string{
 			{"RL.FIXED", key, "1", "1m"}, {"RL.SLIDE", key, "1", "1m"}, {"CL.THROTTLE", key, "1", "1", "60"},

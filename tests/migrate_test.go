@@ -16,11 +16,11 @@ func TestMigrateWithRedis(t *testing.T) {
 	target := startRedis(t, "--requirepass", "secret")
 	srcRedis := startRedis(t)
 	kv := startLimitkv(t)
-	tr, sr, k := dialRaw(t, target.addr), dialRaw(t, srcRedis.addr), dialRaw(t, kv.addr)
+	tr, sr, k := dialRaw(t, target.Addr), dialRaw(t, srcRedis.Addr), dialRaw(t, kv.Addr)
 	if v := tr.do("AUTH", "secret"); v.String() != "+OK" {
 		t.Fatal(v)
 	}
-	_, port, _ := net.SplitHostPort(target.addr)
+	_, port, _ := net.SplitHostPort(target.Addr)
 	both := func(build [][]string, migrate ...string) (redisReply, kvReply string) {
 		t.Helper()
 		for _, c := range []*rawConn{sr, k} {
@@ -114,7 +114,7 @@ func TestMigrateWithRedis(t *testing.T) {
 		t.Errorf("migrate_cached_sockets: redis %d, limitkv %d", a, b)
 	}
 	// And from redis-server to limitkv.
-	_, kvPort, _ := net.SplitHostPort(kv.addr)
+	_, kvPort, _ := net.SplitHostPort(kv.Addr)
 	k.do("FLUSHALL")
 	sr.do("HSET", "h", "f", "v", "g", "w")
 	if v := sr.do("MIGRATE", "127.0.0.1", kvPort, "h", "0", "1000"); v.String() != "+OK" {
@@ -182,7 +182,7 @@ func TestMigrateHoldsNoLock(t *testing.T) {
 	release := make(chan struct{})
 	target, arrived := slowTarget(t, release)
 	host, port, _ := net.SplitHostPort(target)
-	k, other := dialRaw(t, kv.addr), dialRaw(t, kv.addr)
+	k, other := dialRaw(t, kv.Addr), dialRaw(t, kv.Addr)
 	k.do("SET", "a", "1")
 	k.do("SET", "b", "1")
 	k.send([]byte("*9\r\n$7\r\nMIGRATE\r\n$" + strconv.Itoa(len(host)) + "\r\n" + host + "\r\n$" + strconv.Itoa(len(port)) + "\r\n" + port +
@@ -223,10 +223,10 @@ func TestDumpFamilyReplicates(t *testing.T) {
 	m := startMaster(t, "--persistence", "no")
 	r := startReplicaOf(t, m, "", "--persistence", "no")
 	target := startRedis(t)
-	mc, rc := goRedis(t, m.addr, 2), goRedis(t, r.addr, 2)
+	mc, rc := goRedis(t, m.Addr, 2), goRedis(t, r.Addr, 2)
 	waitInSync(t, mc, rc)
-	k := dialRaw(t, m.addr)
-	_, tport, _ := net.SplitHostPort(target.addr)
+	k := dialRaw(t, m.Addr)
+	_, tport, _ := net.SplitHostPort(target.Addr)
 	for _, cmd := range [][]string{
 		{"RPUSH", "l", "a", "b", "c"},
 		{"HSET", "h", "f", "v"},

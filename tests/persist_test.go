@@ -23,7 +23,7 @@ import (
 func TestRestartKeepsEverything(t *testing.T) {
 	dir := t.TempDir()
 	s := startLimitkvIn(t, dir, "--snapshot-interval", "1h")
-	c := dialRaw(t, s.addr)
+	c := dialRaw(t, s.Addr)
 	script := [][]string{
 		{"SET", "str", "hello", "EX", "1000"},
 		{"SET", "n", "41"}, {"INCR", "n"},
@@ -56,16 +56,16 @@ func TestRestartKeepsEverything(t *testing.T) {
 	}
 	c.do("SELECT", "7")
 	in7 := c.do("GET", "in7").String()
-	s.stop()
-	if !strings.Contains(s.log.String(), "limitkv stopped") {
-		t.Fatalf("unclean stop:\n%s", s.log.String())
+	s.Stop()
+	if !strings.Contains(s.Output(), "limitkv stopped") {
+		t.Fatalf("unclean stop:\n%s", s.Output())
 	}
 
 	s2 := startLimitkvIn(t, dir)
-	if !strings.Contains(s2.log.String(), "snapshot loaded") {
-		t.Fatalf("log:\n%s", s2.log.String())
+	if !strings.Contains(s2.Output(), "snapshot loaded") {
+		t.Fatalf("log:\n%s", s2.Output())
 	}
-	c2 := dialRaw(t, s2.addr)
+	c2 := dialRaw(t, s2.Addr)
 	for i, p := range probe {
 		if got := c2.do(p...).String(); got != before[i] {
 			t.Errorf("%v after restart: %s, before: %s", p, got, before[i])
@@ -85,7 +85,7 @@ func TestRestartKeepsEverything(t *testing.T) {
 // TestSaveAndInfo: SAVE, BGSAVE, LASTSAVE and INFO persistence.
 func TestSaveAndInfo(t *testing.T) {
 	s := startLimitkv(t, "--snapshot-interval", "1h")
-	c := dialRaw(t, s.addr)
+	c := dialRaw(t, s.Addr)
 	c.do("SET", "k", "v")
 	info := c.do("INFO", "persistence").String()
 	if !strings.Contains(info, "rdb_changes_since_last_save:1") {
@@ -111,11 +111,11 @@ func TestSaveAndInfo(t *testing.T) {
 	}
 	// Without persistence, SAVE says so.
 	m := startLimitkv(t, "--persistence", "no")
-	mc := dialRaw(t, m.addr)
+	mc := dialRaw(t, m.Addr)
 	if v := mc.do("SAVE"); !strings.Contains(v.String(), "persistence is off") {
 		t.Fatal(v)
 	}
-	if entries, _ := os.ReadDir(m.dir); len(entries) != 0 {
+	if entries, _ := os.ReadDir(m.Dir); len(entries) != 0 {
 		t.Fatalf("--persistence no wrote %d files", len(entries))
 	}
 }
@@ -145,7 +145,7 @@ func TestCrashRecovery(t *testing.T) {
 	}
 	for round := 0; round < rounds; round++ {
 		s := startLimitkvIn(t, dir, "--snapshot-interval", "20ms")
-		ctl := dialRaw(t, s.addr)
+		ctl := dialRaw(t, s.Addr)
 		check(ctl)
 		var acked, sent [conns]atomic.Int64
 		var wg sync.WaitGroup
@@ -153,7 +153,7 @@ func TestCrashRecovery(t *testing.T) {
 			wg.Add(1)
 			go func(i int) {
 				defer wg.Done()
-				c := dialRaw(t, s.addr)
+				c := dialRaw(t, s.Addr)
 				key := []byte(fmt.Sprintf("ctr:%d:%d", round, i))
 				for n := int64(1); n < 1_000_000; n++ {
 					sent[i].Store(n)
@@ -175,14 +175,14 @@ func TestCrashRecovery(t *testing.T) {
 			t.Fatalf("SAVE: %s", v)
 		}
 		time.Sleep(time.Duration(rng.IntN(120)) * time.Millisecond)
-		s.kill()
+		s.Kill()
 		wg.Wait()
 		for i := 0; i < conns; i++ {
 			all[fmt.Sprintf("ctr:%d:%d", round, i)] = &keyState{saved: atSave[i], sent: sent[i].Load()}
 		}
 	}
 	s := startLimitkvIn(t, dir)
-	check(dialRaw(t, s.addr))
+	check(dialRaw(t, s.Addr))
 }
 
 // TestRefusesDamagedAndForeignDirs: the server refuses to start on a
@@ -206,7 +206,7 @@ func TestRefusesDamagedAndForeignDirs(t *testing.T) {
 func TestChangesSinceLastSave(t *testing.T) {
 	for _, persistence := range []string{"yes", "no"} {
 		s := startLimitkv(t, "--persistence", persistence, "--snapshot-interval", "1h")
-		c := dialRaw(t, s.addr)
+		c := dialRaw(t, s.Addr)
 		for _, v := range []string{"1", "2", "3"} {
 			c.do("SET", "a", v)
 		}
@@ -238,7 +238,7 @@ func TestIdleServerDoesNotSave(t *testing.T) {
 	mport := freePort(t)
 	s := startLimitkv(t, "--snapshot-interval", "10ms", "--metrics-addr", fmt.Sprintf("127.0.0.1:%d", mport))
 	url := fmt.Sprintf("http://127.0.0.1:%d/metrics", mport)
-	c := dialRaw(t, s.addr)
+	c := dialRaw(t, s.Addr)
 	c.do("SET", "k", "v")
 	pollUntil(t, "the write saved", func() bool { return info(c, "rdb_changes_since_last_save") == "0" })
 	count, last := info(c, "snapshot_count"), c.do("LASTSAVE").Int

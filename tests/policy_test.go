@@ -48,7 +48,7 @@ func TestPolicyCheckAtomicity(t *testing.T) {
 				}
 			}
 			var admitted atomic.Int64
-			hammer(t, s.addr, batches, each, func(v resp.Value) {
+			hammer(t, s.Addr, batches, each, func(v resp.Value) {
 				if v.Type == '*' && v.Elems[0].Int == 1 {
 					admitted.Add(1)
 				}
@@ -75,7 +75,7 @@ func TestPolicyCheckAtomicity(t *testing.T) {
 			}
 		}
 		admitted := map[int64]*atomic.Int64{limit: new(atomic.Int64), other: new(atomic.Int64)}
-		hammer(t, s.addr, batches, each, func(v resp.Value) {
+		hammer(t, s.Addr, batches, each, func(v resp.Value) {
 			if v.Type == '*' && v.Elems[0].Int == 1 {
 				admitted[v.Elems[1].Int].Add(1)
 			}
@@ -98,17 +98,17 @@ func TestPolicyCheckAtomicity(t *testing.T) {
 func TestPoliciesSurviveRestart(t *testing.T) {
 	dir := t.TempDir()
 	s := startLimitkvIn(t, dir, "--snapshot-interval", "1h")
-	c := dialRaw(t, s.addr)
+	c := dialRaw(t, s.Addr)
 	mustDo(t, c, "+OK", "RL.POLICY", "SET", "api", "SLIDE", "2", "1h")
 	mustDo(t, c, "+OK", "RL.POLICY", "SET", "login", "FIXED", "5", "15m", "TZ", "Europe/Paris", "SHADOW")
 	mustDo(t, c, "+OK", "RL.POLICY", "SET", "gone", "GCRA", "4", "10", "60")
 	mustDo(t, c, "+OK", "RL.POLICY", "SET", "sem", "CONCURRENCY", "1", "1h")
 	mustDo(t, c, "[:1, :1, :0, :-1, :3600000]", "RL.CHECK", "sem", "s", "ID", "job")
 	mustDo(t, c, "[:1, :2, :1, :-1, :3600000]", "RL.CHECK", "api", "u")
-	s.stop()
+	s.Stop()
 
 	s = startLimitkvIn(t, dir, "--snapshot-interval", "1h")
-	c = dialRaw(t, s.addr)
+	c = dialRaw(t, s.Addr)
 	mustDo(t, c, `["api", "gone", "login", "sem"]`, "RL.POLICY", "LIST")
 	if d := decision(t, c.do("RL.CHECK", "sem", "s", "ID", "other")); d[0] != 0 {
 		t.Fatalf("the lease taken before the restart is gone: %v", d)
@@ -122,21 +122,21 @@ func TestPoliciesSurviveRestart(t *testing.T) {
 		t.Fatalf("the third request after the restart: %v", d)
 	}
 	mustDo(t, c, ":1", "RL.POLICY", "DEL", "gone")
-	s.stop()
+	s.Stop()
 
 	file := filepath.Join(t.TempDir(), "policies.conf")
 	os.WriteFile(file, []byte("# deployed with the app\nRL.POLICY SET api SLIDE 100 1m\nRL.POLICY SET new FIXED 1 1s   # a comment after a definition\n"), 0o644)
 	s = startLimitkvIn(t, dir, "--snapshot-interval", "1h", "--rl-policies", file)
-	c = dialRaw(t, s.addr)
+	c = dialRaw(t, s.Addr)
 	mustDo(t, c, `["api", "login", "new"]`, "RL.POLICY", "LIST")
 	mustDo(t, c, `["SLIDE", "100", "1m"]`, "RL.POLICY", "GET", "api")
 	mustDo(t, c, `["FIXED", "5", "15m", "TZ", "Europe/Paris", "SHADOW"]`, "RL.POLICY", "GET", "login")
 	mustDo(t, c, `["rl-policies", "`+file+`"]`, "CONFIG", "GET", "rl-policies")
-	s.stop()
+	s.Stop()
 
 	// The file's policies were saved too: without the flag they are there.
 	s = startLimitkvIn(t, dir, "--snapshot-interval", "1h")
-	c = dialRaw(t, s.addr)
+	c = dialRaw(t, s.Addr)
 	mustDo(t, c, `["api", "login", "new"]`, "RL.POLICY", "LIST")
 	mustDo(t, c, `["SLIDE", "100", "1m"]`, "RL.POLICY", "GET", "api")
 }
@@ -164,16 +164,16 @@ func TestPolicyFileRefused(t *testing.T) {
 // RL.CHECK writes; it refuses RL.POLICY SET as any write.
 func TestPoliciesReplicate(t *testing.T) {
 	m := startMaster(t, "--persistence", "no")
-	mc := goRedis(t, m.addr, 2)
-	mr := dialRaw(t, m.addr)
+	mc := goRedis(t, m.Addr, 2)
+	mr := dialRaw(t, m.Addr)
 	mustDo(t, mr, "+OK", "RL.POLICY", "SET", "api", "SLIDE", "3", "1m")
 	mustDo(t, mr, "+OK", "RL.POLICY", "SET", "burst", "GCRA", "4", "10", "60", "SHADOW")
 	mustDo(t, mr, "[:1, :3, :2, :-1, :60000]", "RL.CHECK", "api", "u")
 	r := startMaster(t, "--persistence", "no")
-	rc := goRedis(t, r.addr, 2)
-	rr := dialRaw(t, r.addr)
+	rc := goRedis(t, r.Addr, 2)
+	rr := dialRaw(t, r.Addr)
 	mustDo(t, rr, "+OK", "RL.POLICY", "SET", "mine", "FIXED", "1", "1s")
-	host, port, _ := net.SplitHostPort(m.addr)
+	host, port, _ := net.SplitHostPort(m.Addr)
 	mustDo(t, rr, "+OK", "REPLICAOF", host, port)
 	waitInSync(t, mc, rc)
 	mustDo(t, rr, `["api", "burst"]`, "RL.POLICY", "LIST")
@@ -196,9 +196,9 @@ func TestPoliciesReplicate(t *testing.T) {
 
 	// A second replica's full sync, now that the policies changed.
 	r2 := startReplicaOf(t, m, "", "--persistence", "no")
-	rc2 := goRedis(t, r2.addr, 2)
+	rc2 := goRedis(t, r2.Addr, 2)
 	waitInSync(t, mc, rc, rc2)
-	mustDo(t, dialRaw(t, r2.addr), `["SLIDE", "5", "1m"]`, "RL.POLICY", "GET", "api")
+	mustDo(t, dialRaw(t, r2.Addr), `["SLIDE", "5", "1m"]`, "RL.POLICY", "GET", "api")
 	sameKeyspace(t, mc, rc2)
 
 	// A master whose policies are all deleted: a replica that syncs again
@@ -211,7 +211,7 @@ func TestPoliciesReplicate(t *testing.T) {
 	mustDo(t, rr, "+OK", "REPLICAOF", host, port)
 	waitInSync(t, mc, rc, rc2)
 	mustDo(t, rr, "[]", "RL.POLICY", "LIST")
-	mustDo(t, dialRaw(t, r2.addr), "[]", "RL.POLICY", "LIST")
+	mustDo(t, dialRaw(t, r2.Addr), "[]", "RL.POLICY", "LIST")
 }
 
 // TestPolicyMetrics: the metrics count each policy's decisions, labelled
@@ -219,7 +219,7 @@ func TestPoliciesReplicate(t *testing.T) {
 func TestPolicyMetrics(t *testing.T) {
 	mport := freePort(t)
 	s := startLimitkv(t, "--persistence", "no", "--metrics-addr", "127.0.0.1:"+strconv.Itoa(mport))
-	c := dialRaw(t, s.addr)
+	c := dialRaw(t, s.Addr)
 	mustDo(t, c, "+OK", "RL.POLICY", "SET", "api", "FIXED", "2", "1m")
 	mustDo(t, c, "+OK", "RL.POLICY", "SET", "roll", "SLIDE", "1", "1m", "SHADOW")
 	mustDo(t, c, "+OK", "RL.POLICY", "SET", "gone", "SLIDE", "1", "1m")
@@ -264,7 +264,7 @@ func TestPoliciesOnOneKeyTravel(t *testing.T) {
 	// A frozen clock, so that the replies' times are exact.
 	const at = "1800000000000"
 	s := startLimitkvIn(t, dir, "--snapshot-interval", "1h", "--enable-debug-command", "yes")
-	c := dialRaw(t, s.addr)
+	c := dialRaw(t, s.Addr)
 	mustDo(t, c, ":"+at, "DEBUG", "CLOCK", "SET", at)
 	mustDo(t, c, "+OK", "RL.POLICY", "SET", "api", "SLIDE", "2", "1h")
 	mustDo(t, c, "+OK", "RL.POLICY", "SET", "login", "FIXED", "1", "1h", "ALIGN", "FIRST", "BAN", "2h")
@@ -306,10 +306,10 @@ func TestPoliciesOnOneKeyTravel(t *testing.T) {
 		t.Fatalf("RL.TOP does not count the subject's denials: %s", v)
 	}
 	mustDo(t, c, "+OK", "SAVE")
-	s.stop()
+	s.Stop()
 
 	s = startLimitkvIn(t, dir, "--snapshot-interval", "1h", "--enable-debug-command", "yes")
-	c = dialRaw(t, s.addr)
+	c = dialRaw(t, s.Addr)
 	mustDo(t, c, ":"+at, "DEBUG", "CLOCK", "SET", at)
 	used(c, "user:2")
 	mustDo(t, c, ":1", "DEL", "user:2")
@@ -317,7 +317,7 @@ func TestPoliciesOnOneKeyTravel(t *testing.T) {
 
 	// A replica holds the same states.
 	r := startReplicaOf(t, s, "", "--persistence", "no")
-	sc, rc := goRedis(t, s.addr, 2), goRedis(t, r.addr, 2)
+	sc, rc := goRedis(t, s.Addr, 2), goRedis(t, r.Addr, 2)
 	waitInSync(t, sc, rc)
 	sameKeyspace(t, sc, rc)
 }
@@ -330,8 +330,8 @@ func TestReadOnlyTwins(t *testing.T) {
 	// Both clocks frozen at one time, so that the times answered agree.
 	const at = 1_800_000_000_000
 	m := startMaster(t, "--persistence", "no")
-	mc := goRedis(t, m.addr, 2)
-	mr := dialRaw(t, m.addr)
+	mc := goRedis(t, m.Addr, 2)
+	mr := dialRaw(t, m.Addr)
 	mustDo(t, mr, ":"+strconv.Itoa(at), "DEBUG", "CLOCK", "SET", strconv.Itoa(at))
 	mustDo(t, mr, "+OK", "RL.POLICY", "SET", "api", "SLIDE", "3", "1h")
 	mustDo(t, mr, "+OK", "RL.POLICY", "SET", "jobs", "CONCURRENCY", "2", "1h")
@@ -358,9 +358,9 @@ func TestReadOnlyTwins(t *testing.T) {
 		}
 	}
 	r := startReplicaOf(t, m, "", "--persistence", "no")
-	rc := goRedis(t, r.addr, 2)
+	rc := goRedis(t, r.Addr, 2)
 	waitInSync(t, mc, rc)
-	rr := dialRaw(t, r.addr)
+	rr := dialRaw(t, r.Addr)
 	mustDo(t, rr, ":"+strconv.Itoa(at), "DEBUG", "CLOCK", "SET", strconv.Itoa(at))
 	for i, args := range reads {
 		if got := rr.do(args...).String(); got != want[i] {
@@ -370,7 +370,7 @@ func TestReadOnlyTwins(t *testing.T) {
 	mustDo(t, rr, "-READONLY You can't write against a read only replica.", "RL.SLIDE", "s", "4", "1h", "PEEK")
 
 	mustDo(t, mr, "+OK", "ACL", "SETUSER", "reader", "on", ">pw", "~*", "-@all", "+@read")
-	reader := dialRaw(t, m.addr)
+	reader := dialRaw(t, m.Addr)
 	mustDo(t, reader, "+OK", "AUTH", "reader", "pw")
 	for i, args := range reads {
 		if got := reader.do(args...).String(); got != want[i] {

@@ -31,17 +31,17 @@ func dialFrom(t *testing.T, from, addr string) string {
 func TestProtectedMode(t *testing.T) {
 	kv := startLimitkv(t, "--persistence", "no")
 	redis := startRedis(t)
-	want := dialFrom(t, "127.0.0.2", redis.addr)
+	want := dialFrom(t, "127.0.0.2", redis.Addr)
 	if !strings.HasPrefix(want, "-DENIED ") {
 		t.Fatalf("redis-server from 127.0.0.2: %q; this machine cannot test protected mode", want)
 	}
-	if got := dialFrom(t, "127.0.0.2", kv.addr); got != want {
+	if got := dialFrom(t, "127.0.0.2", kv.Addr); got != want {
 		t.Fatalf("limitkv from 127.0.0.2:\n got %q\nwant %q", got, want)
 	}
-	if got := dialFrom(t, "127.0.0.1", kv.addr); got != "+PONG" {
+	if got := dialFrom(t, "127.0.0.1", kv.Addr); got != "+PONG" {
 		t.Fatalf("limitkv from 127.0.0.1: %q", got)
 	}
-	c := dialRaw(t, kv.addr)
+	c := dialRaw(t, kv.Addr)
 	info := string(c.do("INFO", "stats").Str)
 	if !strings.Contains(info, "rejected_connections:1\r\n") {
 		t.Errorf("the refused client is not counted in rejected_connections:\n%s", info)
@@ -49,7 +49,7 @@ func TestProtectedMode(t *testing.T) {
 	if v := c.do("CONFIG", "SET", "requirepass", "pw"); v.String() != "+OK" {
 		t.Fatal(v)
 	}
-	if got := dialFrom(t, "127.0.0.2", kv.addr); !strings.HasPrefix(got, "-NOAUTH") {
+	if got := dialFrom(t, "127.0.0.2", kv.Addr); !strings.HasPrefix(got, "-NOAUTH") {
 		t.Fatalf("with a password, from 127.0.0.2: %q", got)
 	}
 	c.do("AUTH", "pw")
@@ -57,7 +57,7 @@ func TestProtectedMode(t *testing.T) {
 	if v := c.do("CONFIG", "SET", "protected-mode", "no"); v.String() != "+OK" {
 		t.Fatal(v)
 	}
-	if got := dialFrom(t, "127.0.0.2", kv.addr); got != "+PONG" {
+	if got := dialFrom(t, "127.0.0.2", kv.Addr); got != "+PONG" {
 		t.Fatalf("protected-mode no, from 127.0.0.2: %q", got)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"os"
 	"regexp"
 	"strconv"
 	"strings"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/limitkv/limitkv/internal/testserver"
 	"github.com/limitkv/limitkv/resp"
 )
 
@@ -22,7 +22,7 @@ import (
 // pubsubWithRedis adds redis-server to the servers a test runs on when it is
 // installed (always under CI).
 func pubsubWithRedis(t *testing.T, servers map[string]*server) {
-	if _, err := os.Stat("/usr/bin/redis-server"); err == nil || os.Getenv("CI") == "true" {
+	if testserver.Available("redis-server") {
 		servers["redis-server"] = startRedis(t)
 	}
 }
@@ -44,13 +44,13 @@ func pubsubWait(t *testing.T, what string, cond func() bool) {
 // subscriber afterwards.
 func TestSlowSubscriberDisconnected(t *testing.T) {
 	s := startLimitkv(t, "--persistence", "no")
-	pub := dialRaw(t, s.addr)
+	pub := dialRaw(t, s.Addr)
 	if v := pub.do("CONFIG", "GET", "client-output-buffer-limit"); !strings.Contains(v.String(), "pubsub 33554432 8388608 60") {
 		t.Fatalf("default limits: %s", v)
 	}
 	base := procStatus(t, s, "VmRSS")
 
-	sub := dialRaw(t, s.addr)
+	sub := dialRaw(t, s.Addr)
 	sub.send(resp.AppendCommand(nil, []byte("SUBSCRIBE"), []byte("firehose")))
 	if v := sub.read(); v.String() != `["subscribe", "firehose", :1]` {
 		t.Fatal(v)
@@ -91,9 +91,9 @@ func TestSlowSubscriberDisconnected(t *testing.T) {
 	if _, err := sub.r.Discard(1 << 30); err == nil || strings.Contains(err.Error(), "timeout") {
 		t.Errorf("the subscriber's connection is still open: %v", err)
 	}
-	s.stop()
-	if !regexp.MustCompile(`Client id=\d+ .*flags=P .*sub=1 .*cmd=subscribe.* scheduled to be closed ASAP for overcoming of output buffer limits\.`).MatchString(s.log.String()) {
-		t.Errorf("no output buffer limit line for the subscriber in the log:\n%.2000s", s.log.String())
+	s.Stop()
+	if !regexp.MustCompile(`Client id=\d+ .*flags=P .*sub=1 .*cmd=subscribe.* scheduled to be closed ASAP for overcoming of output buffer limits\.`).MatchString(s.Output()) {
+		t.Errorf("no output buffer limit line for the subscriber in the log:\n%.2000s", s.Output())
 	}
 }
 
@@ -112,8 +112,8 @@ func TestSubscriberInClientListAndInfo(t *testing.T) {
 		return strings.Join(out, " ")
 	}
 	for name, s := range servers {
-		c := dialRaw(t, s.addr)
-		sub := dialRaw(t, s.addr)
+		c := dialRaw(t, s.Addr)
+		sub := dialRaw(t, s.Addr)
 		id := sub.do("CLIENT", "ID").Int
 		sub.do("SUBSCRIBE", "a")
 		sub.send(resp.AppendCommand(nil, []byte("SUBSCRIBE"), []byte("a"), []byte("b")))
@@ -121,7 +121,7 @@ func TestSubscriberInClientListAndInfo(t *testing.T) {
 		sub.read()
 		sub.do("PSUBSCRIBE", "p*")
 		sub.do("SSUBSCRIBE", "s")
-		other := dialRaw(t, s.addr)
+		other := dialRaw(t, s.Addr)
 		otherID := other.do("CLIENT", "ID").Int
 		other.do("SUBSCRIBE", "b")
 
@@ -182,8 +182,8 @@ func TestSubscriberInClientListAndInfo(t *testing.T) {
 // subscription.
 func TestQuitAndCloseUnsubscribe(t *testing.T) {
 	s := startLimitkv(t, "--persistence", "no")
-	c := dialRaw(t, s.addr)
-	quitter, closer := dialRaw(t, s.addr), dialRaw(t, s.addr)
+	c := dialRaw(t, s.Addr)
+	quitter, closer := dialRaw(t, s.Addr), dialRaw(t, s.Addr)
 	for _, sub := range []*rawConn{quitter, closer} {
 		sub.do("SUBSCRIBE", "ch")
 		sub.do("PSUBSCRIBE", "c*")
@@ -219,7 +219,7 @@ func TestGoRedisPubSub(t *testing.T) {
 	defer cancel()
 	for _, proto := range []int{2, 3} {
 		t.Run(fmt.Sprintf("RESP%d", proto), func(t *testing.T) {
-			c := goRedis(t, s.addr, proto)
+			c := goRedis(t, s.Addr, proto)
 			ps := c.Subscribe(ctx, "limits")
 			defer ps.Close()
 			if _, err := ps.Receive(ctx); err != nil { // the confirmation
@@ -232,7 +232,7 @@ func TestGoRedisPubSub(t *testing.T) {
 				t.Fatal(err)
 			}
 			ch := ps.Channel()
-			pub := goRedis(t, s.addr, proto)
+			pub := goRedis(t, s.Addr, proto)
 			// The PSUBSCRIBE is under way when PUBLISH counts: wait for it.
 			pubsubWait(t, "the pattern subscription", func() bool {
 				n, _ := pub.PubSubNumPat(ctx).Result()

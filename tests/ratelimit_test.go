@@ -23,7 +23,7 @@ import (
 func frozenServer(t *testing.T, ms int64, flags ...string) (*server, *rawConn) {
 	t.Helper()
 	s := startLimitkv(t, append([]string{"--enable-debug-command", "yes"}, flags...)...)
-	c := dialRaw(t, s.addr)
+	c := dialRaw(t, s.Addr)
 	if v := c.do("DEBUG", "CLOCK", "SET", strconv.FormatInt(ms, 10)); v.Int != ms {
 		t.Fatalf("DEBUG CLOCK SET: %s", v)
 	}
@@ -72,7 +72,7 @@ func TestRateLimitAtomicity(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			var admitted atomic.Int64
-			hammer(t, s.addr, sameBatches(conns, each, tc.args), each, func(v resp.Value) {
+			hammer(t, s.Addr, sameBatches(conns, each, tc.args), each, func(v resp.Value) {
 				if tc.allowed(v) {
 					admitted.Add(1)
 				}
@@ -289,7 +289,7 @@ func TestRateLimitWithGoRedis(t *testing.T) {
 	s := startLimitkv(t)
 	ctx := context.Background()
 	for _, proto := range []int{2, 3} {
-		c := goRedis(t, s.addr, proto)
+		c := goRedis(t, s.Addr, proto)
 		key := fmt.Sprintf("api:%d", proto)
 		for i := 0; i < 3; i++ {
 			vals, err := c.Do(ctx, "RL.SLIDE", key, 2, "1m").Int64Slice()
@@ -360,7 +360,7 @@ func TestLoginListKeepsNewest(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			cc := dialRaw(t, s.addr)
+			cc := dialRaw(t, s.Addr)
 			if decision(t, cc.do("RL.LOGIN", "uid:race", "5", "1h"))[0] == 1 {
 				ok.Add(1)
 			}

@@ -29,7 +29,7 @@ func startMaster(t testing.TB, flags ...string) *server {
 // startReplicaOf starts limitkv as a replica of master, in dir when given.
 func startReplicaOf(t testing.TB, master *server, dir string, flags ...string) *server {
 	t.Helper()
-	host, port, _ := net.SplitHostPort(master.addr)
+	host, port, _ := net.SplitHostPort(master.Addr)
 	args := append([]string{"--enable-debug-command", "yes", "--replicaof", host, port}, flags...)
 	if dir == "" {
 		return startLimitkv(t, args...)
@@ -241,25 +241,25 @@ func replicationLoad(t testing.TB, addr string, workers, ops int, seed uint64) {
 // that changes meanwhile); both end with the master's keyspace.
 func TestReplicationConverges(t *testing.T) {
 	m := startMaster(t, "--persistence", "no")
-	mc := goRedis(t, m.addr, 2)
+	mc := goRedis(t, m.Addr, 2)
 	r1 := startReplicaOf(t, m, "", "--persistence", "no")
-	r1c := goRedis(t, r1.addr, 2)
+	r1c := goRedis(t, r1.Addr, 2)
 	waitInSync(t, mc, r1c)
 
 	var r2 *server
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		replicationLoad(t, m.addr, 8, 1500, 1)
+		replicationLoad(t, m.Addr, 8, 1500, 1)
 	}()
 	time.Sleep(300 * time.Millisecond)
 	r2 = startReplicaOf(t, m, "", "--persistence", "no")
-	r2c := goRedis(t, r2.addr, 2)
+	r2c := goRedis(t, r2.Addr, 2)
 	<-done
 	// A second round after the full sync, and keys in other databases.
-	replicationLoad(t, m.addr, 4, 500, 2)
+	replicationLoad(t, m.Addr, 4, 500, 2)
 	ctx := context.Background()
-	m1 := goRedis(t, m.addr, 2, func(o *redis.Options) { o.DB = 3 })
+	m1 := goRedis(t, m.Addr, 2, func(o *redis.Options) { o.DB = 3 })
 	if err := m1.Set(ctx, "in-db-3", "x", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -281,21 +281,21 @@ func TestReplicationConverges(t *testing.T) {
 // its own snapshot and continues from its position (a partial sync).
 func TestReplicaResumesAfterKill(t *testing.T) {
 	m := startMaster(t, "--persistence", "no")
-	mc := goRedis(t, m.addr, 2)
+	mc := goRedis(t, m.Addr, 2)
 	dir := t.TempDir()
 	r := startReplicaOf(t, m, dir, "--snapshot-interval", "100ms")
-	rc := goRedis(t, r.addr, 2)
-	replicationLoad(t, m.addr, 4, 500, 3)
+	rc := goRedis(t, r.Addr, 2)
+	replicationLoad(t, m.Addr, 4, 500, 3)
 	waitInSync(t, mc, rc)
 	// A snapshot after the load: every change the replica applied is saved,
 	// with its position.
 	waitFor(t, 30*time.Second, "the replica's snapshot of the load", func() bool {
 		return replInfo(t, rc, "persistence", "rdb_changes_since_last_save") == "0"
 	})
-	r.kill()
-	replicationLoad(t, m.addr, 4, 200, 4) // what the replica misses
+	r.Kill()
+	replicationLoad(t, m.Addr, 4, 200, 4) // what the replica misses
 	r = startReplicaOf(t, m, dir, "--snapshot-interval", "100ms")
-	rc = goRedis(t, r.addr, 2)
+	rc = goRedis(t, r.Addr, 2)
 	waitInSync(t, mc, rc)
 	sameKeyspace(t, mc, rc)
 	if got := replInfo(t, mc, "stats", "sync_full"); got != "1" {
@@ -310,22 +310,22 @@ func TestReplicaResumesAfterKill(t *testing.T) {
 // master's copy starts again and converges.
 func TestReplicaKilledDuringFullSync(t *testing.T) {
 	m := startMaster(t, "--persistence", "no")
-	mc := goRedis(t, m.addr, 2)
-	fill(t, m.addr, 300_000)
+	mc := goRedis(t, m.Addr, 2)
+	fill(t, m.Addr, 300_000)
 	dir := t.TempDir()
 	r := startReplicaOf(t, m, dir)
-	rc := goRedis(t, r.addr, 2)
+	rc := goRedis(t, r.Addr, 2)
 	deadline := time.Now().Add(10 * time.Second)
 	for replInfo(t, mc, "stats", "sync_full") == "0" && time.Now().Before(deadline) {
 		time.Sleep(2 * time.Millisecond)
 	}
-	r.kill()
-	if strings.Contains(r.log.String(), "sync: Finished with success") {
+	r.Kill()
+	if strings.Contains(r.Output(), "sync: Finished with success") {
 		t.Log("the replica finished loading before it was killed")
 	}
-	replicationLoad(t, m.addr, 2, 200, 5)
+	replicationLoad(t, m.Addr, 2, 200, 5)
 	r = startReplicaOf(t, m, dir)
-	rc = goRedis(t, r.addr, 2)
+	rc = goRedis(t, r.Addr, 2)
 	waitInSync(t, mc, rc)
 	sameKeyspace(t, mc, rc)
 }
@@ -369,9 +369,9 @@ func appendCmd(b []byte, args ...string) []byte {
 func TestReplicaExpiry(t *testing.T) {
 	ctx := context.Background()
 	m := startMaster(t, "--persistence", "no")
-	mc := goRedis(t, m.addr, 2)
+	mc := goRedis(t, m.Addr, 2)
 	r := startReplicaOf(t, m, "", "--persistence", "no")
-	rc := goRedis(t, r.addr, 2)
+	rc := goRedis(t, r.Addr, 2)
 	if err := mc.Do(ctx, "DEBUG", "SET-ACTIVE-EXPIRE", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -404,10 +404,10 @@ func TestReplicaExpiry(t *testing.T) {
 func TestWaitAndMinReplicas(t *testing.T) {
 	ctx := context.Background()
 	m := startMaster(t, "--persistence", "no")
-	mc := goRedis(t, m.addr, 2)
+	mc := goRedis(t, m.Addr, 2)
 	r1 := startReplicaOf(t, m, "", "--persistence", "no")
 	r2 := startReplicaOf(t, m, "", "--persistence", "no")
-	r1c, r2c := goRedis(t, r1.addr, 2), goRedis(t, r2.addr, 2)
+	r1c, r2c := goRedis(t, r1.Addr, 2), goRedis(t, r2.Addr, 2)
 	waitInSync(t, mc, r1c, r2c)
 	mc.Set(ctx, "k", "v", 0)
 	if n, err := mc.Do(ctx, "WAIT", 2, 5000).Int(); err != nil || n != 2 {
@@ -439,7 +439,7 @@ func TestWaitAndMinReplicas(t *testing.T) {
 	if got := replInfo(t, mc, "replication", "min_slaves_good_slaves"); got != "2" {
 		t.Fatalf("min_slaves_good_slaves = %s", got)
 	}
-	r2.kill()
+	r2.Kill()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		err := mc.Set(ctx, "k", "v3", 0).Err()
@@ -470,10 +470,10 @@ func TestWaitAndMinReplicas(t *testing.T) {
 func TestMasterDown(t *testing.T) {
 	ctx := context.Background()
 	m := startMaster(t, "--persistence", "no")
-	mc := goRedis(t, m.addr, 2)
+	mc := goRedis(t, m.Addr, 2)
 	r := startReplicaOf(t, m, "", "--persistence", "no")
-	rc := goRedis(t, r.addr, 2)
-	rr := dialRaw(t, r.addr)
+	rc := goRedis(t, r.Addr, 2)
+	rr := dialRaw(t, r.Addr)
 	mc.Set(ctx, "k", "v", 0)
 	waitInSync(t, mc, rc)
 	// A read-only replica refuses a script that declared flags but not
@@ -484,7 +484,7 @@ func TestMasterDown(t *testing.T) {
 	mustDo(t, rr, `"v"`, "EVAL", "#!lua flags=no-writes\nreturn redis.call('GET', KEYS[1])", "1", "k")
 	mustDo(t, rr, readOnly+" script: bd6f3018b28bbdb36260f19d3c44afed740db987, on @user_script:1.", "EVAL", "return redis.call('SET', KEYS[1], 'x')", "1", "k")
 	mustDo(t, rr, `"v"`, "GET", "k")
-	m.kill()
+	m.Kill()
 	deadline := time.Now().Add(10 * time.Second)
 	for replInfo(t, rc, "replication", "master_link_status") != "down" {
 		if time.Now().After(deadline) {
@@ -518,16 +518,16 @@ func TestMasterDown(t *testing.T) {
 func TestPromotion(t *testing.T) {
 	ctx := context.Background()
 	m := startMaster(t, "--persistence", "no")
-	mc := goRedis(t, m.addr, 2)
+	mc := goRedis(t, m.Addr, 2)
 	r1 := startReplicaOf(t, m, "", "--persistence", "no")
 	r2 := startReplicaOf(t, m, "", "--persistence", "no")
-	r1c, r2c := goRedis(t, r1.addr, 2), goRedis(t, r2.addr, 2)
+	r1c, r2c := goRedis(t, r1.Addr, 2), goRedis(t, r2.Addr, 2)
 	for i := 0; i < 3; i++ {
 		if err := mc.Do(ctx, "RL.SLIDE", "limit", 3, "1h").Err(); err != nil {
 			t.Fatal(err)
 		}
 	}
-	replicationLoad(t, m.addr, 2, 200, 6)
+	replicationLoad(t, m.Addr, 2, 200, 6)
 	waitInSync(t, mc, r1c, r2c)
 	sameKeyspace(t, mc, r1c, r2c)
 
@@ -543,14 +543,14 @@ func TestPromotion(t *testing.T) {
 	if err != nil || d[0] != 0 {
 		t.Fatalf("RL.SLIDE on the promoted replica = %v, %v: it forgot the decisions of the old master", d, err)
 	}
-	host, port, _ := net.SplitHostPort(r1.addr)
+	host, port, _ := net.SplitHostPort(r1.Addr)
 	if err := r2c.Do(ctx, "REPLICAOF", host, port).Err(); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := r2c.Do(ctx, "REPLICAOF", host, port).Text(); got != "OK Already connected to specified master" {
 		t.Fatalf("REPLICAOF again = %q", got)
 	}
-	replicationLoad(t, r1.addr, 2, 200, 7)
+	replicationLoad(t, r1.Addr, 2, 200, 7)
 	waitInSync(t, r1c, r2c)
 	sameKeyspace(t, r1c, r2c)
 	if got := replInfo(t, r1c, "stats", "sync_partial_ok"); got != "1" {
@@ -581,12 +581,12 @@ func TestPromotion(t *testing.T) {
 func TestSlowReplicaDropped(t *testing.T) {
 	ctx := context.Background()
 	m := startMaster(t, "--persistence", "no", "--client-output-buffer-limit", "replica 2mb 1mb 1")
-	mc := goRedis(t, m.addr, 2)
+	mc := goRedis(t, m.Addr, 2)
 	good := startReplicaOf(t, m, "", "--persistence", "no")
-	gc := goRedis(t, good.addr, 2)
+	gc := goRedis(t, good.Addr, 2)
 	waitInSync(t, mc, gc)
 	// A replica that asks for the stream and never reads it.
-	stuck := dialRaw(t, m.addr)
+	stuck := dialRaw(t, m.Addr)
 	stuck.send(appendCmd(nil, "REPLCONF", "listening-port", "1"))
 	stuck.send(appendCmd(nil, "PSYNC", "?", "-1"))
 	waitFor(t, 10*time.Second, "two replicas", func() bool { return replInfo(t, mc, "replication", "connected_slaves") == "2" })
@@ -605,8 +605,8 @@ func TestSlowReplicaDropped(t *testing.T) {
 	waitFor(t, 10*time.Second, "the stuck replica to be dropped", func() bool {
 		return replInfo(t, mc, "replication", "connected_slaves") == "1"
 	})
-	if !strings.Contains(m.log.String(), "scheduled to be closed ASAP for overcoming of output buffer limits") {
-		t.Fatalf("no log line for the dropped replica:\n%s", m.log.String())
+	if !strings.Contains(m.Output(), "scheduled to be closed ASAP for overcoming of output buffer limits") {
+		t.Fatalf("no log line for the dropped replica:\n%s", m.Output())
 	}
 	waitInSync(t, mc, gc)
 	sameKeyspace(t, mc, gc)
@@ -618,9 +618,9 @@ func TestSlowReplicaDropped(t *testing.T) {
 func TestStuckFullSyncGivenUp(t *testing.T) {
 	ctx := context.Background()
 	m := startMaster(t, "--persistence", "no", "--repl-timeout", "2")
-	mc := goRedis(t, m.addr, 2)
-	fill(t, m.addr, 200_000) // about 10 MB of copy: more than a sync lets wait unread
-	stuck := dialRaw(t, m.addr)
+	mc := goRedis(t, m.Addr, 2)
+	fill(t, m.Addr, 200_000) // about 10 MB of copy: more than a sync lets wait unread
+	stuck := dialRaw(t, m.Addr)
 	stuck.send(appendCmd(nil, "PSYNC", "?", "-1"))
 	waitFor(t, 10*time.Second, "the full sync to start", func() bool { return replInfo(t, mc, "stats", "sync_full") == "1" })
 	start := time.Now()
@@ -635,7 +635,7 @@ func TestStuckFullSyncGivenUp(t *testing.T) {
 	waitFor(t, 10*time.Second, "the stuck replica to be dropped", func() bool {
 		return replInfo(t, mc, "replication", "connected_slaves") == "0"
 	})
-	if n, _ := goRedis(t, m.addr, 2, func(o *redis.Options) { o.DB = 1 }).DBSize(ctx).Result(); n != 200_000 {
+	if n, _ := goRedis(t, m.Addr, 2, func(o *redis.Options) { o.DB = 1 }).DBSize(ctx).Result(); n != 200_000 {
 		t.Fatalf("db 1 holds %d keys after SWAPDB", n)
 	}
 }
@@ -646,7 +646,7 @@ func TestStuckFullSyncGivenUp(t *testing.T) {
 func TestReplicationAuth(t *testing.T) {
 	ctx := context.Background()
 	m := startMaster(t, "--persistence", "no", "--requirepass", "s3cret")
-	mc := goRedis(t, m.addr, 2, func(o *redis.Options) { o.Password = "s3cret" })
+	mc := goRedis(t, m.Addr, 2, func(o *redis.Options) { o.Password = "s3cret" })
 	if err := mc.Do(ctx, "ACL", "SETUSER", "repl", "on", ">replpass", "+psync", "+replconf", "+ping").Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -654,16 +654,16 @@ func TestReplicationAuth(t *testing.T) {
 	r1 := startReplicaOf(t, m, "", "--persistence", "no", "--masterauth", "s3cret",
 		"--replica-announce-ip", "127.0.0.7", "--replica-announce-port", "4567")
 	r2 := startReplicaOf(t, m, "", "--persistence", "no", "--masteruser", "repl", "--masterauth", "replpass")
-	r1c, r2c := goRedis(t, r1.addr, 2), goRedis(t, r2.addr, 2)
+	r1c, r2c := goRedis(t, r1.Addr, 2), goRedis(t, r2.Addr, 2)
 	waitInSync(t, mc, r1c, r2c)
 	sameKeyspace(t, mc, r1c, r2c)
 	if info := replInfo(t, mc, "replication", "slave0") + replInfo(t, mc, "replication", "slave1"); !strings.Contains(info, "ip=127.0.0.7,port=4567,state=online") {
 		t.Fatalf("the announced address is not in INFO: %s", info)
 	}
 	bad := startReplicaOf(t, m, "", "--persistence", "no", "--masterauth", "wrong")
-	bc := goRedis(t, bad.addr, 2)
+	bc := goRedis(t, bad.Addr, 2)
 	waitFor(t, 30*time.Second, "the log line for the refused AUTH", func() bool {
-		return strings.Contains(bad.log.String(), "Unable to AUTH to MASTER")
+		return strings.Contains(bad.Output(), "Unable to AUTH to MASTER")
 	})
 	if got := replInfo(t, bc, "replication", "master_link_status"); got != "down" {
 		t.Fatalf("a replica with a wrong password has its link %s", got)
@@ -677,13 +677,13 @@ func TestReplicationTLS(t *testing.T) {
 	f := newTLSFiles(t)
 	mPort := freePort(t)
 	m := startMaster(t, append([]string{"--persistence", "no"}, f.flags(mPort)...)...)
-	mc := goRedis(t, m.addr, 2)
+	mc := goRedis(t, m.Addr, 2)
 	mc.Set(ctx, "k", "v", 0)
 	clientCert, clientKey := f.client.Write(t, f.dir, "replica")
 	r := startLimitkv(t, append([]string{"--persistence", "no", "--enable-debug-command", "yes",
 		"--replicaof", "127.0.0.1", strconv.Itoa(mPort), "--tls-replication", "yes",
 		"--tls-client-cert-file", clientCert, "--tls-client-key-file", clientKey}, f.flags(freePort(t))...)...)
-	rc := goRedis(t, r.addr, 2)
+	rc := goRedis(t, r.Addr, 2)
 	waitInSync(t, mc, rc)
 	sameKeyspace(t, mc, rc)
 }

@@ -29,8 +29,8 @@ func TestScriptRedisRate(t *testing.T) {
 	kv := startLimitkv(t)
 	ctx := context.Background()
 	limiters := []*redis_rate.Limiter{
-		redis_rate.NewLimiter(goRedis(t, redisSrv.addr, 2)),
-		redis_rate.NewLimiter(goRedis(t, kv.addr, 2)),
+		redis_rate.NewLimiter(goRedis(t, redisSrv.Addr, 2)),
+		redis_rate.NewLimiter(goRedis(t, kv.Addr, 2)),
 	}
 	perMinute, perHour := redis_rate.PerMinute(10), redis_rate.PerHour(20)
 	steps := []struct {
@@ -102,7 +102,7 @@ func TestScriptRedisRate(t *testing.T) {
 	// redis.call (formatted as Redis formats Lua numbers): both must read
 	// it back as a number of the same magnitude.
 	var tats [2]float64
-	for i, addr := range []string{redisSrv.addr, kv.addr} {
+	for i, addr := range []string{redisSrv.Addr, kv.Addr} {
 		v, err := goRedis(t, addr, 2).Get(ctx, "rate:rate:b").Float64()
 		if err != nil {
 			t.Fatalf("GET rate:rate:b (redis_rate prefixes its keys): %v", err)
@@ -120,8 +120,8 @@ func TestScriptRedisRate(t *testing.T) {
 // only SHUTDOWN NOSAVE gets the server out of it.
 func TestScriptBusyAndKill(t *testing.T) {
 	kv := startLimitkv(t, "--busy-reply-threshold", "100")
-	runner := dialRaw(t, kv.addr)
-	other := dialRaw(t, kv.addr)
+	runner := dialRaw(t, kv.Addr)
+	other := dialRaw(t, kv.Addr)
 
 	if v := other.do("SCRIPT", "KILL"); v.String() != "-NOTBUSY No scripts in execution right now." {
 		t.Fatalf("SCRIPT KILL with no script: %s", v)
@@ -194,7 +194,7 @@ func TestScriptBusyAndKill(t *testing.T) {
 	}
 	other.send(encodeCommand("SHUTDOWN", "NOSAVE"))
 	select {
-	case <-kv.done:
+	case <-kv.Done:
 	case <-time.After(5 * time.Second):
 		t.Fatal("SHUTDOWN NOSAVE did not stop the server while a script was running")
 	}
@@ -246,7 +246,7 @@ return v + 1`)
 	var wg sync.WaitGroup
 	errs := make(chan error, scripters+incrers)
 	for i := 0; i < scripters+incrers; i++ {
-		c := goRedis(t, kv.addr, 2)
+		c := goRedis(t, kv.Addr, 2)
 		wg.Add(1)
 		go func(useScript bool) {
 			defer wg.Done()
@@ -269,7 +269,7 @@ return v + 1`)
 	for err := range errs {
 		t.Fatal(err)
 	}
-	n, err := goRedis(t, kv.addr, 2).Get(ctx, "counter").Int()
+	n, err := goRedis(t, kv.Addr, 2).Get(ctx, "counter").Int()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -311,7 +311,7 @@ EVAL "return redis.call('zrange', KEYS[1], 0, -1, 'withscores')" 1 zhangsan
 func TestSMSSlidingWindowScript(t *testing.T) {
 	redisSrv := startRedis(t)
 	kv := startLimitkv(t)
-	if v := dialRaw(t, kv.addr).do("COMMAND", "INFO", "zadd"); len(v.Elems) != 1 || v.Elems[0].Null {
+	if v := dialRaw(t, kv.Addr).do("COMMAND", "INFO", "zadd"); len(v.Elems) != 1 || v.Elems[0].Null {
 		t.Skip("this build has no sorted sets; the SMS sliding-window script needs ZADD, ZCARD and ZREMRANGEBYSCORE")
 	}
 	body := "--根据score删除数据\nredis.call(\"zremrangebyscore\",KEYS[1],ARGV[1],ARGV[2])\n\n--获取个数\nlocal zSetLen = redis.call(\"zcard\", KEYS[1])\n\n\n\nif tonumber(zSetLen) > tonumber(ARGV[4]) then\n    return 0\nend\n--zadd添加数据\nlocal res = redis.call(\"zadd\",KEYS[1], ARGV[5], ARGV[6])\nredis.call(\"expire\",KEYS[1],ARGV[3])\nreturn res\n\n\n"
@@ -319,7 +319,7 @@ func TestSMSSlidingWindowScript(t *testing.T) {
 	if err := os.WriteFile(path, []byte(fmt.Sprintf(smsSlidingWindowTranscript, sha1Hex(body))), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if n := runDiffFile(t, path, redisSrv.addr, kv.addr); n < 10 {
+	if n := runDiffFile(t, path, redisSrv.Addr, kv.Addr); n < 10 {
 		t.Fatalf("only %d commands compared", n)
 	}
 }
@@ -331,8 +331,8 @@ func TestSMSSlidingWindowScript(t *testing.T) {
 func TestKilledScriptIsNeverSaved(t *testing.T) {
 	dir := t.TempDir()
 	kv := startLimitkvIn(t, dir, "--busy-reply-threshold", "100", "--snapshot-interval", "20ms")
-	runner := dialRaw(t, kv.addr)
-	other := dialRaw(t, kv.addr)
+	runner := dialRaw(t, kv.Addr)
+	other := dialRaw(t, kv.Addr)
 	if v := other.do("SET", "before", "1"); v.String() != "+OK" {
 		t.Fatalf("SET: %s", v)
 	}
@@ -343,12 +343,12 @@ func TestKilledScriptIsNeverSaved(t *testing.T) {
 	waitBusy(t, other)
 	other.send(encodeCommand("SHUTDOWN", "NOSAVE"))
 	select {
-	case <-kv.done:
+	case <-kv.Done:
 	case <-time.After(10 * time.Second):
 		t.Fatal("SHUTDOWN NOSAVE did not stop the server")
 	}
 	again := startLimitkvIn(t, dir)
-	c := dialRaw(t, again.addr)
+	c := dialRaw(t, again.Addr)
 	if v := c.do("GET", "wk3"); v.String() != "nil" {
 		t.Fatalf("GET wk3 after the restart: %s; the killed script's write was saved", v)
 	}
@@ -372,7 +372,7 @@ func TestPauseWriteRunsNoWritesScripts(t *testing.T) {
 		srv  *server
 	}{{"redis", startRedis(t)}, {"limitkv", startLimitkv(t)}} {
 		t.Run(s.name, func(t *testing.T) {
-			admin, c := dialRaw(t, s.srv.addr), dialRaw(t, s.srv.addr)
+			admin, c := dialRaw(t, s.srv.Addr), dialRaw(t, s.srv.Addr)
 			mustDo(t, admin, `"ro"`, "FUNCTION", "LOAD", lib)
 			mustDo(t, admin, "+OK", "SET", "k", "v")
 			sha := c.do("SCRIPT", "LOAD", noWrites).String()

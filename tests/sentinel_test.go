@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -14,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/limitkv/limitkv/internal/testserver"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -28,21 +28,14 @@ import (
 // it, under CI it fails.
 func redisSentinelPath(t testing.TB) string {
 	t.Helper()
-	p, err := exec.LookPath("redis-sentinel")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("redis-sentinel is required in CI (.ci/run installs it) but was not found")
-		}
-		t.Skip("redis-sentinel not installed; the failover test runs in CI")
-	}
-	return p
+	return testserver.Require(t, "redis-sentinel")
 }
 
 // startWithConfig starts limitkv from a config file of its own, which
 // Sentinel's CONFIG REWRITE rewrites, in dir.
 func startWithConfig(t testing.TB, dir string, port int, lines ...string) *server {
 	t.Helper()
-	trackSources()
+	testserver.TrackSources()
 	conf := filepath.Join(dir, "limitkv.conf")
 	if _, err := os.Stat(conf); err != nil {
 		body := "# written by the failover test\nport " + strconv.Itoa(port) + "\ndir " + filepath.Join(dir, "data") + "\nenable-debug-command yes\n" +
@@ -51,31 +44,22 @@ func startWithConfig(t testing.TB, dir string, port int, lines ...string) *serve
 			t.Fatal(err)
 		}
 	}
-	s := &server{t: t, addr: fmt.Sprintf("127.0.0.1:%d", port), dir: dir, args: []string{"--config", conf}}
-	s.start(limitkvBin, s.args)
-	return s
+	return startProcess(t, testserver.Spec{Kind: testserver.Limitkv, Bin: limitkvBin, Addr: testserver.Addr(port), Dir: dir,
+		Args: []string{"--config", conf}})
 }
 
 func startSentinel(t testing.TB, bin string, masterPort int) *server {
 	t.Helper()
 	dir := t.TempDir()
 	port := freePort(t)
-	conf := filepath.Join(dir, "sentinel.conf")
-	body := fmt.Sprintf(`port %d
-bind 127.0.0.1
-daemonize no
-dir %s
-sentinel monitor mymaster 127.0.0.1 %d 2
-sentinel down-after-milliseconds mymaster 1000
-sentinel failover-timeout mymaster 10000
-sentinel parallel-syncs mymaster 2
-`, port, dir, masterPort)
-	if err := os.WriteFile(conf, []byte(body), 0o644); err != nil {
+	args, err := testserver.SentinelArgs(port, dir, testserver.Addr(masterPort),
+		"sentinel down-after-milliseconds mymaster 1000",
+		"sentinel failover-timeout mymaster 10000",
+		"sentinel parallel-syncs mymaster 2")
+	if err != nil {
 		t.Fatal(err)
 	}
-	s := &server{t: t, addr: fmt.Sprintf("127.0.0.1:%d", port), dir: dir, args: []string{conf}}
-	s.start(bin, s.args)
-	return s
+	return startProcess(t, testserver.Spec{Kind: testserver.Sentinel, Bin: bin, Addr: testserver.Addr(port), Dir: dir, Args: args})
 }
 
 // sentinelView is what a sentinel knows of mymaster.
@@ -97,15 +81,15 @@ func TestSentinelFailover(t *testing.T) {
 	nodes := []*server{master,
 		startWithConfig(t, dirs[1], ports[1], replicaOf),
 		startWithConfig(t, dirs[2], ports[2], replicaOf)}
-	mc := goRedis(t, master.addr, 2)
-	waitInSync(t, mc, goRedis(t, nodes[1].addr, 2), goRedis(t, nodes[2].addr, 2))
+	mc := goRedis(t, master.Addr, 2)
+	waitInSync(t, mc, goRedis(t, nodes[1].Addr, 2), goRedis(t, nodes[2].Addr, 2))
 
 	var sentinels []*redis.SentinelClient
 	var sentinelAddrs []string
 	for i := 0; i < 3; i++ {
 		s := startSentinel(t, bin, ports[0])
-		sentinelAddrs = append(sentinelAddrs, s.addr)
-		sc := redis.NewSentinelClient(&redis.Options{Addr: s.addr})
+		sentinelAddrs = append(sentinelAddrs, s.Addr)
+		sc := redis.NewSentinelClient(&redis.Options{Addr: s.Addr})
 		t.Cleanup(func() { sc.Close() })
 		sentinels = append(sentinels, sc)
 	}
@@ -166,12 +150,12 @@ func TestSentinelFailover(t *testing.T) {
 	}()
 	waitFor(t, 10*time.Second, "the client's first writes", func() bool { return acked.Load() > 200 })
 
-	master.kill()
+	master.Kill()
 	killed := time.Now()
 	var promoted string
 	waitFor(t, 60*time.Second, "a replica to be promoted", func() bool {
 		addr, err := sentinelMaster(ctx, sentinels[0])
-		if err != nil || addr == master.addr {
+		if err != nil || addr == master.Addr {
 			return false
 		}
 		promoted = addr
@@ -188,7 +172,7 @@ func TestSentinelFailover(t *testing.T) {
 	// judged against whichever node they name as master now.
 	byAddr := map[string]*server{}
 	for _, n := range nodes[1:] {
-		byAddr[n.addr] = n
+		byAddr[n.Addr] = n
 	}
 	if byAddr[promoted] == nil {
 		t.Fatalf("promoted %s is none of the replicas", promoted)
@@ -212,13 +196,13 @@ func TestSentinelFailover(t *testing.T) {
 		if newMaster, other, newPort = current(); newMaster == nil {
 			return false
 		}
-		oc := goRedis(t, other.addr, 2)
-		role, _ := goRedis(t, newMaster.addr, 2).Do(ctx, "ROLE").Slice()
+		oc := goRedis(t, other.Addr, 2)
+		role, _ := goRedis(t, newMaster.Addr, 2).Do(ctx, "ROLE").Slice()
 		return len(role) > 0 && role[0] == "master" &&
 			replInfo(t, oc, "replication", "master_port") == newPort &&
 			replInfo(t, oc, "replication", "master_link_status") == "up"
 	})
-	nmc := goRedis(t, newMaster.addr, 2)
+	nmc := goRedis(t, newMaster.Addr, 2)
 
 	// Every write the client was told succeeded is there, but those the
 	// old master acknowledged and had not yet sent: the loss a failover
@@ -237,7 +221,7 @@ func TestSentinelFailover(t *testing.T) {
 	// The old master comes back (its config file and data as it left
 	// them) and is turned into a replica of the new one by the sentinels.
 	old := startWithConfig(t, dirs[0], ports[0])
-	oldc := goRedis(t, old.addr, 2)
+	oldc := goRedis(t, old.Addr, 2)
 	waitFor(t, 60*time.Second, "the old master to rejoin as a replica", func() bool {
 		if newMaster, other, newPort = current(); newMaster == nil {
 			return false
@@ -246,8 +230,8 @@ func TestSentinelFailover(t *testing.T) {
 			replInfo(t, oldc, "replication", "master_port") == newPort &&
 			replInfo(t, oldc, "replication", "master_link_status") == "up"
 	})
-	nmc = goRedis(t, newMaster.addr, 2)
-	oc := goRedis(t, other.addr, 2)
+	nmc = goRedis(t, newMaster.Addr, 2)
+	oc := goRedis(t, other.Addr, 2)
 	waitInSync(t, nmc, oc, oldc)
 	sameKeyspace(t, nmc, oc, oldc)
 	// Sentinel rewrote the configuration files: the old master's now

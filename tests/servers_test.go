@@ -7,87 +7,47 @@ package tests
 import (
 	"bufio"
 	"bytes"
-	"crypto/tls"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"strconv"
-	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/limitkv/limitkv/internal/testserver"
 	"github.com/limitkv/limitkv/resp"
 )
 
+// limitkvBin is the binary TestMain built for this test process.
 var limitkvBin string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "limitkv-tests-")
+	bin, remove, err := testserver.BuildTemp()
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	limitkvBin = filepath.Join(dir, "limitkv")
-	build := exec.Command("go", "build", "-o", limitkvBin, "../cmd/limitkv")
-	build.Stdout, build.Stderr = os.Stdout, os.Stderr
-	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "building limitkv:", err)
 		os.Exit(1)
 	}
+	limitkvBin = bin
 	code := m.Run()
-	os.RemoveAll(dir)
+	remove()
 	os.Exit(code)
 }
 
-// trackSources stats every source file of the server. These tests build
-// and run the binary, which go test's result cache cannot see; files the
-// tests touch it does see (while tests run, not in TestMain), so a change
-// anywhere in the server makes a cached result stale.
-var trackOnce sync.Once
+// server is a process under test: limitkv, redis-server or redis-sentinel.
+type server = testserver.Server
 
-func trackSources() { trackOnce.Do(statSources) }
-
-func statSources() {
-	filepath.WalkDir("..", func(path string, d os.DirEntry, err error) error {
-		if err != nil {
-			return nil
-		}
-		if d.IsDir() && (strings.HasPrefix(d.Name(), ".") || d.Name() == "tests") && path != ".." {
-			return filepath.SkipDir
-		}
-		if !d.IsDir() && (strings.HasSuffix(path, ".go") || d.Name() == "go.mod" || d.Name() == "go.sum") {
-			os.Stat(path)
-		}
-		return nil
-	})
-}
-
-// freePort asks the kernel for a free loopback port.
 func freePort(t testing.TB) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	return testserver.Port(t)
 }
 
-// server is a process under test: limitkv or redis-server.
-type server struct {
-	t    testing.TB
-	cmd  *exec.Cmd
-	addr string
-	dir  string
-	log  *bytes.Buffer
-	args []string
-	done chan struct{}
-	// tls, if set, is how waitReady reaches addr (a TLS-only server).
-	tls *tls.Config
+// startProcess starts bin and waits until it answers PING on addr, even
+// to say it wants a password or is still loading; it is stopped when the
+// test ends.
+func startProcess(t testing.TB, spec testserver.Spec) *server {
+	t.Helper()
+	spec.Up = testserver.Answering
+	return testserver.StartTest(t, spec)
 }
 
 // startLimitkv starts the binary on a free port with a fresh data
@@ -100,92 +60,10 @@ func startLimitkv(t testing.TB, flags ...string) *server {
 
 func startLimitkvIn(t testing.TB, dir string, flags ...string) *server {
 	t.Helper()
-	trackSources()
+	testserver.TrackSources()
 	port := freePort(t)
-	args := append([]string{"--port", strconv.Itoa(port), "--dir", dir}, flags...)
-	s := &server{t: t, addr: fmt.Sprintf("127.0.0.1:%d", port), dir: dir, args: args}
-	s.start(limitkvBin, args)
-	return s
-}
-
-func (s *server) start(bin string, args []string) {
-	s.t.Helper()
-	s.log = &bytes.Buffer{}
-	s.cmd = exec.Command(bin, args...)
-	s.cmd.Stdout = s.log
-	s.cmd.Stderr = s.log
-	if err := s.cmd.Start(); err != nil {
-		s.t.Fatal(err)
-	}
-	s.done = make(chan struct{})
-	go func() {
-		s.cmd.Wait()
-		close(s.done)
-	}()
-	s.t.Cleanup(s.stop)
-	s.waitReady()
-}
-
-func (s *server) waitReady() {
-	s.t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for time.Now().Before(deadline) {
-		select {
-		case <-s.done:
-			s.t.Fatalf("server exited early:\n%s", s.log.String())
-		default:
-		}
-		c, err := net.DialTimeout("tcp", s.addr, 200*time.Millisecond)
-		if err == nil && s.tls != nil {
-			c = tls.Client(c, s.tls)
-		}
-		if err == nil {
-			c.SetDeadline(time.Now().Add(2 * time.Second))
-			c.Write([]byte("*1\r\n$4\r\nPING\r\n"))
-			line, _ := bufio.NewReader(c).ReadString('\n')
-			c.Close()
-			if strings.HasPrefix(line, "+PONG") || strings.HasPrefix(line, "-NOAUTH") || strings.HasPrefix(line, "-LOADING") {
-				return
-			}
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	s.t.Fatalf("server at %s not ready:\n%s", s.addr, s.log.String())
-}
-
-// stop ends the process by pid: SIGTERM, then SIGKILL after a while.
-func (s *server) stop() {
-	if s.cmd == nil || s.cmd.Process == nil {
-		return
-	}
-	select {
-	case <-s.done:
-		return
-	default:
-	}
-	s.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-s.done:
-	case <-time.After(10 * time.Second):
-		s.cmd.Process.Kill()
-		<-s.done
-	}
-}
-
-// kill ends the process with SIGKILL, as a crash would.
-func (s *server) kill() {
-	s.cmd.Process.Kill()
-	<-s.done
-}
-
-// exited reports whether the process has ended.
-func (s *server) exited() bool {
-	select {
-	case <-s.done:
-		return true
-	default:
-		return false
-	}
+	return startProcess(t, testserver.Spec{Kind: testserver.Limitkv, Bin: limitkvBin, Addr: testserver.Addr(port), Dir: dir,
+		Args: testserver.LimitkvArgs(port, dir, flags...)})
 }
 
 // runBinary runs limitkv to completion (it is expected to refuse to start)
@@ -211,19 +89,11 @@ func runBinary(t testing.TB, args ...string) (string, error) {
 	}
 }
 
-// redisServerPath finds redis-server. Locally its tests skip when it is
-// missing; under CI (CI=true) they fail, so that a CI run cannot pass
-// without them.
+// redisServerPath finds redis-server: locally its tests skip without it,
+// under CI they fail.
 func redisServerPath(t testing.TB) string {
 	t.Helper()
-	p, err := exec.LookPath("redis-server")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("redis-server is required in CI (.ci/run installs it) but was not found")
-		}
-		t.Skip("redis-server not installed; differential tests skipped (they run in CI)")
-	}
-	return p
+	return testserver.Require(t, "redis-server")
 }
 
 // startRedis starts a real redis-server on a free loopback port, without
@@ -233,11 +103,8 @@ func startRedis(t testing.TB, extra ...string) *server {
 	bin := redisServerPath(t)
 	port := freePort(t)
 	dir := t.TempDir()
-	args := append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-		"--dir", dir, "--daemonize", "no"}, extra...)
-	s := &server{t: t, addr: fmt.Sprintf("127.0.0.1:%d", port), dir: dir, args: args}
-	s.start(bin, args)
-	return s
+	return startProcess(t, testserver.Spec{Kind: testserver.Redis, Bin: bin, Addr: testserver.Addr(port), Dir: dir,
+		Args: testserver.RedisArgs(port, dir, extra...)})
 }
 
 // rawConn is a plain RESP connection.

@@ -28,7 +28,7 @@ func TestSetMemoryPerKey(t *testing.T) {
 	}
 	for _, kind := range kinds {
 		var perKey [2]float64
-		for i, addr := range []string{redisSrv.addr, kv.addr} {
+		for i, addr := range []string{redisSrv.Addr, kv.Addr} {
 			c := dialRaw(t, addr)
 			c.do("FLUSHALL")
 			before := infoField(t, c, "memory", "used_memory")

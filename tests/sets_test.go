@@ -15,7 +15,7 @@ import (
 // or DEL for the whole set), never SPOP, which would choose again.
 func TestSPopReplicatesItsEffect(t *testing.T) {
 	kv := startLimitkv(t, "--persistence", "no")
-	c := dialRaw(t, kv.addr)
+	c := dialRaw(t, kv.Addr)
 	args := []string{"SADD", "s"}
 	for i := 0; i < 50; i++ {
 		args = append(args, "m"+strconv.Itoa(i))
@@ -23,7 +23,7 @@ func TestSPopReplicatesItsEffect(t *testing.T) {
 	c.do(args...)
 
 	// A replica's end of the link, read raw.
-	rc := dialRaw(t, kv.addr)
+	rc := dialRaw(t, kv.Addr)
 	rc.do("REPLCONF", "listening-port", "1")
 	rc.send(resp.AppendCommand(nil, []byte("PSYNC"), []byte("?"), []byte("-1")))
 	var stream bytes.Buffer
@@ -76,7 +76,7 @@ func TestSPopReplicatesItsEffect(t *testing.T) {
 // member reached, and what SPOP takes gone from the set.
 func TestSetRandomCommands(t *testing.T) {
 	kv := startLimitkv(t, "--persistence", "no")
-	c := goRedis(t, kv.addr, 3)
+	c := goRedis(t, kv.Addr, 3)
 	ctx := context.Background()
 	shapes := map[string]func(i int) string{
 		"ints":    strconv.Itoa,
@@ -165,7 +165,7 @@ func TestSetRandomCommands(t *testing.T) {
 // evicts them like any key.
 func TestSetsEvicted(t *testing.T) {
 	kv := startLimitkv(t, "--persistence", "no", "--maxmemory", "4mb", "--maxmemory-policy", "allkeys-lru")
-	c := dialRaw(t, kv.addr)
+	c := dialRaw(t, kv.Addr)
 	for k := 0; k < 5000; k++ {
 		args := [][]byte{[]byte("SADD"), []byte("set:" + strconv.Itoa(k))}
 		for j := 0; j < 100; j++ {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/limitkv/limitkv/internal/testserver"
 	"github.com/limitkv/limitkv/tlsconf/tlstest"
 )
 
@@ -94,7 +95,7 @@ func TestTLSBesidePlain(t *testing.T) {
 	ctx := context.Background()
 	for _, proto := range []int{2, 3} {
 		secure := goRedis(t, tlsAddr(tlsPort), proto, func(o *redis.Options) { o.TLSConfig = f.clientConfig(nil) })
-		plain := goRedis(t, s.addr, proto)
+		plain := goRedis(t, s.Addr, proto)
 		key := fmt.Sprintf("tls:%d", proto)
 		if err := secure.Set(ctx, key, "over TLS", 0).Err(); err != nil {
 			t.Fatalf("RESP%d SET over TLS: %v", proto, err)
@@ -154,7 +155,7 @@ func TestTLSMutual(t *testing.T) {
 		t.Error("tls-auth-clients yes: a certificate of another CA was accepted")
 	}
 
-	plain := goRedis(t, s.addr, 2)
+	plain := goRedis(t, s.Addr, 2)
 	if err := plain.ConfigSet(ctx, "tls-auth-clients", "optional").Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -194,8 +195,8 @@ func TestTLSMutual(t *testing.T) {
 	if n != before {
 		t.Errorf("%d clients 2 s after refused handshakes, %d before", n, before)
 	}
-	if !strings.Contains(s.log.String(), "Error accepting a client connection") {
-		t.Errorf("refused handshakes are not logged:\n%s", s.log.String())
+	if !strings.Contains(s.Output(), "Error accepting a client connection") {
+		t.Errorf("refused handshakes are not logged:\n%s", s.Output())
 	}
 }
 
@@ -218,14 +219,7 @@ func countClients(t *testing.T, c *redis.Client) int {
 // redisCLIPath finds redis-cli; required under CI, skipped locally.
 func redisCLIPath(t *testing.T) string {
 	t.Helper()
-	p, err := exec.LookPath("redis-cli")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("redis-cli is required in CI (.ci/run installs it) but was not found")
-		}
-		t.Skip("redis-cli not installed")
-	}
-	return p
+	return testserver.Require(t, "redis-cli")
 }
 
 // TestTLSRedisCLI talks to the TLS port with redis-cli --tls, as
@@ -263,7 +257,7 @@ func TestTLSReload(t *testing.T) {
 	tlsPort := freePort(t)
 	s := startLimitkv(t, f.flags(tlsPort, "--tls-auth-clients", "no")...)
 	addr := tlsAddr(tlsPort)
-	admin := dialRaw(t, s.addr)
+	admin := dialRaw(t, s.Addr)
 	cfg := f.clientConfig(nil)
 
 	old, err := dialTLS(t, addr, cfg)
@@ -321,8 +315,8 @@ func TestTLSReload(t *testing.T) {
 	if c, err := dialTLS(t, addr, cfg); err != nil || serial(c).Cmp(renewed.Cert.SerialNumber) != 0 {
 		t.Errorf("after a refused reload, want the previous certificate: %v", err)
 	}
-	if !strings.Contains(s.log.String(), "Failed to load certificate: "+bad) {
-		t.Errorf("the log does not say why:\n%s", s.log.String())
+	if !strings.Contains(s.Output(), "Failed to load certificate: "+bad) {
+		t.Errorf("the log does not say why:\n%s", s.Output())
 	}
 }
 
@@ -333,7 +327,7 @@ func TestTLSProtocols(t *testing.T) {
 	tlsPort := freePort(t)
 	s := startLimitkv(t, f.flags(tlsPort, "--tls-auth-clients", "no")...)
 	addr := tlsAddr(tlsPort)
-	admin := dialRaw(t, s.addr)
+	admin := dialRaw(t, s.Addr)
 	tls12 := f.clientConfig(nil)
 	tls12.MaxVersion = tls.VersionTLS12
 	if c, err := dialTLS(t, addr, tls12); err != nil || c.ConnectionState().Version != tls.VersionTLS12 {
@@ -370,7 +364,7 @@ func TestTLSProtocols(t *testing.T) {
 func TestTLSPortAtRunTime(t *testing.T) {
 	f := newTLSFiles(t)
 	s := startLimitkv(t, "--tls-cert-file", f.certFile, "--tls-key-file", f.keyFile, "--tls-ca-cert-file", f.caFile, "--tls-auth-clients", "no")
-	admin := dialRaw(t, s.addr)
+	admin := dialRaw(t, s.Addr)
 	tlsPort := freePort(t)
 	addr := tlsAddr(tlsPort)
 	if _, err := dialTLS(t, addr, f.clientConfig(nil)); err == nil {
@@ -384,7 +378,7 @@ func TestTLSPortAtRunTime(t *testing.T) {
 		t.Fatalf("after CONFIG SET tls-port: %v", err)
 	}
 	// A port in use: refused, and the TLS port stays where it was.
-	_, plainPort, _ := net.SplitHostPort(s.addr)
+	_, plainPort, _ := net.SplitHostPort(s.Addr)
 	want := "-ERR CONFIG SET failed (possibly related to argument 'tls-port') - Unable to listen on this port. Check server logs."
 	if got := admin.str("CONFIG", "SET", "tls-port", plainPort); got != want {
 		t.Errorf("CONFIG SET tls-port to a port in use: %s", got)
@@ -438,10 +432,10 @@ func TestTLSPortAtRunTime(t *testing.T) {
 func TestTLSOnly(t *testing.T) {
 	f := newTLSFiles(t)
 	tlsPort := freePort(t)
-	s := &server{t: t, addr: tlsAddr(tlsPort), dir: t.TempDir(), tls: f.clientConfig(nil)}
-	s.args = append([]string{"--port", "0", "--dir", s.dir, "--tls-auth-clients", "no"}, f.flags(tlsPort)...)
-	s.start(limitkvBin, s.args)
-	c := goRedis(t, s.addr, 3, func(o *redis.Options) { o.TLSConfig = f.clientConfig(nil) })
+	dir := t.TempDir()
+	s := startProcess(t, testserver.Spec{Kind: testserver.Limitkv, Bin: limitkvBin, Addr: tlsAddr(tlsPort), Dir: dir, TLS: f.clientConfig(nil),
+		Args: append([]string{"--port", "0", "--dir", dir, "--tls-auth-clients", "no"}, f.flags(tlsPort)...)})
+	c := goRedis(t, s.Addr, 3, func(o *redis.Options) { o.TLSConfig = f.clientConfig(nil) })
 	info, err := c.Info(context.Background(), "server").Result()
 	if err != nil {
 		t.Fatal(err)
@@ -468,7 +462,7 @@ func TestTLSHandshakeHoldsASlot(t *testing.T) {
 	f := newTLSFiles(t)
 	tlsPort := freePort(t)
 	s := startLimitkv(t, f.flags(tlsPort, "--tls-auth-clients", "no", "--maxclients", "2", "--timeout", "2")...)
-	admin := goRedis(t, s.addr, 2, func(o *redis.Options) { o.PoolSize = 1 })
+	admin := goRedis(t, s.Addr, 2, func(o *redis.Options) { o.PoolSize = 1 })
 	if n := countClients(t, admin); n != 1 {
 		t.Fatalf("%d clients", n)
 	}
@@ -484,7 +478,7 @@ func TestTLSHandshakeHoldsASlot(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	c := dialRaw(t, s.addr)
+	c := dialRaw(t, s.Addr)
 	if got := c.str("PING"); got != "-ERR max number of clients reached" {
 		t.Errorf("while a handshake is pending: %s", got)
 	}
@@ -509,7 +503,7 @@ func TestTLSHandshakeHoldsASlot(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	if got := dialRaw(t, s.addr).str("PING"); got != "+PONG" {
+	if got := dialRaw(t, s.Addr).str("PING"); got != "+PONG" {
 		t.Errorf("after the handshake timed out: %s", got)
 	}
 }

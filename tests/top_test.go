@@ -64,7 +64,7 @@ func TestRLTopConcurrent(t *testing.T) {
 	}
 	cs := make([]*rawConn, conns)
 	for i := range cs {
-		cs[i] = dialRaw(t, s.addr)
+		cs[i] = dialRaw(t, s.Addr)
 	}
 	var wg sync.WaitGroup
 	start := make(chan struct{})
@@ -80,7 +80,7 @@ func TestRLTopConcurrent(t *testing.T) {
 		}(c)
 	}
 	// RL.TOP reads while the denials are counted.
-	reader := dialRaw(t, s.addr)
+	reader := dialRaw(t, s.Addr)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -109,7 +109,7 @@ func TestRLTopConcurrent(t *testing.T) {
 		t.Fatalf("RL.TOP 3: %v", keys)
 	}
 	// Through go-redis, in RESP3: a list of maps.
-	rdb := redis.NewClient(&redis.Options{Addr: s.addr, Protocol: 3})
+	rdb := redis.NewClient(&redis.Options{Addr: s.Addr, Protocol: 3})
 	defer rdb.Close()
 	v, err := rdb.Do(t.Context(), "RL.TOP", "1").Result()
 	if err != nil {
@@ -133,8 +133,8 @@ func TestRLTopNodeLocal(t *testing.T) {
 	dir := t.TempDir()
 	m := startLimitkvIn(t, dir, "--enable-debug-command", "yes")
 	r := startReplicaOf(t, m, "")
-	mc := redis.NewClient(&redis.Options{Addr: m.addr})
-	rc := redis.NewClient(&redis.Options{Addr: r.addr})
+	mc := redis.NewClient(&redis.Options{Addr: m.Addr})
+	rc := redis.NewClient(&redis.Options{Addr: r.Addr})
 	defer mc.Close()
 	defer rc.Close()
 	ctx := t.Context()
@@ -156,9 +156,9 @@ func TestRLTopNodeLocal(t *testing.T) {
 	if err := mc.Do(ctx, "SAVE").Err(); err != nil {
 		t.Fatal(err)
 	}
-	m.stop()
+	m.Stop()
 	m2 := startLimitkvIn(t, dir)
-	c := dialRaw(t, m2.addr)
+	c := dialRaw(t, m2.Addr)
 	if v := c.do("RL.TOP"); v.Type != '*' || len(v.Elems) != 0 {
 		t.Fatalf("RL.TOP after a restart: %s", v)
 	}

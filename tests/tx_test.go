@@ -20,7 +20,7 @@ import (
 func TestExecIsAtomic(t *testing.T) {
 	s := startLimitkv(t)
 	ctx := context.Background()
-	c := goRedis(t, s.addr, 2, func(o *redis.Options) { o.PoolSize = 64 })
+	c := goRedis(t, s.Addr, 2, func(o *redis.Options) { o.PoolSize = 64 })
 	// Keys chosen to land in different shards, so the transaction spans locks.
 	c.MSet(ctx, "acct:a", 1000, "acct:b", 1000)
 	var wg sync.WaitGroup
@@ -90,7 +90,7 @@ func TestExecIsAtomic(t *testing.T) {
 func TestWatchOptimisticIncrement(t *testing.T) {
 	s := startLimitkv(t)
 	ctx := context.Background()
-	c := goRedis(t, s.addr, 2, func(o *redis.Options) { o.PoolSize = 64 })
+	c := goRedis(t, s.Addr, 2, func(o *redis.Options) { o.PoolSize = 64 })
 	const conns, each = 50, 40
 	var wg sync.WaitGroup
 	var aborted atomic.Int64
@@ -142,7 +142,7 @@ func TestWatchOptimisticIncrement(t *testing.T) {
 // does not answer in time fails the test, naming it.
 func TestNoCommandHangsInsideExecOrScripts(t *testing.T) {
 	s := startLimitkv(t, "--persistence", "no")
-	c := dialRaw(t, s.addr)
+	c := dialRaw(t, s.Addr)
 	// What would stop the server, block or move it, or cut the connection.
 	skip := map[string]bool{
 		"shutdown": true, "debug": true, "monitor": true, "replicaof": true, "slaveof": true,
@@ -194,7 +194,7 @@ func TestNoCommandHangsInsideExecOrScripts(t *testing.T) {
 	}
 	try := func(how string, req []byte, replies int, name string) {
 		t.Helper()
-		conn := dialRaw(t, s.addr)
+		conn := dialRaw(t, s.Addr)
 		conn.c.SetDeadline(time.Now().Add(10 * time.Second))
 		conn.send(req)
 		for i := 0; i < replies; i++ {

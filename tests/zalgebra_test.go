@@ -38,11 +38,11 @@ var zalgProbes = [][]string{
 func TestZAlgebraReplicatesAndPersists(t *testing.T) {
 	dir := t.TempDir()
 	m := startLimitkvIn(t, dir, "--enable-debug-command", "yes", "--snapshot-interval", "1h")
-	mc := goRedis(t, m.addr, 2)
+	mc := goRedis(t, m.Addr, 2)
 	r := startReplicaOf(t, m, "", "--persistence", "no")
-	rc := goRedis(t, r.addr, 2)
+	rc := goRedis(t, r.Addr, 2)
 	waitInSync(t, mc, rc)
-	c := dialRaw(t, m.addr)
+	c := dialRaw(t, m.Addr)
 	for _, cmd := range zalgWrites {
 		if v := c.do(cmd...); v.Type == '-' {
 			t.Fatalf("%v: %s", cmd, v)
@@ -57,15 +57,15 @@ func TestZAlgebraReplicatesAndPersists(t *testing.T) {
 	}
 	waitInSync(t, mc, rc)
 	sameKeyspace(t, mc, rc)
-	rr := dialRaw(t, r.addr)
+	rr := dialRaw(t, r.Addr)
 	for i, p := range zalgProbes {
 		if got := rr.do(p...).String(); got != before[i] {
 			t.Errorf("%v on the replica: %s, master: %s", p, got, before[i])
 		}
 	}
-	m.stop()
+	m.Stop()
 	m2 := startLimitkvIn(t, dir)
-	c2 := dialRaw(t, m2.addr)
+	c2 := dialRaw(t, m2.Addr)
 	for i, p := range zalgProbes {
 		if got := c2.do(p...).String(); got != before[i] {
 			t.Errorf("%v after restart: %s, before: %s", p, got, before[i])

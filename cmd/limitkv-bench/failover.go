@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/limitkv/limitkv/internal/testserver"
 	"github.com/limitkv/limitkv/resp"
 )
 
@@ -154,21 +156,51 @@ func (b *bench) startSentinel(bin string, master *server) (*server, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	host, port, _ := strings.Cut(master.addr, ":")
-	conf := filepath.Join(dir, "sentinel.conf")
-	return startServer("sentinel", bin, dir, func(p int) []string {
-		body := fmt.Sprintf(`port %d
-bind 127.0.0.1
-daemonize no
-dir %s
-sentinel monitor mymaster %s %s 2
-sentinel down-after-milliseconds mymaster %d
-sentinel failover-timeout mymaster 10000
-sentinel parallel-syncs mymaster 1
-`, p, dir, host, port, downAfter)
-		os.WriteFile(conf, []byte(body), 0o644)
-		return []string{conf}
+	var confErr error
+	s, err := startServer(testserver.Sentinel, bin, dir, func(p int) []string {
+		var args []string
+		args, confErr = testserver.SentinelArgs(p, dir, master.Addr,
+			fmt.Sprintf("sentinel down-after-milliseconds mymaster %d", downAfter),
+			"sentinel failover-timeout mymaster 10000",
+			"sentinel parallel-syncs mymaster 1")
+		return args
 	})
+	if confErr != nil {
+		if s != nil {
+			s.Stop()
+		}
+		return nil, confErr
+	}
+	return s, err
+}
+
+func failoverFlags(fs *flag.FlagSet, c *config) {
+	fs.IntVar(&c.failovers, "repl-failovers", 3, "failover rounds without, and as many with, WAIT 1 100; 0 skips them in replication")
+	fs.StringVar(&c.sentinelBin, "sentinel-bin", "", "redis-sentinel to use (default: from PATH)")
+}
+
+// runFailover is the failover rounds alone: failover.md and .json, the
+// failover section of replication.md.
+func (b *bench) runFailover(ctx context.Context, started time.Time, redisVersion string) (int, error) {
+	sentinel, sentinelVersion, err := findSentinel(b.cfg.sentinelBin)
+	if err != nil {
+		return 1, err
+	}
+	res := &replResults{Meta: b.meta(started, redisVersion)}
+	res.Settings = replSettings{Failovers: b.cfg.failovers, SentinelVersion: sentinelVersion}
+	b.logf("machine: %s, %d cores; load average %.2f %.2f %.2f", res.Meta.CPU, res.Meta.Cores,
+		res.Meta.LoadStart[0], res.Meta.LoadStart[1], res.Meta.LoadStart[2])
+	if res.Failover, err = b.failoverScenario(ctx, sentinel); err != nil {
+		return 1, fmt.Errorf("failover: %v", err)
+	}
+	finish(&res.Meta, started)
+	if err := b.publish(replReport("failover", "limitkv failover under redis-sentinel: benchmark results", res), started); err != nil {
+		return 1, err
+	}
+	for _, line := range replSummary(res) {
+		b.logf("  %s", line)
+	}
+	return 0, nil
 }
 
 // written is one write the client was told succeeded.
@@ -188,10 +220,10 @@ func (b *bench) failoverRound(ctx context.Context, sentinelBin, mode string, rou
 	var sentinels []*server
 	defer func() {
 		for _, s := range sentinels {
-			s.stop()
+			s.Stop()
 		}
 		for _, n := range nodes {
-			n.stop()
+			n.Stop()
 		}
 	}()
 	var sentinelAddrs []string
@@ -201,7 +233,7 @@ func (b *bench) failoverRound(ctx context.Context, sentinelBin, mode string, rou
 			return fr, err
 		}
 		sentinels = append(sentinels, s)
-		sentinelAddrs = append(sentinelAddrs, s.addr)
+		sentinelAddrs = append(sentinelAddrs, s.Addr)
 	}
 	if err := waitSentinels(sentinels, 30*time.Second); err != nil {
 		return fr, err
@@ -223,7 +255,7 @@ func (b *bench) failoverRound(ctx context.Context, sentinelBin, mode string, rou
 		}
 	}()
 	for _, s := range sentinels {
-		c, err := dial(s.addr)
+		c, err := dial(s.Addr)
 		if err != nil {
 			return fr, err
 		}
@@ -324,7 +356,7 @@ func (b *bench) failoverRound(ctx context.Context, sentinelBin, mode string, rou
 	time.Sleep(time.Second)
 
 	evMu.Lock()
-	m.cmd.Process.Kill()
+	m.Cmd.Process.Kill()
 	killed = time.Now()
 	evMu.Unlock()
 	killNs.Store(killed.UnixNano())
@@ -349,15 +381,15 @@ func (b *bench) failoverRound(ctx context.Context, sentinelBin, mode string, rou
 	fr.Promoted = newAddr
 	var other *server
 	for _, r := range reps {
-		if r.addr != newAddr {
+		if r.Addr != newAddr {
 			other = r
 		}
 	}
-	if other == nil || newAddr == m.addr {
+	if other == nil || newAddr == m.Addr {
 		return fr, fmt.Errorf("the sentinels promoted %s, which is not one of the replicas", newAddr)
 	}
 	if err := waitUntil(ctx, 30*time.Second, func() bool {
-		c, err := dial(other.addr)
+		c, err := dial(other.Addr)
 		if err != nil {
 			return false
 		}
@@ -454,7 +486,7 @@ func missingKeys(c *client, all []written) ([]bool, error) {
 func waitSentinels(sentinels []*server, limit time.Duration) error {
 	return waitUntil(context.Background(), limit, func() bool {
 		for _, s := range sentinels {
-			c, err := dial(s.addr)
+			c, err := dial(s.Addr)
 			if err != nil {
 				return false
 			}
@@ -470,7 +502,7 @@ func waitSentinels(sentinels []*server, limit time.Duration) error {
 }
 
 func sentinelMasterAddr(s *server) (string, error) {
-	c, err := dial(s.addr)
+	c, err := dial(s.Addr)
 	if err != nil {
 		return "", err
 	}

@@ -2,9 +2,8 @@ package main
 
 import (
 	"context"
-	"encoding/json"
+	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -18,11 +17,17 @@ import (
 // were sent; every second INFO's used_memory and the process's RSS are
 // read. What it shows: that used_memory stays at maxmemory (the policy
 // evicts) and RSS near it (the Go collector is kept in line), and the
-// latency of the decisions meanwhile. Run it alone:
+// latency of the decisions meanwhile:
 //
-//	go run ./cmd/limitkv-bench -flood -flood-keys 5000000 -flood-maxmemory 64mb -flood-policy allkeys-lfu
+//	go run ./cmd/limitkv-bench flood -flood-keys 5000000 -flood-maxmemory 64mb -flood-policy allkeys-lfu
 //
 // It writes flood.md and flood.json beside the other results.
+
+func floodFlags(fs *flag.FlagSet, c *config) {
+	fs.IntVar(&c.floodKeys, "flood-keys", 5_000_000, "requests of the maxmemory flood, each on a new key")
+	fs.StringVar(&c.floodMaxMemory, "flood-maxmemory", "64mb", "maxmemory of the flood's server")
+	fs.StringVar(&c.floodPolicy, "flood-policy", "allkeys-lfu", "maxmemory-policy of the flood's server")
+}
 
 type floodResult struct {
 	Keys        int           `json:"keys"`
@@ -56,15 +61,39 @@ type floodSample struct {
 	RSS  int64   `json:"rss"`
 }
 
-func (b *bench) flood(ctx context.Context) error {
+// runFlood is the scenario: flood.md and .json.
+func (b *bench) runFlood(ctx context.Context, started time.Time, redisVersion string) (int, error) {
+	m := b.meta(started, redisVersion)
+	res, err := b.flood(ctx)
+	if err != nil {
+		return 1, err
+	}
+	finish(&m, started)
+	rep := newReport("flood", "limitkv: maxmemory flood", m, "")
+	rep.p("- Server: %s, commit %s, built with %s.", m.LimitkvVersion, m.Commit, m.GoVersion)
+	rep.p("")
+	section := floodMarkdown(res)
+	b.logf("%s", section)
+	rep.body.WriteString(section)
+	rep.data = struct {
+		Meta  meta         `json:"meta"`
+		Flood *floodResult `json:"flood"`
+	}{m, res}
+	if err := b.publish(rep, started); err != nil {
+		return 1, err
+	}
+	return 0, nil
+}
+
+func (b *bench) flood(ctx context.Context) (*floodResult, error) {
 	cfg := b.cfg
 	rate := cfg.pacedRate
 	if rate <= 0 {
-		return fmt.Errorf("-flood needs a -paced-rate")
+		return nil, fmt.Errorf("the flood needs a -paced-rate")
 	}
 	maxmem, err := parseBytes(cfg.floodMaxMemory)
 	if err != nil {
-		return fmt.Errorf("-flood-maxmemory: %v", err)
+		return nil, fmt.Errorf("-flood-maxmemory: %v", err)
 	}
 	dir := filepath.Join(b.tmp, "flood")
 	s, err := startServer(kindLimitkv, b.limitkvBin, dir, func(port int) []string {
@@ -73,12 +102,12 @@ func (b *bench) flood(ctx context.Context) error {
 			"--maxmemory", cfg.floodMaxMemory, "--maxmemory-policy", cfg.floodPolicy}
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer s.stop()
-	c, err := dial(s.addr)
+	defer s.Stop()
+	c, err := dial(s.Addr)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer c.close()
 	secs := float64(cfg.floodKeys) / rate
@@ -89,7 +118,7 @@ func (b *bench) flood(ctx context.Context) error {
 	// creates a key.
 	plans := []plan{{name: "RL.FIXED", op: op{cmd("RL.FIXED", keyArg("flood:"), lit("100"), lit("1h"))}, users: 1 << 40, decision: true}}
 	start := time.Now()
-	lr, err := runLoad(ctx, loadSpec{addr: s.addr, pid: s.pid(), conns: cfg.conns, depth: 1, plans: plans, warmup: 0, seed: 11, rate: rate,
+	lr, err := runLoad(ctx, loadSpec{addr: s.Addr, pid: s.Pid(), conns: cfg.conns, depth: 1, plans: plans, warmup: 0, seed: 11, rate: rate,
 		measure: func(ctx context.Context) error {
 			tick := time.NewTicker(time.Second)
 			defer tick.Stop()
@@ -105,7 +134,7 @@ func (b *bench) flood(ctx context.Context) error {
 					if err != nil {
 						return err
 					}
-					rss, err := rssBytes(s.pid())
+					rss, err := rssBytes(s.Pid())
 					if err != nil {
 						return err
 					}
@@ -118,7 +147,7 @@ func (b *bench) flood(ctx context.Context) error {
 			}
 		}})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	p := lr.plans[0]
 	res.Achieved = float64(p.ops) / lr.window.Seconds()
@@ -127,29 +156,24 @@ func (b *bench) flood(ctx context.Context) error {
 	q := func(x float64) float64 { return us(p.hist.quantile(x)) }
 	res.P50, res.P99, res.P999, res.Max = q(0.5), q(0.99), q(0.999), q(1)
 	if res.UsedLast, err = c.infoInt("memory", "used_memory"); err != nil {
-		return err
+		return nil, err
 	}
-	if res.RSSLast, err = rssBytes(s.pid()); err != nil {
-		return err
+	if res.RSSLast, err = rssBytes(s.Pid()); err != nil {
+		return nil, err
 	}
 	if res.Evicted, err = c.infoInt("stats", "evicted_keys"); err != nil {
-		return err
+		return nil, err
 	}
 	v, err := c.ok("DBSIZE")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	res.KeysLeft = v.Int
 	if maxmem > 0 {
 		res.UsedOverPct = 100 * (float64(res.UsedMax) - float64(maxmem)) / float64(maxmem)
 		res.RSSRatio = float64(res.RSSMax) / float64(maxmem)
 	}
-	md := floodMarkdown(res)
-	b.logf("%s", md)
-	if err := os.WriteFile(filepath.Join(cfg.out, "flood.md"), []byte(md), 0o644); err != nil {
-		return err
-	}
-	return writeJSON(filepath.Join(cfg.out, "flood.json"), res)
+	return res, nil
 }
 
 func floodMarkdown(r *floodResult) string {
@@ -191,12 +215,4 @@ func parseBytes(s string) (int64, error) {
 		return 0, fmt.Errorf("%q is not a memory size", s)
 	}
 	return n * mult, nil
-}
-
-func writeJSON(path string, v any) error {
-	js, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(path, append(js, '\n'), 0o644)
 }

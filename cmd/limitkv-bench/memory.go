@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"path/filepath"
 	"strconv"
@@ -19,6 +20,46 @@ import (
 // garbage collector, so garbage is not counted; on Redis it asks jemalloc
 // to return its dirty pages, so neither RSS holds freed memory the other
 // would not.
+
+func memoryFlags(fs *flag.FlagSet, c *config) {
+	fs.BoolVar(&c.bigKeys, "big-keys", true, "also measure RSS at 1M and 10M fixed-window keys")
+	fs.IntVar(&c.memKeys, "mem-keys", 100_000, "keys per memory shape (the 100-request sliding window uses a tenth)")
+}
+
+// runMemory is the scenario alone: memory.md, .svg and .json.
+func (b *bench) runMemory(ctx context.Context, started time.Time, redisVersion string) (int, error) {
+	return b.runResults(ctx, started, redisVersion, "memory", "limitkv vs Redis: memory per key", resultParts{memory: true})
+}
+
+// memory measures every shape on a fresh server of each kind, then the
+// large keyspaces.
+func (b *bench) memory(ctx context.Context) error {
+	shapes := memShapes(b.cfg.memKeys)
+	for _, sh := range shapes {
+		m := memResult{Shape: sh.id, Name: sh.name, Keys: sh.keys}
+		var err error
+		if m.Limitkv, err = b.measureShape(ctx, sh, kindLimitkv); err != nil {
+			return err
+		}
+		if m.Redis, err = b.measureShape(ctx, sh, kindRedis); err != nil {
+			return err
+		}
+		b.res.Memory = append(b.res.Memory, m)
+		b.logf("memory %-6s %7d keys: limitkv %6.1f B/key used, %6.1f B/key RSS; redis %6.1f B/key used, %6.1f B/key RSS",
+			sh.id, sh.keys, m.Limitkv.UsedPerKey, m.Limitkv.RSSPerKey, m.Redis.UsedPerKey, m.Redis.RSSPerKey)
+	}
+	if b.cfg.bigKeys {
+		b.logf("large keyspaces: 1M then 10M fixed-window keys on each server")
+		for _, kind := range []string{kindLimitkv, kindRedis} {
+			r, err := b.measureBig(ctx, kind, []int{1_000_000, 10_000_000})
+			if err != nil {
+				return err
+			}
+			b.res.BigKeys = append(b.res.BigKeys, r)
+		}
+	}
+	return nil
+}
 
 // memShape is one kind of key, loaded by passes over all users.
 type memShape struct {
@@ -138,7 +179,7 @@ func memoryReading(s *server, c *client) (used, rss int64, err error) {
 	if used, err = c.infoInt("memory", "used_memory"); err != nil {
 		return
 	}
-	rss, err = rssBytes(s.pid())
+	rss, err = rssBytes(s.Pid())
 	return
 }
 
@@ -149,8 +190,8 @@ func (b *bench) measureShape(ctx context.Context, sh memShape, kind string) (mem
 	if err != nil {
 		return r, err
 	}
-	defer s.stop()
-	c, err := dial(s.addr)
+	defer s.Stop()
+	c, err := dial(s.Addr)
 	if err != nil {
 		return r, err
 	}
@@ -169,7 +210,7 @@ func (b *bench) measureShape(ctx context.Context, sh memShape, kind string) (mem
 	if r.UsedBefore, r.RSSBefore, err = memoryReading(s, c); err != nil {
 		return r, err
 	}
-	l, err := newLoader(s.addr, 4, 256)
+	l, err := newLoader(s.Addr, 4, 256)
 	if err != nil {
 		return r, err
 	}
@@ -250,8 +291,8 @@ func (b *bench) measureBig(ctx context.Context, kind string, steps []int) (bigRe
 	if err != nil {
 		return res, err
 	}
-	defer s.stop()
-	c, err := dial(s.addr)
+	defer s.Stop()
+	c, err := dial(s.Addr)
 	if err != nil {
 		return res, err
 	}
@@ -259,7 +300,7 @@ func (b *bench) measureBig(ctx context.Context, kind string, steps []int) (bigRe
 	if res.UsedEmpty, res.RSSEmpty, err = memoryReading(s, c); err != nil {
 		return res, err
 	}
-	l, err := newLoader(s.addr, 4, 512)
+	l, err := newLoader(s.Addr, 4, 512)
 	if err != nil {
 		return res, err
 	}
@@ -303,7 +344,7 @@ func (b *bench) startFresh(kind, name string) (*server, error) {
 		return nil, err
 	}
 	if err := loadScripts(s); err != nil {
-		s.stop()
+		s.Stop()
 		return nil, err
 	}
 	return s, nil

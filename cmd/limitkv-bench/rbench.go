@@ -249,19 +249,7 @@ type rbResults struct {
 
 // findRedisBenchmark resolves redis-benchmark and returns its version.
 func findRedisBenchmark(flagValue string) (string, string, error) {
-	bin := flagValue
-	if bin == "" {
-		p, err := exec.LookPath("redis-benchmark")
-		if err != nil {
-			return "", "", errors.New("redis-benchmark not found in PATH: install Redis 7.0's tools (Debian: apt-get install redis-tools), pass -redis-benchmark-bin, or use -loadgen go")
-		}
-		bin = p
-	}
-	out, err := exec.Command(bin, "--version").Output()
-	if err != nil {
-		return "", "", fmt.Errorf("%s --version: %v", bin, err)
-	}
-	return bin, strings.TrimSpace(string(out)), nil
+	return findTool("redis-benchmark", flagValue, "-redis-benchmark-bin (or use -loadgen go)")
 }
 
 // selectedRB returns the redis-benchmark workloads -only selects. The
@@ -294,21 +282,21 @@ func (b *bench) redisBenchmark(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	defer lk.stop()
-	defer rd.stop()
+	defer lk.Stop()
+	defer rd.Stop()
 	checks := map[string]*workload{}
 	for _, w := range workloads() {
 		checks[w.id] = w
 	}
 	for _, s := range []*server{lk, rd} {
-		l, err := newLoader(s.addr, 4, 256)
+		l, err := newLoader(s.Addr, 4, 256)
 		if err != nil {
 			return err
 		}
 		_, err = l.pass(ctx, op{cmd("SET", padKeyArg("key:"), lit(value32))}, 0, b.cfg.users)
 		l.close()
 		if err != nil {
-			return fmt.Errorf("%s: preloading the GET keys: %v", s.kind, err)
+			return fmt.Errorf("%s: preloading the GET keys: %v", s.Kind, err)
 		}
 		for _, w := range selected {
 			if err := verifyRB(s, w, checks[w.id], b.cfg.users); err != nil {
@@ -333,21 +321,21 @@ func (b *bench) redisBenchmark(ctx context.Context) error {
 				}
 				pair++
 				for _, s := range order {
-					key := fmt.Sprintf("%s/%s/%d", w.id, s.kind, depth)
+					key := fmt.Sprintf("%s/%s/%d", w.id, s.Kind, depth)
 					if requests[key] == 0 {
 						n, err := b.rbCalibrate(ctx, s, w, depth)
 						if err != nil {
-							return fmt.Errorf("%s %s depth %d: calibrating: %v", s.kind, w.id, depth, err)
+							return fmt.Errorf("%s %s depth %d: calibrating: %v", s.Kind, w.id, depth, err)
 						}
 						requests[key] = n
 					}
 					rec, err := b.rbOneRun(ctx, s, w, depth, round, requests[key])
 					if err != nil {
-						return fmt.Errorf("%s %s depth %d: %v", s.kind, w.id, depth, err)
+						return fmt.Errorf("%s %s depth %d: %v", s.Kind, w.id, depth, err)
 					}
 					done++
 					b.logf("[%d/%d] redis-benchmark round %d %-5s d=%-2d %-7s %9.0f req/s  server CPU %5.2f µs/req  p50 %6.3f p99 %6.3f ms  cpu server %.2f client %.2f other %.2f  load %.2f",
-						done, total, round, w.id, depth, s.kind, rec.OpsPerSec, rec.CPUPerReqUs, rec.P50Ms, rec.P99Ms,
+						done, total, round, w.id, depth, s.Kind, rec.OpsPerSec, rec.CPUPerReqUs, rec.P50Ms, rec.P99Ms,
 						rec.CPU.Server, rec.CPU.Client, rec.CPU.Other, rec.Load1)
 				}
 			}
@@ -379,17 +367,17 @@ func rbExpand(args []string, user int) []string {
 // a connection of its own, and checks the reply with the Go workload's
 // check: redis-benchmark does not look at replies other than errors.
 func verifyRB(s *server, w *rbWorkload, check *workload, users int) error {
-	c, err := dial(s.addr)
+	c, err := dial(s.Addr)
 	if err != nil {
 		return err
 	}
 	defer c.close()
-	v, err := c.do(rbExpand(w.argsFor(s.kind), check.checkUser(users))...)
+	v, err := c.do(rbExpand(w.argsFor(s.Kind), check.checkUser(users))...)
 	if err != nil {
 		return err
 	}
-	if err := check.check(s.kind, []resp.Value{v}); err != nil {
-		return fmt.Errorf("redis-benchmark %s %s (%s): %v", s.kind, w.id, rbCommandText(w.argsFor(s.kind)), err)
+	if err := check.check(s.Kind, []resp.Value{v}); err != nil {
+		return fmt.Errorf("redis-benchmark %s %s (%s): %v", s.Kind, w.id, rbCommandText(w.argsFor(s.Kind)), err)
 	}
 	return nil
 }
@@ -400,13 +388,13 @@ func verifyRB(s *server, w *rbWorkload, check *workload, users int) error {
 // times -duration requests.
 func (b *bench) rbCalibrate(ctx context.Context, s *server, w *rbWorkload, depth int) (int64, error) {
 	floor := int64(b.cfg.conns * depth * 20)
-	probe, err := b.rbExec(ctx, s, w.argsFor(s.kind), depth, floor)
+	probe, err := b.rbExec(ctx, s, w.argsFor(s.Kind), depth, floor)
 	if err != nil {
 		return 0, err
 	}
 	rate := probe.OpsPerSec
 	if b.cfg.warmup > 0 {
-		warm, err := b.rbExec(ctx, s, w.argsFor(s.kind), depth, max(floor, int64(rate*b.cfg.warmup.Seconds())))
+		warm, err := b.rbExec(ctx, s, w.argsFor(s.Kind), depth, max(floor, int64(rate*b.cfg.warmup.Seconds())))
 		if err != nil {
 			return 0, err
 		}
@@ -425,7 +413,7 @@ func (b *bench) rbOneRun(ctx context.Context, s *server, w *rbWorkload, depth, r
 		// As in measureRun: the previous run's connections close and the
 		// server settles first.
 		time.Sleep(100 * time.Millisecond)
-		rec, err := b.rbExec(ctx, s, w.argsFor(s.kind), depth, n)
+		rec, err := b.rbExec(ctx, s, w.argsFor(s.Kind), depth, n)
 		if err != nil {
 			return rec, err
 		}
@@ -436,14 +424,14 @@ func (b *bench) rbOneRun(ctx context.Context, s *server, w *rbWorkload, depth, r
 		}
 		b.res.RB.SetAside = append(b.res.RB.SetAside, rec)
 		b.logf("        set aside: other processes took %.2f cores during redis-benchmark %s %s d=%d (%.0f req/s); measuring again",
-			rec.CPU.Other, s.kind, w.id, depth, rec.OpsPerSec)
+			rec.CPU.Other, s.Kind, w.id, depth, rec.OpsPerSec)
 	}
 }
 
 // rbExec runs redis-benchmark once: n requests of args at depth, and
 // reads the server's CPU time before and after the process.
 func (b *bench) rbExec(ctx context.Context, s *server, args []string, depth int, n int64) (rbRun, error) {
-	host, port, err := net.SplitHostPort(s.addr)
+	host, port, err := net.SplitHostPort(s.Addr)
 	if err != nil {
 		return rbRun{}, err
 	}
@@ -459,12 +447,12 @@ func (b *bench) rbExec(ctx context.Context, s *server, args []string, depth int,
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	load1 := loadAvg()[0]
-	before := markCPU(s.pid())
+	before := markCPU(s.Pid())
 	if err := cmd.Start(); err != nil {
 		return rbRun{}, fmt.Errorf("starting %s: %v", b.rbBin, err)
 	}
 	runErr := cmd.Wait()
-	after := markCPU(s.pid())
+	after := markCPU(s.Pid())
 	line := "redis-benchmark " + strings.Join(argv, " ")
 	if msg := rbServerError(stderr.Bytes(), stdout.Bytes()); msg != "" {
 		return rbRun{}, fmt.Errorf("%s: error reply: %s", line, msg)
@@ -482,7 +470,7 @@ func (b *bench) rbExec(ctx context.Context, s *server, args []string, depth int,
 	st := cmd.ProcessState
 	child := (st.UserTime() + st.SystemTime()).Seconds()
 	rec := rbRun{
-		Server: s.kind, Depth: depth, Requests: n, Seconds: after.at.Sub(before.at).Seconds(),
+		Server: s.Kind, Depth: depth, Requests: n, Seconds: after.at.Sub(before.at).Seconds(),
 		OpsPerSec: out.rps, AvgMs: out.avgMs, P50Ms: out.p50Ms, P95Ms: out.p95Ms, P99Ms: out.p99Ms, MaxMs: out.maxMs,
 		ServerCPUSec: float64(after.server-before.server) / clockTick,
 		CPU:          rbCPU(before, after, child), Load1: load1,

@@ -2,13 +2,13 @@ package main
 
 import (
 	"context"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/limitkv/limitkv/internal/testserver"
 )
 
 const rbHeader = `"test","rps","avg_latency_ms","min_latency_ms","p50_latency_ms","p95_latency_ms","p99_latency_ms","max_latency_ms"`
@@ -170,25 +170,13 @@ func TestRBThroughputTargetPasses(t *testing.T) {
 // the 12-digit names the GET preload writes, and an error reply stops the
 // run with its message.
 func TestRBExecAgainstRedis(t *testing.T) {
-	rbBin, err := exec.LookPath("redis-benchmark")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("redis-benchmark is required in CI")
-		}
-		t.Skip("redis-benchmark not installed")
-	}
-	redisBin, _, err := findRedis("")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal(err)
-		}
-		t.Skip(err)
-	}
+	rbBin := testserver.Require(t, "redis-benchmark")
+	redisBin := testserver.Require(t, "redis-server")
 	rd, err := startRedis(redisBin, filepath.Join(t.TempDir(), "redis"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer rd.stop()
+	defer rd.Stop()
 	b := &bench{cfg: config{conns: 5, users: 20, duration: time.Second}, rbBin: rbBin}
 	ctx := context.Background()
 	rec, err := b.rbExec(ctx, rd, []string{"SET", "key:" + rbRand, value32}, 4, 2000)
@@ -198,7 +186,7 @@ func TestRBExecAgainstRedis(t *testing.T) {
 	if rec.Requests != 2000 || rec.OpsPerSec <= 0 || rec.Seconds <= 0 || rec.P99Ms < rec.P50Ms || rec.ServerCPUSec < 0 || rec.CPUPerReqUs < 0 {
 		t.Fatalf("run %+v", rec)
 	}
-	c, err := dial(rd.addr)
+	c, err := dial(rd.Addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -278,7 +266,7 @@ func TestRBReport(t *testing.T) {
 	r := &results{Meta: meta{Depths: []int{1, 16}, Rounds: 1, Users: 100_000, Cores: 2, LoadGen: "redis-benchmark"}}
 	r.RB = &rbResults{Version: "redis-benchmark 7.0.15", Command: "redis-benchmark ...", Runs: runs, Rows: summarizeRB(runs, sel, []int{1, 16}, 0.3)}
 	r.Targets = evaluateTargets(r)
-	md := markdown(r)
+	md := resultsReport("results", "limitkv vs Redis: benchmark results", r).body.String()
 	for _, want := range []string{
 		"## Throughput and CPU per request with redis-benchmark",
 		"| RL.SLIDE (one rule) server CPU per request vs Redis's INCR, depth 16 | ≤ 1.25x Redis's INCR | 1.00x (7.00 vs 7.00 µs) | **PASS** |",

@@ -4,9 +4,9 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -18,9 +18,9 @@ import (
 	"github.com/limitkv/limitkv/resp"
 )
 
-// The replication scenario, run alone by -replication: how far
-// behind two replicas are under a steady write load, what replicas cost
-// their master, how long a full sync of a large keyspace takes and what it
+// The replication scenario: how far behind two replicas are under a
+// steady write load, what replicas cost their master, how long a full
+// sync of a large keyspace takes and what it
 // does to the master's latency, and what a failover under redis-sentinel
 // costs in time and in acknowledged writes. Every server is limitkv,
 // memory-only, started from a config file of its own (Sentinel rewrites
@@ -54,13 +54,26 @@ type replSettings struct {
 // order, behind every write the master made before it.
 const lagChannel = "limitkv-bench:lag"
 
+func replicationFlags(fs *flag.FlagSet, c *config) {
+	fs.Float64Var(&c.lagRate, "repl-lag-rate", 50_000, "writes/s on the master while the replicas' lag is measured; 0 skips it")
+	// Unpipelined, the client and the master's system calls alone take more
+	// than 2 cores at 50k writes/s, beside two replicas: the load could
+	// not be offered.
+	fs.IntVar(&c.lagDepth, "repl-lag-depth", 4, "pipeline depth of the writes of the lag measurement (the rate is over all connections, each batch sent at once)")
+	fs.IntVar(&c.syncKeys, "repl-sync-keys", 1_000_000, "keys on the master of the full-sync rounds; 0 skips them")
+	fs.IntVar(&c.syncRounds, "repl-sync-rounds", 2, "full syncs measured")
+	// Light: the sync's two ends take about 1.4 of the 2 cores, and a load
+	// that saturates the rest measures the queue, not the shard pauses.
+	fs.Float64Var(&c.syncLoadRate, "repl-sync-load", 5_000, "requests/s on the master during the full syncs (and a baseline without); 0: none")
+}
+
+// runReplication is the scenario: replication.md and .json.
 func (b *bench) runReplication(ctx context.Context, started time.Time, redisVersion string) (int, error) {
 	sentinel, sentinelVersion, err := findSentinel(b.cfg.sentinelBin)
 	if err != nil && b.cfg.failovers > 0 {
 		return 1, err
 	}
 	res := &replResults{Meta: b.meta(started, redisVersion)}
-	res.Meta.Command = "go run ./cmd/limitkv-bench " + strings.Join(os.Args[1:], " ")
 	res.Settings = replSettings{
 		LagRate: b.cfg.lagRate, LagDepth: b.cfg.lagDepth, ProbeRate: probeRate, Workloads: b.costWorkloadIDs(),
 		SyncKeys: b.cfg.syncKeys, SyncRounds: b.cfg.syncRounds, SyncLoadRate: b.cfg.syncLoadRate,
@@ -95,14 +108,10 @@ func (b *bench) runReplication(ctx context.Context, started time.Time, redisVers
 			return 1, fmt.Errorf("failover: %v", err)
 		}
 	}
-	res.Meta.Finished = time.Now().UTC()
-	res.Meta.TookSeconds = time.Since(started).Seconds()
-	res.Meta.LoadEnd = loadAvg()
-	if err := writeReplResults(b.cfg.out, res); err != nil {
+	finish(&res.Meta, started)
+	if err := b.publish(replReport("replication", "limitkv replication: benchmark results", res), started); err != nil {
 		return 1, err
 	}
-	b.logf("\nwrote %s and %s in %s", filepath.Join(b.cfg.out, "replication.md"), filepath.Join(b.cfg.out, "replication.json"),
-		time.Since(started).Round(time.Second))
 	for _, line := range replSummary(res) {
 		b.logf("  %s", line)
 	}
@@ -115,23 +124,7 @@ func (b *bench) runReplication(ctx context.Context, started time.Time, redisVers
 
 // findSentinel resolves redis-sentinel and returns its version line.
 func findSentinel(flagValue string) (string, string, error) {
-	bin := flagValue
-	if bin == "" {
-		p, err := exec.LookPath("redis-sentinel")
-		if err != nil {
-			return "", "", errors.New("redis-sentinel not found in PATH (Debian: apt-get install redis-sentinel); pass -sentinel-bin, or -repl-failovers 0 to skip the failover rounds")
-		}
-		bin = p
-	}
-	bin, err := filepath.Abs(bin)
-	if err != nil {
-		return "", "", err
-	}
-	out, err := exec.Command(bin, "--version").Output()
-	if err != nil {
-		return "", "", fmt.Errorf("%s --version: %v", bin, err)
-	}
-	return bin, strings.TrimSpace(string(out)), nil
+	return findTool("redis-sentinel", flagValue, "-sentinel-bin (or -repl-failovers 0 to skip the failover rounds)")
 }
 
 // nodeSeq numbers the nodes' directories.
@@ -157,7 +150,7 @@ func (b *bench) startNode(name string, lines ...string) (*server, error) {
 }
 
 func replicaOfLine(master *server) string {
-	host, port, _ := strings.Cut(master.addr, ":")
+	host, port, _ := strings.Cut(master.Addr, ":")
 	return "replicaof " + host + " " + port
 }
 
@@ -171,9 +164,9 @@ func (b *bench) startGroup(name string, n int) (*server, []*server, error) {
 	var reps []*server
 	stop := func() {
 		for _, r := range reps {
-			r.stop()
+			r.Stop()
 		}
-		m.stop()
+		m.Stop()
 	}
 	for i := range n {
 		r, err := b.startNode(fmt.Sprintf("%s-replica%d", name, i+1), replicaOfLine(m))
@@ -195,14 +188,14 @@ func (b *bench) startGroup(name string, n int) (*server, []*server, error) {
 // long that took.
 func waitInSync(m *server, reps []*server, limit time.Duration) (time.Duration, error) {
 	start := time.Now()
-	mc, err := dial(m.addr)
+	mc, err := dial(m.Addr)
 	if err != nil {
 		return 0, err
 	}
 	defer mc.close()
 	rcs := make([]*client, len(reps))
 	for i, r := range reps {
-		if rcs[i], err = dial(r.addr); err != nil {
+		if rcs[i], err = dial(r.Addr); err != nil {
 			return 0, err
 		}
 		defer rcs[i].close()
@@ -239,7 +232,7 @@ func waitInSync(m *server, reps []*server, limit time.Duration) (time.Duration, 
 // (after waitInSync, with no write running).
 func sameDigest(m *server, reps []*server) (bool, error) {
 	digest := func(s *server) (string, error) {
-		c, err := dial(s.addr)
+		c, err := dial(s.Addr)
 		if err != nil {
 			return "", err
 		}
@@ -273,8 +266,8 @@ type procCPU struct {
 func markProcs(servers []*server) procCPU {
 	p := procCPU{at: time.Now()}
 	for _, s := range servers {
-		p.pids = append(p.pids, s.pid())
-		p.ticks = append(p.ticks, cpuTicks(s.pid()))
+		p.pids = append(p.pids, s.Pid())
+		p.ticks = append(p.ticks, cpuTicks(s.Pid()))
 	}
 	return p
 }
@@ -364,10 +357,10 @@ func (b *bench) lagScenario(ctx context.Context) (*lagResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer m.stop()
+	defer m.Stop()
 	defer func() {
 		for _, r := range reps {
-			r.stop()
+			r.Stop()
 		}
 	}()
 	plans := lagWrites()
@@ -385,7 +378,7 @@ func (b *bench) lagScenario(ctx context.Context) (*lagResult, error) {
 		var probes []*lagStats
 		var repCPU procCPU
 		load, err := runLoad(ctx, loadSpec{
-			addr: m.addr, pid: m.pid(), conns: b.cfg.conns, depth: b.cfg.lagDepth, warmup: b.cfg.warmup, plans: plans,
+			addr: m.Addr, pid: m.Pid(), conns: b.cfg.conns, depth: b.cfg.lagDepth, warmup: b.cfg.warmup, plans: plans,
 			seed: uint64(round), rate: b.cfg.lagRate,
 			measure: func(ctx context.Context) error {
 				repCPU = markProcs(reps)
@@ -474,7 +467,7 @@ func probeLag(ctx context.Context, m *server, reps []*server, d time.Duration) (
 	}()
 	for i, r := range reps {
 		stats[i] = &lagStats{}
-		c, err := dial(r.addr)
+		c, err := dial(r.Addr)
 		if err != nil {
 			return nil, err
 		}
@@ -510,7 +503,7 @@ func probeLag(ctx context.Context, m *server, reps []*server, d time.Duration) (
 			}
 		}()
 	}
-	pub, err := dial(m.addr)
+	pub, err := dial(m.Addr)
 	if err != nil {
 		return nil, err
 	}
@@ -627,15 +620,15 @@ func (b *bench) costScenario(ctx context.Context) (rows []costRow, runs, setAsid
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	defer alone.stop()
+	defer alone.Stop()
 	m, reps, err := b.startGroup("cost", 2)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	defer m.stop()
+	defer m.Stop()
 	defer func() {
 		for _, r := range reps {
-			r.stop()
+			r.Stop()
 		}
 	}()
 	selected := b.costWorkloads()
@@ -694,7 +687,7 @@ func (b *bench) costScenario(ctx context.Context) (rows []costRow, runs, setAsid
 	if after, err := fullSyncs(m); err != nil {
 		return nil, nil, nil, err
 	} else if after != syncs {
-		return nil, nil, nil, fmt.Errorf("%d full sync(s) during the runs: a replica was dropped (see %s)", after-syncs, m.log)
+		return nil, nil, nil, fmt.Errorf("%d full sync(s) during the runs: a replica was dropped (see %s)", after-syncs, m.LogFile)
 	}
 	if ok, err := sameDigest(m, reps); err != nil || !ok {
 		return nil, nil, nil, fmt.Errorf("after the runs the replicas' DEBUG DIGEST differs from the master's (%v)", err)
@@ -750,7 +743,7 @@ func (b *bench) quietCostRun(ctx context.Context, m *server, reps []*server, w *
 }
 
 func fullSyncs(m *server) (int64, error) {
-	c, err := dial(m.addr)
+	c, err := dial(m.Addr)
 	if err != nil {
 		return 0, err
 	}
@@ -764,7 +757,7 @@ func (b *bench) costRun(ctx context.Context, m *server, reps []*server, w *workl
 	var repCPU procCPU
 	var behind int64
 	lr, err := runLoad(ctx, loadSpec{
-		addr: m.addr, pid: m.pid(), conns: b.cfg.conns, depth: depth, warmup: b.cfg.warmup,
+		addr: m.Addr, pid: m.Pid(), conns: b.cfg.conns, depth: depth, warmup: b.cfg.warmup,
 		plans: []plan{{name: w.id, op: w.limitkv, users: b.cfg.users, decision: w.decision}},
 		seed:  uint64(round*1000 + depth),
 		measure: func(ctx context.Context) error {
@@ -809,7 +802,7 @@ func (b *bench) costRun(ctx context.Context, m *server, reps []*server, w *workl
 // replicasBehind returns how many bytes of the stream the slowest replica
 // has yet to apply, as the master and the replicas tell now.
 func replicasBehind(m *server, reps []*server) (int64, error) {
-	mc, err := dial(m.addr)
+	mc, err := dial(m.Addr)
 	if err != nil {
 		return 0, err
 	}
@@ -820,7 +813,7 @@ func replicasBehind(m *server, reps []*server) (int64, error) {
 	}
 	var worst int64
 	for _, r := range reps {
-		rc, err := dial(r.addr)
+		rc, err := dial(r.Addr)
 		if err != nil {
 			return 0, err
 		}
@@ -890,8 +883,8 @@ func (b *bench) syncScenario(ctx context.Context) (*syncResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer m.stop()
-	l, err := newLoader(m.addr, 4, 256)
+	defer m.Stop()
+	l, err := newLoader(m.Addr, 4, 256)
 	if err != nil {
 		return nil, err
 	}
@@ -906,7 +899,7 @@ func (b *bench) syncScenario(ctx context.Context) (*syncResult, error) {
 	}
 	l.close()
 	res.FillSec = time.Since(start).Seconds()
-	res.MasterRSS, _ = rssBytes(m.pid())
+	res.MasterRSS, _ = rssBytes(m.Pid())
 	b.logf("full sync: loaded %s keys (%s SET str:<n> of 32 bytes, %s RL.FIXED rl:<n> 100 1h) in %.1f s; master RSS %s",
 		commas(float64(keys)), commas(float64(res.Strings)), commas(float64(res.RateLimits)), res.FillSec, mib(res.MasterRSS))
 	plans := syncLoad(keys)
@@ -915,7 +908,7 @@ func (b *bench) syncScenario(ctx context.Context) (*syncResult, error) {
 	}
 	res.Baseline, res.During = &latencyStats{}, &latencyStats{}
 	spec := func(measure func(context.Context) error) loadSpec {
-		return loadSpec{addr: m.addr, pid: m.pid(), conns: b.cfg.conns, depth: 1, plans: plans, warmup: b.cfg.warmup,
+		return loadSpec{addr: m.Addr, pid: m.Pid(), conns: b.cfg.conns, depth: 1, plans: plans, warmup: b.cfg.warmup,
 			seed: 13, rate: b.cfg.syncLoadRate, measure: measure}
 	}
 	if b.cfg.syncLoadRate > 0 {
@@ -947,7 +940,7 @@ func (b *bench) syncScenario(ctx context.Context) (*syncResult, error) {
 			var during latencyStats
 			lr, err := runLoad(ctx, spec(sync))
 			if err != nil {
-				rep.stop()
+				rep.Stop()
 				return nil, err
 			}
 			mergeLoad(&during, lr)
@@ -957,21 +950,21 @@ func (b *bench) syncScenario(ctx context.Context) (*syncResult, error) {
 		} else {
 			mark := markProcs([]*server{m})
 			if err := sync(ctx); err != nil {
-				rep.stop()
+				rep.Stop()
 				return nil, err
 			}
 			sr.MasterCores = mark.cores()[0]
 		}
 		if _, err := waitInSync(m, []*server{rep}, time.Minute); err != nil {
-			rep.stop()
+			rep.Stop()
 			return nil, err
 		}
 		if sr.DigestEqual, err = sameDigest(m, []*server{rep}); err != nil {
-			rep.stop()
+			rep.Stop()
 			return nil, err
 		}
-		sr.ReplicaRSS, _ = rssBytes(rep.pid())
-		if c, err := dial(rep.addr); err == nil {
+		sr.ReplicaRSS, _ = rssBytes(rep.Pid())
+		if c, err := dial(rep.Addr); err == nil {
 			if v, err := c.ok("DBSIZE"); err == nil {
 				sr.ReplicaDBSize = v.Int
 			}
@@ -979,9 +972,9 @@ func (b *bench) syncScenario(ctx context.Context) (*syncResult, error) {
 		}
 		// The log lines are written as the sync ends; the replica's
 		// comes after its link is up.
-		mk, mt, merr := syncLogLine(m.log, "Synchronization with replica", round)
-		rk, rt, rerr := syncLogLine(rep.log, "MASTER <-> REPLICA sync: Finished with success", 1)
-		rep.stop()
+		mk, mt, merr := syncLogLine(m.LogFile, "Synchronization with replica", round)
+		rk, rt, rerr := syncLogLine(rep.LogFile, "MASTER <-> REPLICA sync: Finished with success", 1)
+		rep.Stop()
 		if merr != nil || rerr != nil {
 			return nil, errors.Join(merr, rerr)
 		}
@@ -1022,12 +1015,12 @@ func mergeLoad(into *latencyStats, lr *loadResult) {
 // REPLICAOF, its INFO replication's sync flag rising and falling and its
 // link coming up, polling every 2 ms.
 func timeSync(ctx context.Context, m, rep *server, sr *syncRound) error {
-	c, err := dial(rep.addr)
+	c, err := dial(rep.Addr)
 	if err != nil {
 		return err
 	}
 	defer c.close()
-	host, port, _ := strings.Cut(m.addr, ":")
+	host, port, _ := strings.Cut(m.Addr, ":")
 	start := time.Now()
 	if _, err := c.ok("REPLICAOF", host, port); err != nil {
 		return err

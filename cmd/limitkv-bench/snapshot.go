@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -19,6 +20,15 @@ import (
 // paced at -paced-rate requests/s (open loop), on which the target is
 // judged: at saturation the latency is mostly the queue of 50 connections
 // on a server sharing 2 cores with its client.
+
+func snapshotFlags(fs *flag.FlagSet, c *config) {
+	fs.IntVar(&c.snapshotKeys, "snapshot-keys", 1_000_000, "dirty keys the snapshot scenario saves")
+}
+
+// runSnapshot is the scenario alone: snapshot.md and .json.
+func (b *bench) runSnapshot(ctx context.Context, started time.Time, redisVersion string) (int, error) {
+	return b.runResults(ctx, started, redisVersion, "snapshot", "limitkv: latency during a snapshot", resultParts{snapshot: true})
+}
 
 type latencyStats struct {
 	Ops       int64   `json:"ops"`             // answered in the window
@@ -105,13 +115,13 @@ func (b *bench) snapshotScenario(ctx context.Context) (*snapshotResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer s.stop()
-	c, err := dial(s.addr)
+	defer s.Stop()
+	c, err := dial(s.Addr)
 	if err != nil {
 		return nil, err
 	}
 	defer c.close()
-	l, err := newLoader(s.addr, 4, 256)
+	l, err := newLoader(s.Addr, 4, 256)
 	if err != nil {
 		return nil, err
 	}
@@ -137,7 +147,7 @@ func (b *bench) snapshotScenario(ctx context.Context) (*snapshotResult, error) {
 		loads = append(loads, res.Paced)
 	}
 	spec := func(ld *snapshotLoad, measure func(context.Context) error) loadSpec {
-		return loadSpec{addr: s.addr, pid: s.pid(), conns: b.cfg.conns, depth: 1, plans: plans, warmup: b.cfg.warmup, seed: 5,
+		return loadSpec{addr: s.Addr, pid: s.Pid(), conns: b.cfg.conns, depth: 1, plans: plans, warmup: b.cfg.warmup, seed: 5,
 			rate: ld.Rate, measure: measure}
 	}
 

@@ -277,6 +277,15 @@ func freshUser(users int) int { return users + 7 }
 
 func firstUser(int) int { return 0 }
 
+// workloadIDs are the names -only takes.
+func workloadIDs() []string {
+	var ids []string
+	for _, w := range workloads() {
+		ids = append(ids, w.id)
+	}
+	return ids
+}
+
 func workloads() []*workload {
 	return []*workload{
 		{
@@ -423,31 +432,31 @@ func replyText(r []resp.Value) string {
 // verifyWorkload sends one operation of w on a connection of its own and
 // checks the replies' shape.
 func verifyWorkload(s *server, w *workload, users int) error {
-	c, err := dial(s.addr)
+	c, err := dial(s.Addr)
 	if err != nil {
 		return err
 	}
 	defer c.close()
 	e := newEncoder(0, 1, 1)
-	buf := e.appendOp(nil, w.opFor(s.kind), w.checkUser(users))
+	buf := e.appendOp(nil, w.opFor(s.Kind), w.checkUser(users))
 	if _, err := c.conn.Write(buf); err != nil {
 		return err
 	}
-	replies := make([]resp.Value, len(w.opFor(s.kind)))
+	replies := make([]resp.Value, len(w.opFor(s.Kind)))
 	for i := range replies {
 		if replies[i], err = resp.ReadValue(c.r); err != nil {
 			return err
 		}
 	}
-	if err := w.check(s.kind, replies); err != nil {
-		return fmt.Errorf("%s %s: %v", s.kind, w.id, err)
+	if err := w.check(s.Kind, replies); err != nil {
+		return fmt.Errorf("%s %s: %v", s.Kind, w.id, err)
 	}
 	return nil
 }
 
 // definePolicy defines, on limitkv, the policy the "check" workload applies.
 func definePolicy(s *server) error {
-	c, err := dial(s.addr)
+	c, err := dial(s.Addr)
 	if err != nil {
 		return err
 	}
@@ -458,7 +467,7 @@ func definePolicy(s *server) error {
 
 // loadScripts SCRIPT LOADs the scripts into Redis and checks the digests.
 func loadScripts(s *server) error {
-	c, err := dial(s.addr)
+	c, err := dial(s.Addr)
 	if err != nil {
 		return err
 	}
