@@ -96,6 +96,7 @@ func (own) flush(c *Conn) bool          { return c.flush() }
 // can wait for a slow reader.
 func (c *Conn) serveOwn(home *loop) bool {
 	for {
+		// own admits every request: serveInput never stops on a refused one.
 		switch st, _, perr := c.serveInput(own{}); st {
 		case stepProtocol:
 			c.protocolError(perr)
