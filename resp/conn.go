@@ -311,41 +311,6 @@ func (c *Conn) publishInput() {
 	}
 }
 
-// serve runs the connection until it closes.
-func (c *Conn) serve() {
-	for {
-		for !c.closing {
-			args, perr := c.p.next()
-			if perr != nil {
-				c.protocolError(perr)
-				return
-			}
-			if args == nil {
-				break
-			}
-			c.srv.call(c, args)
-			if p := int32(c.W.Proto()); p != c.proto.Load() {
-				c.proto.Store(p)
-			}
-			c.released(c.p.done())
-			if c.W.Len() >= flushAt && !c.flush() {
-				return
-			}
-		}
-		if !c.flush() {
-			return
-		}
-		if c.closing {
-			c.drainQueue()
-			return
-		}
-		c.publishInput()
-		if !c.read() {
-			return
-		}
-	}
-}
-
 // released notes big memory the connection let go of.
 func (c *Conn) released(n int) {
 	if n > 0 {

@@ -20,7 +20,9 @@ import (
 // plain TCP connections are served by a few loops instead, one per
 // processor, each waiting on an epoll set of its own and serving every
 // connection that has input: read, parse, execute, write, as Redis's
-// event loop does, with no goroutine switch.
+// event loop does, with no goroutine switch. What follows the read is the
+// serve loop a goroutine runs too (serve.go); the loop brings its own
+// reads and writes, which never wait.
 //
 // A loop must never wait, or every connection on it waits. So a request
 // runs on the loop only when the handler says it cannot block (Inline:
@@ -377,8 +379,15 @@ func (l *loop) serve(c *Conn) {
 		}
 		c.netIn.Add(int64(n))
 		c.lastRead.Store(time.Now().UnixNano())
-		if !l.serveInput(c) {
+		switch st, args, perr := c.serveInput(l); st {
+		case stepGone:
 			return // it left the loop, or ended
+		case stepRefused, stepProtocol, stepQuit:
+			// A request that may wait, an error to deliver, or QUIT's
+			// queued output: the connection's goroutine does what a loop
+			// may not.
+			l.goroutine(c, args, perr)
+			return
 		}
 		if n < room {
 			return // drained: new input raises a new edge
@@ -386,47 +395,14 @@ func (l *loop) serve(c *Conn) {
 	}
 }
 
-// serveInput serves the complete requests read, on the loop while they
-// cannot block; it reports whether the connection stays on the loop.
-func (l *loop) serveInput(c *Conn) bool {
-	s := l.srv
-	for !c.closing {
-		args, perr := c.p.next()
-		if perr != nil {
-			l.goroutine(c, nil, perr)
-			return false
-		}
-		if args == nil {
-			break
-		}
-		if !s.inliner.Inline(c, args) {
-			l.goroutine(c, args, nil)
-			return false
-		}
-		s.call(c, args)
-		if p := int32(c.W.Proto()); p != c.proto.Load() {
-			c.proto.Store(p)
-		}
-		c.released(c.p.done())
-		if c.W.Len() >= flushAt && !l.flush(c) {
-			return false
-		}
-	}
-	if !l.flush(c) {
-		return false
-	}
-	if c.closing {
-		l.goroutine(c, nil, nil) // QUIT: its goroutine sends what is queued and closes
-		return false
-	}
-	c.publishInput()
-	return true
-}
+// admits reports whether a request can run on the loop: only one the
+// handler says never waits.
+func (l *loop) admits(c *Conn, args [][]byte) bool { return l.srv.inliner.Inline(c, args) }
 
-// flush sends the replies without waiting; when the socket cannot take
-// them all, or output goes through the push queue, the connection's
-// goroutine takes over (what is left is still in W). It reports whether
-// the connection stays on the loop.
+// flush sends the replies without waiting (the loop as a runner); when
+// the socket cannot take them all, or output goes through the push queue,
+// the connection's goroutine takes over (what is left is still in W). It
+// reports whether the connection stays on the loop.
 func (l *loop) flush(c *Conn) bool {
 	b := c.W.Bytes()
 	if len(b) == 0 {
@@ -485,7 +461,6 @@ func (l *loop) goroutine(c *Conn, args [][]byte, perr *ProtocolError) {
 // serveDetached runs on the connection's own goroutine; see loop.goroutine.
 func (c *Conn) serveDetached(args [][]byte, perr *ProtocolError) {
 	s := c.srv
-	l := c.lp
 	defer func() {
 		if r := recover(); r != nil {
 			if s.OnPanic != nil {
@@ -505,69 +480,11 @@ func (c *Conn) serveDetached(args [][]byte, perr *ProtocolError) {
 		return
 	}
 	if args != nil {
-		s.call(c, args)
-		if p := int32(c.W.Proto()); p != c.proto.Load() {
-			c.proto.Store(p)
-		}
-		c.released(c.p.done())
+		c.run(args)
 	}
-	for {
-		if !c.serveBuffered() {
-			s.finish(c)
-			return
-		}
-		// Nothing left to serve and the replies sent: back to the loop,
-		// unless output is still queued for a slow reader.
-		if c.queued.Load() && c.pending.Load() > 0 {
-			if !c.read() {
-				s.finish(c)
-				return
-			}
-			continue
-		}
-		if l.attach(c) {
-			if s.draining.Load() {
-				l.poke()
-			}
-			return
-		}
-		if !c.read() {
-			s.finish(c)
-			return
-		}
+	if !c.serveOwn(c.lp) {
+		s.finish(c)
 	}
-}
-
-// serveBuffered serves the requests already read and flushes, as serve
-// does between reads; it reports false when the connection is to close.
-func (c *Conn) serveBuffered() bool {
-	for !c.closing {
-		args, perr := c.p.next()
-		if perr != nil {
-			c.protocolError(perr)
-			return false
-		}
-		if args == nil {
-			break
-		}
-		c.srv.call(c, args)
-		if p := int32(c.W.Proto()); p != c.proto.Load() {
-			c.proto.Store(p)
-		}
-		c.released(c.p.done())
-		if c.W.Len() >= flushAt && !c.flush() {
-			return false
-		}
-	}
-	if !c.flush() {
-		return false
-	}
-	if c.closing {
-		c.drainQueue()
-		return false
-	}
-	c.publishInput()
-	return !c.killed.Load()
 }
 
 // readRaw reads once, without waiting, into the parser's buffer or the big

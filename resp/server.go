@@ -245,7 +245,7 @@ func (s *Server) serveConn(nc net.Conn, tlsConfig func() *tls.Config) {
 		looped = true
 		return
 	}
-	c.serve()
+	c.serveOwn(nil)
 	if !c.killed.Load() {
 		c.drainQueue()
 	}

@@ -135,7 +135,7 @@ func modes(t *testing.T, f func(t *testing.T, loops bool)) {
 	t.Run("loops", func(t *testing.T) { f(t, true) })
 }
 
-func startServer(t *testing.T, h *testHandler, loops bool) *testServer {
+func startServer(t testing.TB, h *testHandler, loops bool) *testServer {
 	t.Helper()
 	srv := NewServer(h)
 	if loops {

@@ -1,7 +1,10 @@
 // Package resp is limitkv's wire layer: a typed reply writer for RESP2 and
 // RESP3, a request parser that enforces Redis's protocol limits as it goes,
 // and the connection server that ties them to a Handler, with Redis's
-// client buffer limits. It knows nothing of commands or of the keyspace.
+// client buffer limits. One serve loop (serve.go) serves every connection,
+// driven by the connection's own goroutine or, for plain TCP on Linux, by
+// an event loop (loop_linux.go). It knows nothing of commands or of the
+// keyspace.
 package resp
 
 import (
