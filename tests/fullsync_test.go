@@ -250,8 +250,18 @@ func TestFullSyncAllOrNothing(t *testing.T) {
 				}
 				time.Sleep(250 * time.Millisecond) // snapshots run meanwhile
 				s.r.Stop()
-				if got := f.restartAlone(t, s); got != live {
-					t.Fatalf("kill %d: the replica served the %s dataset, and came back with the %s one", k, live, got)
+				// which fails on a mix. A replica that held the old dataset
+				// cannot come back with the new; one that held the new comes
+				// back with it unless its final snapshot (500k keys) did not
+				// finish, which a loaded machine may cause: then it says so.
+				switch got := f.restartAlone(t, s); {
+				case got == live:
+				case live == "old":
+					t.Fatalf("kill %d: the replica served the old dataset, and came back with the new one", k)
+				case !strings.Contains(s.r.Output(), "final snapshot failed"):
+					t.Fatalf("kill %d: the replica served the new dataset and saved it, and came back with the old one:\n%s", k, s.r.Output())
+				default:
+					t.Logf("kill %d: the final snapshot did not finish; the replica came back with the dataset before the sync", k)
 				}
 			}
 			if old < 5 {

@@ -373,7 +373,10 @@ func (s *Server) waitUp() error {
 	}
 	within := s.spec.Within
 	if within == 0 {
-		within = 15 * time.Second
+		// A guard against a server that never comes up, not a bound on
+		// start-up time: on a loaded machine loading a large snapshot
+		// takes many seconds.
+		within = time.Minute
 	}
 	deadline := time.Now().Add(within)
 	for time.Now().Before(deadline) {
@@ -431,7 +434,10 @@ func (s *Server) Stop() {
 	}
 	within := s.spec.StopWithin
 	if within == 0 {
-		within = 10 * time.Second
+		// A graceful stop drains connections (up to 10 s) and takes a
+		// final snapshot (up to 10 s): cut shorter, a loaded machine's
+		// final snapshot is lost and a restart shows the one before.
+		within = 30 * time.Second
 	}
 	s.Cmd.Process.Signal(syscall.SIGTERM)
 	select {
