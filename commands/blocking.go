@@ -635,7 +635,7 @@ func blockingListPop(c *Ctx, head bool) {
 func listPopOrBlock(c *Ctx, keys [][]byte, head bool, count int64, op blockOp, timeout time.Duration) {
 	for _, key := range keys {
 		s := c.Shard(key)
-		e, l, ok := c.listAt(s, key, false)
+		e, l, ok := typed[*engine.List](c, s, key, engine.ForWrite)
 		if !ok {
 			return
 		}
@@ -680,7 +680,7 @@ func cmdBRPopLPush(c *Ctx) {
 
 func blockingMove(c *Ctx, from, to bool, timeout time.Duration) {
 	src := c.Args[1]
-	_, l, ok := c.listAt(c.Shard(src), src, false)
+	_, l, ok := typed[*engine.List](c, c.Shard(src), src, engine.ForWrite)
 	if !ok {
 		return
 	}
@@ -749,7 +749,7 @@ func cmdLMPop(c *Ctx) {
 	}
 	for _, key := range keys {
 		s := c.Shard(key)
-		e, l, ok := c.listAt(s, key, false)
+		e, l, ok := typed[*engine.List](c, s, key, engine.ForWrite)
 		if !ok {
 			return
 		}
@@ -790,7 +790,8 @@ func blockingZPop(c *Ctx, highest bool) {
 // blocks on them all.
 func zsetPopOrBlock(c *Ctx, keys [][]byte, highest bool, count int64, nested bool, timeout time.Duration) {
 	for _, key := range keys {
-		s, e, z, ok := c.zsetAt(key, true)
+		s := c.Shard(key)
+		e, z, ok := typed[*engine.ZSet](c, s, key, engine.ForWrite)
 		if !ok {
 			return
 		}
@@ -819,7 +820,8 @@ func cmdZMPop(c *Ctx) {
 	// As Redis's genericZpopCommand: the first key that exists decides,
 	// its type checked.
 	for _, key := range keys {
-		s, e, z, ok := c.zsetAt(key, true)
+		s := c.Shard(key)
+		e, z, ok := typed[*engine.ZSet](c, s, key, engine.ForWrite)
 		if !ok {
 			return
 		}

@@ -58,3 +58,15 @@ type replyError struct{ msg string }
 func (e *replyError) Error() string { return e.msg }
 
 func errReply(msg string) error { return &replyError{msg} }
+
+// typed finds the T at key, for reading (a keyspace hit or miss counted)
+// or for writing, as engine.Get does, and answers WRONGTYPE itself: ok is
+// false when it did. A missing key gives a nil value.
+func typed[T engine.Collection](c *Ctx, s *engine.Shard, key []byte, a engine.Access) (engine.Entry, T, bool) {
+	e, v, err := engine.Get[T](s, c.DB, key, c.Now, a)
+	if err != nil {
+		c.Err(err)
+		return e, v, false
+	}
+	return e, v, true
+}

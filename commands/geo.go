@@ -152,7 +152,7 @@ func (c *Ctx) geoBox(i int, sh *engine.GeoShape) bool {
 }
 
 func cmdGeoPos(c *Ctx) {
-	_, _, z, ok := c.zsetAt(c.Args[1], false)
+	_, z, ok := typed[*engine.ZSet](c, c.Shard(c.Args[1]), c.Args[1], engine.ForRead)
 	if !ok {
 		return
 	}
@@ -189,7 +189,7 @@ func cmdGeoDist(c *Ctx) {
 		c.W.Error(msgSyntax)
 		return
 	}
-	_, _, z, ok := c.zsetAt(c.Args[1], false)
+	_, z, ok := typed[*engine.ZSet](c, c.Shard(c.Args[1]), c.Args[1], engine.ForRead)
 	if !ok {
 		return
 	}
@@ -209,7 +209,7 @@ func cmdGeoDist(c *Ctx) {
 }
 
 func cmdGeoHash(c *Ctx) {
-	_, _, z, ok := c.zsetAt(c.Args[1], false)
+	_, z, ok := typed[*engine.ZSet](c, c.Shard(c.Args[1]), c.Args[1], engine.ForRead)
 	if !ok {
 		return
 	}
@@ -264,7 +264,7 @@ const (
 // center and the shape of the legacy forms, then the options in one pass,
 // then the checks that need all of them.
 func geoSearchCmd(c *Ctx, src int, flags geoFlags) {
-	_, _, z, ok := c.zsetAt(c.Args[src], false)
+	_, z, ok := typed[*engine.ZSet](c, c.Shard(c.Args[src]), c.Args[src], engine.ForRead)
 	if !ok {
 		return
 	}

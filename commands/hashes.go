@@ -25,7 +25,7 @@ func (c *Ctx) hashLimits() engine.HashLimits {
 // exist it returns a new empty hash that storeHash will add to the keyspace.
 // On a key of another type it replies WRONGTYPE and returns nil.
 func (c *Ctx) writableHash(s *engine.Shard, key []byte) (engine.Entry, *engine.Hash, bool) {
-	e, h, err := s.FindHash(c.DB, key, c.Now)
+	e, h, err := engine.Get[*engine.Hash](s, c.DB, key, c.Now, engine.ForWrite)
 	if err != nil {
 		c.Err(err)
 		return e, nil, false
@@ -49,7 +49,7 @@ func (c *Ctx) storeHash(s *engine.Shard, key []byte, e engine.Entry, h *engine.H
 // readHash looks up the hash at key for a read; the hash is nil when the key
 // does not exist. On a key of another type it replies WRONGTYPE.
 func (c *Ctx) readHash(key []byte) (*engine.Hash, bool) {
-	_, h, err := c.Shard(key).LookupHash(c.DB, key, c.Now)
+	_, h, err := engine.Get[*engine.Hash](c.Shard(key), c.DB, key, c.Now, engine.ForRead)
 	if err != nil {
 		c.Err(err)
 		return nil, false
@@ -146,7 +146,7 @@ func cmdHMGet(c *Ctx) {
 func cmdHDel(c *Ctx) {
 	key := c.Args[1]
 	s := c.Shard(key)
-	e, h, err := s.FindHash(c.DB, key, c.Now)
+	e, h, err := engine.Get[*engine.Hash](s, c.DB, key, c.Now, engine.ForWrite)
 	if err != nil {
 		c.Err(err)
 		return

@@ -15,26 +15,6 @@ import (
 
 const msgMustBePositive = "value is out of range, must be positive"
 
-// listAt returns the list stored under key, nil when there is none. It
-// replies WRONGTYPE and returns false for a key of another type.
-func (c *Ctx) listAt(s *engine.Shard, key []byte, read bool) (engine.Entry, *engine.List, bool) {
-	var e engine.Entry
-	var found bool
-	if read {
-		e, found = s.Lookup(c.DB, key, c.Now)
-	} else {
-		e, found = s.Find(c.DB, key, c.Now)
-	}
-	if !found {
-		return e, nil, true
-	}
-	if e.Kind() != engine.KindList {
-		c.W.Error(msgWrongType)
-		return e, nil, false
-	}
-	return e, s.Object(e).(*engine.List), true
-}
-
 // listChanged records a change to the list under e, deleting the key when
 // the list is left empty, as Redis never keeps an empty list.
 func listChanged(s *engine.Shard, e engine.Entry, l *engine.List) {
@@ -55,7 +35,7 @@ func cmdRPushX(c *Ctx) { push(c, false, true) }
 func push(c *Ctx, head, onlyExisting bool) {
 	key := c.Args[1]
 	s := c.Shard(key)
-	e, l, ok := c.listAt(s, key, false)
+	e, l, ok := typed[*engine.List](c, s, key, engine.ForWrite)
 	if !ok {
 		return
 	}
@@ -106,7 +86,7 @@ func pop(c *Ctx, head bool) {
 	}
 	key := c.Args[1]
 	s := c.Shard(key)
-	e, l, ok := c.listAt(s, key, false)
+	e, l, ok := typed[*engine.List](c, s, key, engine.ForWrite)
 	switch {
 	case !ok:
 		return
@@ -158,7 +138,7 @@ func listIndex(i int64, n int) (int, bool) {
 func cmdLIndex(c *Ctx) {
 	key := c.Args[1]
 	s := c.Shard(key)
-	_, l, ok := c.listAt(s, key, true)
+	_, l, ok := typed[*engine.List](c, s, key, engine.ForRead)
 	if !ok {
 		return
 	}
@@ -181,7 +161,7 @@ func cmdLIndex(c *Ctx) {
 
 func cmdLLen(c *Ctx) {
 	key := c.Args[1]
-	_, l, ok := c.listAt(c.Shard(key), key, true)
+	_, l, ok := typed[*engine.List](c, c.Shard(key), key, engine.ForRead)
 	switch {
 	case !ok:
 	case l == nil:
@@ -219,7 +199,7 @@ func cmdLRange(c *Ctx) {
 		return
 	}
 	key := c.Args[1]
-	_, l, ok := c.listAt(c.Shard(key), key, true)
+	_, l, ok := typed[*engine.List](c, c.Shard(key), key, engine.ForRead)
 	if !ok {
 		return
 	}
@@ -252,7 +232,7 @@ func cmdLTrim(c *Ctx) {
 	}
 	key := c.Args[1]
 	s := c.Shard(key)
-	e, l, ok := c.listAt(s, key, false)
+	e, l, ok := typed[*engine.List](c, s, key, engine.ForWrite)
 	if !ok {
 		return
 	}
@@ -274,7 +254,7 @@ func cmdLTrim(c *Ctx) {
 func cmdLSet(c *Ctx) {
 	key := c.Args[1]
 	s := c.Shard(key)
-	e, l, ok := c.listAt(s, key, false)
+	e, l, ok := typed[*engine.List](c, s, key, engine.ForWrite)
 	if !ok {
 		return
 	}
@@ -303,7 +283,7 @@ func cmdLRem(c *Ctx) {
 	}
 	key := c.Args[1]
 	s := c.Shard(key)
-	e, l, ok := c.listAt(s, key, false)
+	e, l, ok := typed[*engine.List](c, s, key, engine.ForWrite)
 	if !ok {
 		return
 	}
@@ -328,7 +308,7 @@ func cmdLInsert(c *Ctx) {
 	}
 	key := c.Args[1]
 	s := c.Shard(key)
-	e, l, ok := c.listAt(s, key, false)
+	e, l, ok := typed[*engine.List](c, s, key, engine.ForWrite)
 	switch {
 	case !ok:
 	case l == nil:
@@ -400,7 +380,7 @@ func cmdLPos(c *Ctx) {
 		return
 	}
 	key := c.Args[1]
-	_, l, ok := c.listAt(c.Shard(key), key, true)
+	_, l, ok := typed[*engine.List](c, c.Shard(key), key, engine.ForRead)
 	switch {
 	case !ok:
 		return
@@ -474,7 +454,7 @@ func cmdRPopLPush(c *Ctx) { move(c, false, true) }
 func move(c *Ctx, fromHead, toHead bool) {
 	src, dst := c.Args[1], c.Args[2]
 	ss, ds := c.Shard(src), c.Shard(dst)
-	_, sl, ok := c.listAt(ss, src, false)
+	_, sl, ok := typed[*engine.List](c, ss, src, engine.ForWrite)
 	if !ok {
 		return
 	}
@@ -482,7 +462,7 @@ func move(c *Ctx, fromHead, toHead bool) {
 		c.W.Null()
 		return
 	}
-	de, dl, ok := c.listAt(ds, dst, false)
+	de, dl, ok := typed[*engine.List](c, ds, dst, engine.ForWrite)
 	if !ok {
 		return
 	}

@@ -36,9 +36,9 @@ func (c *Ctx) setAt(key []byte, write bool) (*engine.Set, bool) {
 	var st *engine.Set
 	var err error
 	if write {
-		_, st, err = s.FindSet(c.DB, key, c.Now)
+		_, st, err = engine.Get[*engine.Set](s, c.DB, key, c.Now, engine.ForWrite)
 	} else {
-		_, st, err = s.LookupSet(c.DB, key, c.Now)
+		_, st, err = engine.Get[*engine.Set](s, c.DB, key, c.Now, engine.ForRead)
 	}
 	if err != nil {
 		c.Err(err)
@@ -217,7 +217,7 @@ func cmdSMove(c *Ctx) {
 
 // findSet finds the set at key for a write, without replying.
 func (c *Ctx) findSet(key []byte) (*engine.Set, error) {
-	_, st, err := c.Shard(key).FindSet(c.DB, key, c.Now)
+	_, st, err := engine.Get[*engine.Set](c.Shard(key), c.DB, key, c.Now, engine.ForWrite)
 	return st, err
 }
 

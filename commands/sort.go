@@ -216,7 +216,7 @@ func (c *Ctx) lookupByPattern(pattern, subst []byte, keyBuf *[]byte, buf []byte)
 		if e.Kind() != engine.KindHash {
 			return nil, false
 		}
-		_, h, err := s.LookupHash(c.DB, k, c.Now)
+		_, h, err := engine.Get[*engine.Hash](s, c.DB, k, c.Now, engine.ForRead)
 		if err != nil || h == nil {
 			return nil, false
 		}

@@ -481,7 +481,7 @@ func randRanks(n, count int) []int {
 
 func cmdZRandMember(c *Ctx) {
 	if len(c.Args) == 2 {
-		_, _, z, ok := c.zsetAt(c.Args[1], false)
+		_, z, ok := typed[*engine.ZSet](c, c.Shard(c.Args[1]), c.Args[1], engine.ForRead)
 		switch {
 		case !ok:
 		case z == nil:
@@ -503,7 +503,7 @@ func cmdZRandMember(c *Ctx) {
 	if !ok {
 		return
 	}
-	_, _, z, ok := c.zsetAt(c.Args[1], false)
+	_, z, ok := typed[*engine.ZSet](c, c.Shard(c.Args[1]), c.Args[1], engine.ForRead)
 	if !ok {
 		return
 	}

@@ -26,28 +26,6 @@ func (c *Ctx) zsetLimits() engine.ZSetLimits {
 	return engine.ZSetLimits{Entries: entries, Value: value}
 }
 
-// zsetAt looks key up for reading (counting a keyspace hit or miss) or for
-// writing. It replies WRONGTYPE and returns ok false when the key holds
-// another type; a missing key gives a nil set.
-func (c *Ctx) zsetAt(key []byte, write bool) (*engine.Shard, engine.Entry, *engine.ZSet, bool) {
-	s := c.Shard(key)
-	var e engine.Entry
-	var found bool
-	if write {
-		e, found = s.Find(c.DB, key, c.Now)
-	} else {
-		e, found = s.Lookup(c.DB, key, c.Now)
-	}
-	if !found {
-		return s, e, nil, true
-	}
-	if e.Kind() != engine.KindZSet {
-		c.W.Error(msgWrongType)
-		return s, e, nil, false
-	}
-	return s, e, s.Object(e).(*engine.ZSet), true
-}
-
 // zsetChanged records a change to the set under e: the key goes when the
 // set is empty, as in Redis.
 func zsetChanged(s *engine.Shard, e engine.Entry, z *engine.ZSet) {
@@ -115,7 +93,8 @@ options:
 		scores = append(scores, sc)
 	}
 	key := c.Args[1]
-	s, e, z, ok := c.zsetAt(key, true)
+	s := c.Shard(key)
+	e, z, ok := typed[*engine.ZSet](c, s, key, engine.ForWrite)
 	if !ok {
 		return
 	}
@@ -175,7 +154,8 @@ options:
 }
 
 func cmdZRem(c *Ctx) {
-	s, e, z, ok := c.zsetAt(c.Args[1], true)
+	s := c.Shard(c.Args[1])
+	e, z, ok := typed[*engine.ZSet](c, s, c.Args[1], engine.ForWrite)
 	if !ok {
 		return
 	}
@@ -197,7 +177,7 @@ func cmdZRem(c *Ctx) {
 }
 
 func cmdZCard(c *Ctx) {
-	_, _, z, ok := c.zsetAt(c.Args[1], false)
+	_, z, ok := typed[*engine.ZSet](c, c.Shard(c.Args[1]), c.Args[1], engine.ForRead)
 	switch {
 	case !ok:
 	case z == nil:
@@ -215,7 +195,7 @@ func zcount(c *Ctx, by zrangeBy) {
 	if !ok {
 		return
 	}
-	_, _, z, ok := c.zsetAt(c.Args[1], false)
+	_, z, ok := typed[*engine.ZSet](c, c.Shard(c.Args[1]), c.Args[1], engine.ForRead)
 	switch {
 	case !ok:
 	case z == nil:
@@ -227,7 +207,7 @@ func zcount(c *Ctx, by zrangeBy) {
 }
 
 func cmdZScore(c *Ctx) {
-	_, _, z, ok := c.zsetAt(c.Args[1], false)
+	_, z, ok := typed[*engine.ZSet](c, c.Shard(c.Args[1]), c.Args[1], engine.ForRead)
 	if !ok {
 		return
 	}
@@ -241,7 +221,7 @@ func cmdZScore(c *Ctx) {
 }
 
 func cmdZMScore(c *Ctx) {
-	_, _, z, ok := c.zsetAt(c.Args[1], false)
+	_, z, ok := typed[*engine.ZSet](c, c.Shard(c.Args[1]), c.Args[1], engine.ForRead)
 	if !ok {
 		return
 	}
@@ -261,7 +241,7 @@ func cmdZRank(c *Ctx)    { zrank(c, false) }
 func cmdZRevRank(c *Ctx) { zrank(c, true) }
 
 func zrank(c *Ctx, rev bool) {
-	_, _, z, ok := c.zsetAt(c.Args[1], false)
+	_, z, ok := typed[*engine.ZSet](c, c.Shard(c.Args[1]), c.Args[1], engine.ForRead)
 	if !ok {
 		return
 	}
@@ -362,7 +342,7 @@ func zrangeFrom(c *Ctx, src int, dst []byte, by zrangeBy, dir zrangeDir) {
 	if !ok {
 		return
 	}
-	_, _, z, ok := c.zsetAt(c.Args[src], false)
+	_, z, ok := typed[*engine.ZSet](c, c.Shard(c.Args[src]), c.Args[src], engine.ForRead)
 	if !ok {
 		return
 	}
@@ -461,7 +441,8 @@ func zremrange(c *Ctx, by zrangeBy) {
 	if !ok {
 		return
 	}
-	s, e, z, ok := c.zsetAt(c.Args[1], true)
+	s := c.Shard(c.Args[1])
+	e, z, ok := typed[*engine.ZSet](c, s, c.Args[1], engine.ForWrite)
 	if !ok {
 		return
 	}
@@ -496,7 +477,8 @@ func zpop(c *Ctx, highest bool) {
 		}
 		count = n
 	}
-	s, e, z, ok := c.zsetAt(c.Args[1], true)
+	s := c.Shard(c.Args[1])
+	e, z, ok := typed[*engine.ZSet](c, s, c.Args[1], engine.ForWrite)
 	if !ok {
 		return
 	}
@@ -539,7 +521,7 @@ func cmdZScan(c *Ctx) {
 	if !ok {
 		return
 	}
-	_, _, z, ok := c.zsetAt(c.Args[1], false)
+	_, z, ok := typed[*engine.ZSet](c, c.Shard(c.Args[1]), c.Args[1], engine.ForRead)
 	if !ok {
 		return
 	}

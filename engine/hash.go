@@ -461,36 +461,6 @@ func (h *Hash) IncrByFloat(field []byte, incr *big.Float, lim HashLimits) (strin
 	return out, nil
 }
 
-// hashOf returns the hash stored under e, or ErrWrongType.
-func (s *Shard) hashOf(e Entry) (*Hash, error) {
-	if e.Kind() != KindHash {
-		return nil, ErrWrongType
-	}
-	return s.Object(e).(*Hash), nil
-}
-
-// LookupHash finds the hash at key for reading (counting a keyspace hit or
-// miss). The hash is nil when the key does not exist.
-func (s *Shard) LookupHash(db int, key []byte, now int64) (Entry, *Hash, error) {
-	e, ok := s.Lookup(db, key, now)
-	if !ok {
-		return Entry{}, nil, nil
-	}
-	h, err := s.hashOf(e)
-	return e, h, err
-}
-
-// FindHash finds the hash at key for writing. The hash is nil when the key
-// does not exist.
-func (s *Shard) FindHash(db int, key []byte, now int64) (Entry, *Hash, error) {
-	e, ok := s.Find(db, key, now)
-	if !ok {
-		return Entry{}, nil, nil
-	}
-	h, err := s.hashOf(e)
-	return e, h, err
-}
-
 // Random returns a field and its value picked uniformly at random from a
 // hash that is not empty. A compact hash is walked to the chosen entry
 // (it is short); an indexed one draws entry numbers until a live one

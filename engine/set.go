@@ -658,35 +658,3 @@ func choosePositions(n, k int) positions {
 	}
 	return p
 }
-
-// ---- the keyspace ----
-
-// setOf returns the set stored under e, or ErrWrongType.
-func (s *Shard) setOf(e Entry) (*Set, error) {
-	if e.Kind() != KindSet {
-		return nil, ErrWrongType
-	}
-	return s.Object(e).(*Set), nil
-}
-
-// LookupSet finds the set at key for reading (counting a keyspace hit or
-// miss). The set is nil when the key does not exist.
-func (s *Shard) LookupSet(db int, key []byte, now int64) (Entry, *Set, error) {
-	e, ok := s.Lookup(db, key, now)
-	if !ok {
-		return Entry{}, nil, nil
-	}
-	st, err := s.setOf(e)
-	return e, st, err
-}
-
-// FindSet finds the set at key for writing. The set is nil when the key
-// does not exist.
-func (s *Shard) FindSet(db int, key []byte, now int64) (Entry, *Set, error) {
-	e, ok := s.Find(db, key, now)
-	if !ok {
-		return Entry{}, nil, nil
-	}
-	st, err := s.setOf(e)
-	return e, st, err
-}
