@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 
 	"github.com/limitkv/limitkv/engine"
+	"github.com/limitkv/limitkv/ratelimit"
 	"github.com/limitkv/limitkv/resp"
 )
 
@@ -68,13 +69,13 @@ type policy struct {
 	def [][]byte
 	// FIXED and SLIDE: the rules and options; COST and PEEK come with
 	// each RL.CHECK.
-	rules    []engine.Rule
+	rules    []ratelimit.Rule
 	first    bool
-	zone     *engine.Zone
+	zone     *ratelimit.Zone
 	penalize bool
 	ban      int64 // BAN's duration in ms; 0 for none
 	// GCRA: CL.THROTTLE's max_burst, count_per_period and period (s).
-	gcra engine.GCRA
+	gcra ratelimit.GCRA
 	// CONCURRENCY: RL.ACQUIRE's limit and lease (ms); the id comes with
 	// each RL.CHECK.
 	leases, lease int64
@@ -200,7 +201,7 @@ func parsePolicy(name []byte, def [][]byte) (*policy, string) {
 		if is(kind, "FIXED") {
 			p.kind, cmd = policyFixed, "rl.fixed"
 		}
-		var rules [maxRules]engine.Rule
+		var rules [maxRules]ratelimit.Rule
 		a, msg := parseRLArgs(args, cmd, p.kind == policyFixed, &rules)
 		if msg != "" {
 			return nil, msg
@@ -211,7 +212,7 @@ func parsePolicy(name []byte, def [][]byte) (*policy, string) {
 		p.rules = slices.Clone(a.rules)
 		p.first, p.zone, p.penalize = a.first, a.zone, a.penalize
 		p.ban, p.shadow = a.ban, a.shadow
-		p.maxCost = engine.MaxLimit
+		p.maxCost = ratelimit.MaxLimit
 		for _, r := range p.rules {
 			p.maxCost = min(p.maxCost, r.Limit)
 		}
@@ -250,7 +251,7 @@ func parsePolicyGCRA(p *policy, args [][]byte) string {
 		return "ERR GCRA needs max_burst count_per_period period"
 	}
 	burst, ok := engine.ParseInt(args[0])
-	if !ok || burst < 0 || burst >= engine.MaxLimit {
+	if !ok || burst < 0 || burst >= ratelimit.MaxLimit {
 		return "invalid max_burst '" + string(args[0]) + "': expected an integer from 0 to 9007199254740991"
 	}
 	count, ok := limitValue(args[1])
@@ -261,7 +262,7 @@ func parsePolicyGCRA(p *policy, args [][]byte) string {
 	if !ok || period%1000 != 0 {
 		return "invalid period '" + string(args[2]) + "': expected whole seconds, a number with unit s, m, h or d (a bare number is seconds), from 1s to 3650d"
 	}
-	g := engine.GCRA{MaxBurst: burst, Count: count, Period: period / 1000}
+	g := ratelimit.GCRA{MaxBurst: burst, Count: count, Period: period / 1000}
 	// The engine's arithmetic in ns must not overflow for any COST the
 	// policy admits: the burst's span, (max_burst+1) emission intervals,
 	// is bounded by the longest window, and an interval is at least 1 ns.
@@ -269,7 +270,7 @@ func parsePolicyGCRA(p *policy, args [][]byte) string {
 	if emission == 0 {
 		return "invalid count_per_period '" + string(args[1]) + "': more than one per nanosecond over the period"
 	}
-	if span, ok := mulNoOverflow(emission, burst+1); !ok || span > engine.MaxWindow*1e6 {
+	if span, ok := mulNoOverflow(emission, burst+1); !ok || span > ratelimit.MaxWindow*1e6 {
 		return "ERR GCRA policy too long: max_burst+1 requests at count_per_period per period must span at most 3650d"
 	}
 	p.gcra = g
@@ -485,20 +486,20 @@ func rlCheckCmd(c *Ctx, readOnly bool) {
 	}
 	key := c.Args[2]
 	sh := c.Shard(key)
-	var d engine.Decision
+	var d ratelimit.Decision
 	var err error
 	sc := &c.Client.rl.decide
 	switch {
 	case p.kind == policyFixed:
-		o := engine.FixedOptions{Cost: cost, Peek: peek, First: p.first, Zone: p.zone, Ban: p.ban}
+		o := ratelimit.FixedOptions{Cost: cost, Peek: peek, First: p.first, Zone: p.zone, Ban: p.ban}
 		d, err = sh.PolicyFixed(c.DB, key, c.Now, p.key, p.rules, o, sc)
 	case p.kind == policySlide:
-		o := engine.SlideOptions{Cost: cost, Peek: peek, Penalize: p.penalize, Ban: p.ban}
+		o := ratelimit.SlideOptions{Cost: cost, Peek: peek, Penalize: p.penalize, Ban: p.ban}
 		d, err = sh.PolicySlide(c.DB, key, c.Now, p.key, p.rules, o, sc)
 	case p.kind == policyGCRA:
 		g := p.gcra
 		g.Quantity, g.Peek = cost, peek
-		var res engine.ThrottleResult
+		var res ratelimit.ThrottleResult
 		res, err = sh.PolicyThrottle(c.DB, key, c.Now, p.key, g, sc)
 		d = gcraDecision(res)
 	case p.kind == policyConcurrency && readOnly:
@@ -519,8 +520,8 @@ func rlCheckCmd(c *Ctx, readOnly bool) {
 // gcraDecision gives a CL.THROTTLE result in the RL reply's conventions:
 // allowed as 1, times in ms (rounded up, so that a client waiting that
 // long is allowed), -1 retry when allowed.
-func gcraDecision(res engine.ThrottleResult) engine.Decision {
-	d := engine.Decision{Allowed: !res.Limited, Limit: res.Limit, Remaining: res.Remaining, RetryAfter: -1}
+func gcraDecision(res ratelimit.ThrottleResult) ratelimit.Decision {
+	d := ratelimit.Decision{Allowed: !res.Limited, Limit: res.Limit, Remaining: res.Remaining, RetryAfter: -1}
 	if res.Limited && res.RetryNs >= 0 {
 		d.RetryAfter = (res.RetryNs + 999_999) / 1_000_000
 	}

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 
 	"github.com/limitkv/limitkv/engine"
+	"github.com/limitkv/limitkv/ratelimit"
 )
 
 // Rate-limit commands: RL.FIXED RL.SLIDE RL.LOGIN CL.THROTTLE (RL.ACQUIRE
@@ -20,7 +21,7 @@ const maxRules = 16
 // rlScratch is a client's reusable memory for decisions: with it a
 // decision on an existing key allocates nothing.
 type rlScratch struct {
-	rules  [maxRules]engine.Rule
+	rules  [maxRules]ratelimit.Rule
 	decide engine.LimitScratch
 }
 
@@ -90,7 +91,7 @@ func (st *rlStats) count(cmd rlCommand, allowed bool) {
 // with the other fields as the limit computed them. Denials (not shadow
 // ones) are counted for RL.TOP against the command's first key by its key
 // specs: a new caller declares its key there, as dispatch needs anyway.
-func (c *Ctx) decided(cmd rlCommand, d engine.Decision, peek, shadow bool) {
+func (c *Ctx) decided(cmd rlCommand, d ratelimit.Decision, peek, shadow bool) {
 	if !peek {
 		c.Srv.rl[cmd].count(d.Allowed, shadow)
 		if !d.Allowed && !shadow {
@@ -132,7 +133,7 @@ func ParseDuration(b []byte) (int64, bool) {
 	default:
 		return 0, false
 	}
-	if n <= 0 || n > engine.MaxWindow/unit {
+	if n <= 0 || n > ratelimit.MaxWindow/unit {
 		return 0, false
 	}
 	return n * unit, true
@@ -141,19 +142,19 @@ func ParseDuration(b []byte) (int64, bool) {
 // limitValue parses a limit or a COST: an integer from 1 to 2^53.
 func limitValue(b []byte) (int64, bool) {
 	n, ok := engine.ParseInt(b)
-	return n, ok && n >= 1 && n <= engine.MaxLimit
+	return n, ok && n >= 1 && n <= ratelimit.MaxLimit
 }
 
 const limitRange = "an integer from 1 to 9007199254740992"
 
 // rlArgs are the parsed arguments of RL.FIXED and RL.SLIDE.
 type rlArgs struct {
-	rules    []engine.Rule
+	rules    []ratelimit.Rule
 	cost     int64
 	peek     bool
 	penalize bool
 	first    bool
-	zone     *engine.Zone
+	zone     *ratelimit.Zone
 	ban      int64 // BAN duration in ms; 0 for none
 	shadow   bool
 }
@@ -177,7 +178,7 @@ func (c *Ctx) parseRules(fixed bool) (rlArgs, bool) {
 // error text, which names the argument; named policies (RL.POLICY SET) read
 // their definitions with it too, so a policy accepts exactly what the
 // command does.
-func parseRLArgs(args [][]byte, cmd string, fixed bool, rules *[maxRules]engine.Rule) (rlArgs, string) {
+func parseRLArgs(args [][]byte, cmd string, fixed bool, rules *[maxRules]ratelimit.Rule) (rlArgs, string) {
 	a := rlArgs{cost: 1}
 	j := 0
 	for j < len(args) {
@@ -199,7 +200,7 @@ func parseRLArgs(args [][]byte, cmd string, fixed bool, rules *[maxRules]engine.
 		if len(a.rules) == maxRules {
 			return a, "too many rules: at most 16 limit/window pairs"
 		}
-		rules[len(a.rules)] = engine.Rule{Limit: limit, Window: window}
+		rules[len(a.rules)] = ratelimit.Rule{Limit: limit, Window: window}
 		a.rules = rules[:len(a.rules)+1]
 		j += 2
 	}
@@ -239,7 +240,7 @@ func parseRLArgs(args [][]byte, cmd string, fixed bool, rules *[maxRules]engine.
 			seenAlign = true
 			j++
 		case is(opt, "TZ") && fixed && hasValue && !seenTZ:
-			z, err := engine.ParseZone(args[j+1])
+			z, err := ratelimit.ParseZone(args[j+1])
 			if err != nil {
 				return a, "invalid TZ '" + string(args[j+1]) + "': expected an IANA time zone such as Asia/Shanghai or an offset such as +08:00"
 			}
@@ -290,7 +291,7 @@ func isRLOption(b []byte) bool {
 }
 
 // replyDecision writes the five-integer reply.
-func (c *Ctx) replyDecision(d engine.Decision) {
+func (c *Ctx) replyDecision(d ratelimit.Decision) {
 	c.W.Array(5)
 	c.W.Int(b2i(d.Allowed))
 	c.W.Int(d.Limit)
@@ -318,7 +319,7 @@ func rlFixedCmd(c *Ctx, readOnly bool) {
 		return
 	}
 	a.peek = a.peek || readOnly
-	o := engine.FixedOptions{Cost: a.cost, Peek: a.peek, First: a.first, Zone: a.zone, Ban: a.ban}
+	o := ratelimit.FixedOptions{Cost: a.cost, Peek: a.peek, First: a.first, Zone: a.zone, Ban: a.ban}
 	d, err := c.Shard(c.Args[1]).Fixed(c.DB, c.Args[1], c.Now, a.rules, o, &c.Client.rl.decide)
 	if err != nil {
 		c.Err(err)
@@ -333,7 +334,7 @@ func rlSlideCmd(c *Ctx, readOnly bool) {
 		return
 	}
 	a.peek = a.peek || readOnly
-	o := engine.SlideOptions{Cost: a.cost, Peek: a.peek, Penalize: a.penalize, Ban: a.ban}
+	o := ratelimit.SlideOptions{Cost: a.cost, Peek: a.peek, Penalize: a.penalize, Ban: a.ban}
 	d, err := c.Shard(c.Args[1]).Slide(c.DB, c.Args[1], c.Now, a.rules, o, &c.Client.rl.decide)
 	if err != nil {
 		c.Err(err)
@@ -365,10 +366,10 @@ func clThrottleCmd(c *Ctx, readOnly bool) {
 		}
 		vals[i-2] = n
 	}
-	g := engine.GCRA{MaxBurst: vals[0], Count: vals[1], Period: vals[2], Quantity: vals[3], Peek: readOnly}
+	g := ratelimit.GCRA{MaxBurst: vals[0], Count: vals[1], Period: vals[2], Quantity: vals[3], Peek: readOnly}
 	res, err := c.Shard(c.Args[1]).Throttle(c.DB, c.Args[1], c.Now, g, &c.Client.rl.decide)
 	switch {
-	case err == engine.ErrZeroRate || err == engine.ErrGCRAOverflow:
+	case err == ratelimit.ErrZeroRate || err == ratelimit.ErrGCRAOverflow:
 		c.W.ErrorVerbatim("Cell error: Store error: " + err.Error())
 		return
 	case err != nil:

@@ -5,12 +5,13 @@ import (
 	"strings"
 
 	"github.com/limitkv/limitkv/engine"
+	"github.com/limitkv/limitkv/ratelimit"
 )
 
 // RL.ACQUIRE key limit lease id [SHADOW] and RL.RELEASE key id: a
 // concurrency limit, at most limit leases in flight per key, each freeing
 // itself lease after it was last acquired or renewed. See
-// engine/ratelimit_lease.go for the decision and docs/commands.md for the
+// ratelimit/lease.go for the decision and docs/commands.md for the
 // contract.
 
 // acquireArgs are RL.ACQUIRE's arguments after the key.
@@ -51,7 +52,7 @@ func parseLeasePolicy(args [][]byte) (acquireArgs, string) {
 func parseLease(limitArg, leaseArg []byte, opts [][]byte) (acquireArgs, string) {
 	var a acquireArgs
 	limit, ok := engine.ParseInt(limitArg)
-	if !ok || limit < 1 || limit > engine.MaxLeases {
+	if !ok || limit < 1 || limit > ratelimit.MaxLeases {
 		return a, "invalid limit '" + string(limitArg) + "': expected " + leaseLimitRange +
 			" (a semaphore wider than that is better split over several keys)"
 	}
@@ -78,7 +79,7 @@ func parseLease(limitArg, leaseArg []byte, opts [][]byte) (acquireArgs, string) 
 // than taken as a name: it is what an unset variable sends, and every such
 // caller would renew one shared lease.
 func leaseIDError(id []byte) string {
-	if len(id) == 0 || len(id) > engine.MaxLeaseID {
+	if len(id) == 0 || len(id) > ratelimit.MaxLeaseID {
 		return "invalid id of " + strconv.Itoa(len(id)) + " bytes: expected 1 to 256 bytes"
 	}
 	return ""
