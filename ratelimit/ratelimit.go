@@ -2,7 +2,9 @@
 // RL.FIXED, RL.SLIDE, CL.THROTTLE, RL.ACQUIRE, RL.RELEASE and RL.LOGIN as
 // pure functions, the byte encodings of the states they keep (bans and
 // named policies' containers included), the time zones fixed windows align
-// to, and the summary of the keys denied most often (RL.TOP).
+// to, the parse of the arguments that define a limit and of the named
+// policies made of them, and the summary of the keys denied most often
+// (RL.TOP).
 //
 // A decision is a function from (old state, request, now) to (reply, new
 // state, the key's new expiry): it reads no clock, takes no lock and keeps
@@ -10,7 +12,10 @@
 // datadriven files on a manual clock. The engine owns the keys: its Shard
 // operations (Fixed, Slide, Throttle, Acquire, Release, Login, Policy*)
 // load a key's state under the shard lock, call the decision here and
-// store what it returns with the expiry it names.
+// store what it returns with the expiry it names. The commands parse a
+// request's arguments with ParseArgs, ParseLease and ParsePolicy and write
+// the reply; the texts of ArgError carry no error code, which the caller
+// adds.
 //
 // It imports only the standard library: what a limit means and how its
 // state is laid out on disk and on the replication stream can then be read,
