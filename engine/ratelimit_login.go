@@ -16,23 +16,21 @@ func (s *Shard) Login(db int, key []byte, now, limit, window, keep, ban int64) (
 	var l *List
 	var banEnd int64
 	var scratch [24]byte
-	var history func(yield func([]byte) bool)
+	req := ratelimit.Login{Limit: limit, Window: window, Keep: keep, Ban: ban}
+	h := req.History(now)
 	if found {
 		if e.Kind() != KindList {
 			return ratelimit.Decision{}, ErrWrongType
 		}
 		l = s.Object(e).(*List)
 		banEnd = listBanEnd(e.rec)
-		history = func(yield func([]byte) bool) {
-			for _, v := range l.Ascend(0, scratch[:]) {
-				if !yield(v) {
-					return
-				}
+		for _, v := range l.Ascend(0, scratch[:]) {
+			if !h.Add(v) {
+				break
 			}
 		}
 	}
-	req := ratelimit.Login{Limit: limit, Window: window, Keep: keep, Ban: ban}
-	d, record, banUntil, err := ratelimit.DecideLogin(history, now, banEnd, req)
+	d, record, banUntil, err := h.Decide(banEnd)
 	switch {
 	case err != nil:
 		return d, err

@@ -19,8 +19,8 @@ import "encoding/binary"
 //     as never banned; a state is written without the flag once its ban is
 //     over.
 //   - RL.LOGIN's list: the engine keeps the end in the list's record, so
-//     LRANGE and LLEN see only the login times (DecideLogin takes it and
-//     says when a ban starts).
+//     LRANGE and LLEN see only the login times (LoginHistory.Decide takes
+//     it and says when a ban starts).
 //
 // The key's expiry is at least the ban's end, so a banned key never
 // vanishes before its ban is over.

@@ -3,8 +3,6 @@ package ratelimit
 import (
 	"encoding/binary"
 	"fmt"
-	"iter"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -33,7 +31,7 @@ import (
 // T is a UTC time (2026-01-01T00:00:00Z, milliseconds allowed) or +D / -D
 // from the previous case's time; W and D are durations with a unit (ms, s,
 // m, h, d). Each case runs the pure function: fixed DecideFixed, slide
-// DecideSlide, throttle DecideGCRA, login DecideLogin over a list of
+// DecideSlide, throttle DecideGCRA, login LoginHistory over a list of
 // entries kept here as the engine keeps the key's list (newest first,
 // trimmed and expiring as the decision says). The engine's tests check that
 // its Shard operations store what these functions return.
@@ -308,11 +306,13 @@ func runLoginData(t *testing.T, path string) {
 			td.ScanArgs(t, "limit", &l.Limit)
 			td.MaybeScanArgs(t, "keep", &l.Keep)
 			l.Window = parseDur(t, argVal(t, td, "window"))
-			var history iter.Seq[[]byte]
-			if list != nil {
-				history = slices.Values(list)
+			h := l.History(now)
+			for _, v := range list {
+				if !h.Add(v) {
+					break
+				}
 			}
-			x, record, _, err := DecideLogin(history, now, 0, l)
+			x, record, _, err := h.Decide(0)
 			if err != nil {
 				return "error: " + err.Error() + "\n"
 			}

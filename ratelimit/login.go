@@ -1,9 +1,6 @@
 package ratelimit
 
-import (
-	"errors"
-	"iter"
-)
+import "errors"
 
 // RL.LOGIN keeps a user's login history as a plain list at the key: the
 // times of the recorded logins in ms, as decimal strings, newest first, so
@@ -31,47 +28,62 @@ type Login struct {
 // Kept is the number of newest logins a recorded login keeps.
 func (l Login) Kept() int64 { return max(l.Limit, l.Keep) }
 
-// DecideLogin runs RL.LOGIN at now on a key whose history (the list's
-// entries, newest first; nil for no key) it reads up to l.Limit entries,
-// and whose ban ends at banEnd (0: none). When record is set the login is
-// to be recorded: now pushed at the head of the list, the list trimmed to
-// l.Kept() entries, the key expiring at now+l.Window-1 and carrying no ban
-// any more. When banUntil is set the denial starts a ban that ends then:
-// the key is to carry it and live at least until it ends. An entry that is
-// not a time fails with ErrLoginEntry.
-func DecideLogin(history iter.Seq[[]byte], now, banEnd int64, l Login) (d Decision, record bool, banUntil int64, err error) {
-	// The first limit entries: the decision depends on no others.
-	var inWindow, limitTh, newest int64
-	haveLimitTh, haveNewest := false, false
-	if history != nil {
-		i := int64(0)
-		for v := range history {
-			if i >= l.Limit {
-				break
-			}
-			t, ok := parseInt(v)
-			if !ok {
-				return d, false, 0, ErrLoginEntry
-			}
-			if i == 0 {
-				newest, haveNewest = t, true
-			}
-			if t > now-l.Window {
-				inWindow++
-			}
-			if i == l.Limit-1 {
-				limitTh, haveLimitTh = t, true
-			}
-			i++
-		}
+// LoginHistory is what RL.LOGIN's decision reads of a key's list at now:
+// the caller feeds it the entries, newest first, with Add while Add asks
+// for more (at most Limit of them), then calls Decide. It is a value fed
+// by the caller's own loop, not a function taking an iterator, because
+// the decision's state would then move to the heap on every request.
+type LoginHistory struct {
+	req                          Login
+	now                          int64
+	n, inWindow, newest, limitTh int64
+	err                          error
+}
+
+// History starts reading a history at now for l.
+func (l Login) History(now int64) LoginHistory {
+	return LoginHistory{req: l, now: now}
+}
+
+// Add reads the next entry, a login time as a decimal string, and reports
+// whether the decision needs the one after it. An entry that is not a time
+// fails the decision with ErrLoginEntry.
+func (h *LoginHistory) Add(entry []byte) (more bool) {
+	t, ok := parseInt(entry)
+	if !ok {
+		h.err = ErrLoginEntry
+		return false
 	}
+	if h.n == 0 {
+		h.newest = t
+	}
+	if t > h.now-h.req.Window {
+		h.inWindow++
+	}
+	h.n++
+	if h.n == h.req.Limit {
+		h.limitTh = t
+	}
+	return h.n < h.req.Limit
+}
+
+// Decide runs RL.LOGIN on the history read, for a key whose ban ends at
+// banEnd (0: none). When record is set the login is to be recorded: now
+// pushed at the head of the list, the list trimmed to Login.Kept()
+// entries, the key expiring at now+Window-1 and carrying no ban any more.
+// When banUntil is set the denial starts a ban that ends then: the key is
+// to carry it and live at least until it ends.
+func (h *LoginHistory) Decide(banEnd int64) (d Decision, record bool, banUntil int64, err error) {
+	if h.err != nil {
+		return d, false, 0, h.err
+	}
+	l, now := h.req, h.now
 	d.Limit = l.Limit
 	banned := now < banEnd
-	if haveLimitTh && limitTh > now-l.Window {
-		d.RetryAfter = limitTh + l.Window - now
-		if haveNewest {
-			d.ResetAfter = max(newest+l.Window-now, 0)
-		}
+	if h.n >= l.Limit && h.limitTh > now-l.Window {
+		// The limit-th newest login is in the window.
+		d.RetryAfter = h.limitTh + l.Window - now
+		d.ResetAfter = max(h.newest+l.Window-now, 0)
 		switch {
 		case banned:
 			d.RetryAfter = max(d.RetryAfter, banEnd-now)
@@ -84,15 +96,15 @@ func DecideLogin(history iter.Seq[[]byte], now, banEnd int64, l Login) (d Decisi
 	}
 	if banned {
 		// The rules would allow it: their state as it is, nothing recorded.
-		d.Remaining = l.Limit - inWindow
-		if haveNewest && inWindow > 0 {
-			d.ResetAfter = newest + l.Window - now
+		d.Remaining = l.Limit - h.inWindow
+		if h.n > 0 && h.inWindow > 0 {
+			d.ResetAfter = h.newest + l.Window - now
 		}
 		d.RetryAfter = banEnd - now
 		return d, false, 0, nil
 	}
 	d.Allowed = true
-	d.Remaining = l.Limit - min(inWindow+1, l.Limit)
+	d.Remaining = l.Limit - min(h.inWindow+1, l.Limit)
 	d.RetryAfter = -1
 	d.ResetAfter = l.Window
 	return d, true, 0, nil
