@@ -227,11 +227,30 @@ func cmdRLCheck(c *Ctx) { rlCheckCmd(c, false) }
 // nothing (see RL.ACQUIRE_RO for a CONCURRENCY policy's reply).
 func cmdRLCheckRO(c *Ctx) { rlCheckCmd(c, true) }
 
-func rlCheckCmd(c *Ctx, readOnly bool) {
+// checkArgs are an RL.CHECK request's policy and options.
+type checkArgs struct {
+	p    *policy
+	cost int64
+	peek bool
+	id   []byte // CONCURRENCY
+}
+
+func prepareRLCheck(c *Ctx)   { prepareCheck(c, false) }
+func prepareRLCheckRO(c *Ctx) { prepareCheck(c, true) }
+
+// prepareCheck finds RL.CHECK's policy and reads its options into the
+// client's request, or the reply refusing them.
+func prepareCheck(c *Ctx, readOnly bool) {
+	r := &c.Client.rl.req
+	r.check = checkArgs{}
+	r.msg = readCheck(c, &r.check, readOnly)
+}
+
+// readCheck fills in a from the request, or returns the reply refusing it.
+func readCheck(c *Ctx, a *checkArgs, readOnly bool) string {
 	p := c.Srv.policies.lookup(c.Args[1])
 	if p == nil {
-		c.W.Error(noSuchPolicy(c.Args[1]))
-		return
+		return noSuchPolicy(c.Args[1])
 	}
 	cost, peek := int64(1), false
 	seenCost := false
@@ -241,47 +260,52 @@ func rlCheckCmd(c *Ctx, readOnly bool) {
 		case p.Kind == ratelimit.PolicyConcurrency && is(opt, "ID") && j+1 < len(c.Args) && id == nil:
 			id = c.Args[j+1]
 			if err := ratelimit.CheckLeaseID(id); err != nil {
-				c.argError(err)
-				return
+				return argMsg(err)
 			}
 			j++
 		case p.Kind == ratelimit.PolicyConcurrency && is(opt, "ID") && j+1 >= len(c.Args):
-			c.W.Error("ERR ID needs a value")
-			return
+			return "ERR ID needs a value"
 		case p.Kind == ratelimit.PolicyConcurrency && (is(opt, "COST") || is(opt, "PEEK")):
-			c.W.Error("ERR " + strings.ToUpper(string(opt)) + " is not valid for policy '" + p.Name + "' (CONCURRENCY): a request holds one slot, RL.ACQUIRE has no PEEK")
-			return
+			return "ERR " + strings.ToUpper(string(opt)) + " is not valid for policy '" + p.Name + "' (CONCURRENCY): a request holds one slot, RL.ACQUIRE has no PEEK"
 		case is(opt, "COST") && j+1 < len(c.Args) && !seenCost:
 			n, ok := ratelimit.ParseLimit(c.Args[j+1])
 			if !ok {
-				c.W.Error("invalid COST '" + string(c.Args[j+1]) + "': expected " + ratelimit.LimitRange)
-				return
+				return "invalid COST '" + string(c.Args[j+1]) + "': expected " + ratelimit.LimitRange
 			}
 			cost, seenCost = n, true
 			j++
 		case is(opt, "COST") && j+1 >= len(c.Args):
-			c.W.Error("ERR COST needs a value")
-			return
+			return "ERR COST needs a value"
 		case is(opt, "PEEK") && !peek:
 			peek = true
 		case is(opt, "COST") || is(opt, "PEEK") || is(opt, "ID"):
-			c.W.Error("ERR " + strings.ToUpper(string(opt)) + " given twice or not valid for policy '" + p.Name + "' (" + p.Kind.String() + ")")
-			return
+			return "ERR " + strings.ToUpper(string(opt)) + " given twice or not valid for policy '" + p.Name + "' (" + p.Kind.String() + ")"
 		default:
-			c.W.Error("syntax error: unexpected argument '" + string(opt) + "'")
-			return
+			return "syntax error: unexpected argument '" + string(opt) + "'"
 		}
 	}
 	peek = peek || readOnly
 	if p.Kind == ratelimit.PolicyConcurrency && id == nil && !readOnly {
-		c.W.Error("ERR policy '" + p.Name + "' is a CONCURRENCY policy: RL.CHECK " + p.Name + " key ID id, released with RL.RELEASE key id")
-		return
+		return "ERR policy '" + p.Name + "' is a CONCURRENCY policy: RL.CHECK " + p.Name + " key ID id, released with RL.RELEASE key id"
 	}
 	if cost > p.MaxCost && p.Kind != ratelimit.PolicyConcurrency {
-		c.W.Error("ERR COST " + strconv.FormatInt(cost, 10) + " exceeds the limit " + strconv.FormatInt(p.MaxCost, 10) +
-			" of policy '" + p.Name + "': the request could never be allowed")
+		return "ERR COST " + strconv.FormatInt(cost, 10) + " exceeds the limit " + strconv.FormatInt(p.MaxCost, 10) +
+			" of policy '" + p.Name + "': the request could never be allowed"
+	}
+	*a = checkArgs{p: p, cost: cost, peek: peek, id: id}
+	return ""
+}
+
+func rlCheckCmd(c *Ctx, readOnly bool) {
+	r := &c.Client.rl.req
+	if r.msg != "" {
+		c.W.Error(r.msg)
 		return
 	}
+	// Not kept past the request: a policy deleted since stays unreachable.
+	a := r.check
+	r.check = checkArgs{}
+	p, cost, peek, id := a.p, a.cost, a.peek, a.id
 	key := c.Args[2]
 	sh := c.Shard(key)
 	var d ratelimit.Decision

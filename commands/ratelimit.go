@@ -19,6 +19,17 @@ import (
 type rlScratch struct {
 	rules  [ratelimit.MaxRules]ratelimit.Rule
 	decide engine.LimitScratch
+	// req is the request its spec's Prepare read, for Run.
+	req rlRequest
+}
+
+// rlRequest is an RL request's arguments as Prepare read them, before
+// dispatch locked the key. msg, when set, is the reply refusing them,
+// which Run writes in their place.
+type rlRequest struct {
+	msg   string
+	args  ratelimit.Args // RL.FIXED, RL.SLIDE
+	check checkArgs      // RL.CHECK
 }
 
 // rlCommand names a rate-limit command in the Server's decision counters.
@@ -100,22 +111,30 @@ func (c *Ctx) decided(cmd rlCommand, d ratelimit.Decision, peek, shadow bool) {
 	c.replyDecision(d)
 }
 
-// parseRules reads RL.FIXED's or RL.SLIDE's arguments after the key,
-// writing the error reply on bad input.
-func (c *Ctx) parseRules(fixed bool) (ratelimit.Args, bool) {
+func prepareRLFixed(c *Ctx) { c.prepareRules(true) }
+func prepareRLSlide(c *Ctx) { c.prepareRules(false) }
+
+// prepareRules reads RL.FIXED's or RL.SLIDE's arguments after the key
+// (loading a TZ's zone) into the client's request.
+func (c *Ctx) prepareRules(fixed bool) {
+	r := &c.Client.rl.req
 	a, err := ratelimit.ParseArgs(c.Args[2:], c.Spec.Name, fixed, &c.Client.rl.rules)
+	r.args, r.msg = a, ""
 	if err != nil {
-		c.argError(err)
-		return a, false
+		r.msg = argMsg(err)
 	}
-	return a, true
 }
 
 // argError replies with the text of an argument that package ratelimit
-// refused, which carries no error code of its own.
+// refused.
 func (c *Ctx) argError(err error) {
-	c.W.Error("ERR " + err.Error())
+	c.W.Error(argMsg(err))
 }
+
+// argMsg is the reply to an argument that package ratelimit refused: its
+// text carries no error code of its own, and may begin with a word in
+// capitals ("TZ applies to ...") that the reply must not take for one.
+func argMsg(err error) string { return "ERR " + err.Error() }
 
 // replyDecision writes the five-integer reply.
 func (c *Ctx) replyDecision(d ratelimit.Decision) {
@@ -141,10 +160,12 @@ func cmdRLSlide(c *Ctx)   { rlSlideCmd(c, false) }
 func cmdRLSlideRO(c *Ctx) { rlSlideCmd(c, true) }
 
 func rlFixedCmd(c *Ctx, readOnly bool) {
-	a, ok := c.parseRules(true)
-	if !ok {
+	r := &c.Client.rl.req
+	if r.msg != "" {
+		c.W.Error(r.msg)
 		return
 	}
+	a := r.args
 	a.Peek = a.Peek || readOnly
 	o := ratelimit.FixedOptions{Cost: a.Cost, Peek: a.Peek, First: a.First, Zone: a.Zone, Ban: a.Ban}
 	d, err := c.Shard(c.Args[1]).Fixed(c.DB, c.Args[1], c.Now, a.Rules, o, &c.Client.rl.decide)
@@ -156,10 +177,12 @@ func rlFixedCmd(c *Ctx, readOnly bool) {
 }
 
 func rlSlideCmd(c *Ctx, readOnly bool) {
-	a, ok := c.parseRules(false)
-	if !ok {
+	r := &c.Client.rl.req
+	if r.msg != "" {
+		c.W.Error(r.msg)
 		return
 	}
+	a := r.args
 	a.Peek = a.Peek || readOnly
 	o := ratelimit.SlideOptions{Cost: a.Cost, Peek: a.Peek, Penalize: a.Penalize, Ban: a.Ban}
 	d, err := c.Shard(c.Args[1]).Slide(c.DB, c.Args[1], c.Now, a.Rules, o, &c.Client.rl.decide)

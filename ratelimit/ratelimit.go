@@ -14,8 +14,9 @@
 // load a key's state under the shard lock, call the decision here and
 // store what it returns with the expiry it names. The commands parse a
 // request's arguments with ParseArgs, ParseLease and ParsePolicy and write
-// the reply; the texts of ArgError carry no error code, which the caller
-// adds.
+// the reply; ParseArgs may load a time zone's rules, so RL.FIXED and
+// RL.SLIDE call it before dispatch takes any lock. The texts of ArgError
+// carry no error code, which the caller adds.
 //
 // It imports only the standard library: what a limit means and how its
 // state is laid out on disk and on the replication stream can then be read,
