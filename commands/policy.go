@@ -217,9 +217,9 @@ func noSuchPolicy(name []byte) string {
 
 // cmdRLCheck: RL.CHECK name key [COST n] [PEEK], or RL.CHECK name key ID id
 // for a CONCURRENCY policy (released with RL.RELEASE). The key is the
-// subject: it holds one state per policy applied to it (the engine's
-// policy container), so that two policies on one key are two limits; the
-// reply is the policy's command's.
+// subject: it holds one state per policy applied to it (a container,
+// ratelimit/policies.go), so that two policies on one key are two limits;
+// the reply is the policy's command's.
 func cmdRLCheck(c *Ctx) { rlCheckCmd(c, false) }
 
 // cmdRLCheckRO: RL.CHECK_RO name key [COST n], or RL.CHECK_RO name key
