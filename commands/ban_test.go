@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/limitkv/limitkv/engine"
+	"github.com/limitkv/limitkv/ratelimit"
 )
 
 // TestShadowMatchesEnforced drives one key with SHADOW and another without
@@ -20,9 +20,9 @@ func TestShadowMatchesEnforced(t *testing.T) {
 	var denied [2]int
 	for seed := uint64(0); seed < 24; seed++ {
 		rng := rand.New(rand.NewPCG(seed, 29))
-		cmd, kind, fixed := "RL.SLIDE", engine.LimitSlide, seed%2 == 0
+		cmd, kind, fixed := "RL.SLIDE", ratelimit.KindSlide, seed%2 == 0
 		if fixed {
-			cmd, kind = "RL.FIXED", engine.LimitFixed
+			cmd, kind = "RL.FIXED", ratelimit.KindFixed
 		}
 		var rules []string
 		minLimit := int64(1 << 62)

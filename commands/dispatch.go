@@ -60,6 +60,9 @@ type Server struct {
 	masterClient *Client
 	// noActiveExpire: DEBUG SET-ACTIVE-EXPIRE 0 stopped the sweeper.
 	noActiveExpire atomic.Bool
+	// beforeLock, if set, sees each request that dispatch is about to
+	// lock the shards of, its spec's Prepare done (tests).
+	beforeLock func(*Ctx)
 }
 
 // Hooks connect commands to parts that live outside this package.
@@ -499,6 +502,9 @@ func (s *Server) runLocked(c *Ctx) {
 		}
 		return
 	}
+	if spec.Prepare != nil {
+		spec.Prepare(c)
+	}
 	var m engine.Mask
 	var pos [8]int
 	keys := spec.keyPositions(c.Args, pos[:0])
@@ -509,6 +515,9 @@ func (s *Server) runLocked(c *Ctx) {
 		m = engine.AllShards
 	}
 	if !c.held {
+		if s.beforeLock != nil {
+			s.beforeLock(c)
+		}
 		s.Eng.Lock(m)
 		// Serving blocked clients may lock more shards: m is read at the end.
 		defer func() { s.Eng.Unlock(m) }()

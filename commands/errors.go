@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/limitkv/limitkv/engine"
+	"github.com/limitkv/limitkv/ratelimit"
 )
 
 // Redis's reply texts for common failures. They go to resp.Writer.Error,
@@ -27,15 +28,15 @@ const (
 // engineErrors maps the engine's sentinel errors to Redis's replies. Every
 // engine error reaches the client through here.
 var engineErrors = map[error]string{
-	engine.ErrWrongType:    msgWrongType,
-	engine.ErrNotInteger:   msgNotInteger,
-	engine.ErrNotFloat:     msgNotFloat,
-	engine.ErrOverflow:     msgOverflow,
-	engine.ErrNaNOrInf:     msgNaNOrInf,
-	engine.ErrNoSuchKey:    msgNoSuchKey,
-	engine.ErrOutOfRange:   msgOutOfRange,
-	engine.ErrStringTooBig: msgStringLimit,
-	engine.ErrLoginEntry:   "the list at this key holds an entry that is not a login time in ms",
+	engine.ErrWrongType:     msgWrongType,
+	engine.ErrNotInteger:    msgNotInteger,
+	engine.ErrNotFloat:      msgNotFloat,
+	engine.ErrOverflow:      msgOverflow,
+	engine.ErrNaNOrInf:      msgNaNOrInf,
+	engine.ErrNoSuchKey:     msgNoSuchKey,
+	engine.ErrOutOfRange:    msgOutOfRange,
+	engine.ErrStringTooBig:  msgStringLimit,
+	ratelimit.ErrLoginEntry: "the list at this key holds an entry that is not a login time in ms",
 }
 
 // Err replies with the Redis text for err.

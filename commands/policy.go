@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 
 	"github.com/limitkv/limitkv/engine"
+	"github.com/limitkv/limitkv/ratelimit"
 	"github.com/limitkv/limitkv/resp"
 )
 
@@ -31,58 +32,18 @@ import (
 // a meta record of their own (PoliciesPayload, RestorePolicies).
 //
 // The registry is bounded, so that its memory and the metrics' cardinality
-// are: at most maxPolicies policies, names of at most maxPolicyName bytes
-// from [A-Za-z0-9_.-] (names appear in INFO lines, which a colon or a
-// comma would break, and in metric labels), and a definition is what
-// RL.FIXED accepts, at most 16 rules.
+// are: at most maxPolicies policies, names of at most
+// ratelimit.MaxPolicyName bytes from [A-Za-z0-9_.-], and a definition is
+// what the policy's command accepts, at most 16 rules. What a policy is,
+// and the parse of its definition, are ratelimit's (ratelimit/policy.go).
 
-const (
-	maxPolicies   = 10000
-	maxPolicyName = 128
-)
+const maxPolicies = 10000
 
-// policyKind is the limit a policy applies, which is also the kind of
-// state its keys hold.
-type policyKind byte
-
-const (
-	policyFixed policyKind = iota
-	policySlide
-	policyGCRA
-	policyConcurrency
-)
-
-var policyKindNames = [...]string{policyFixed: "FIXED", policySlide: "SLIDE", policyGCRA: "GCRA", policyConcurrency: "CONCURRENCY"}
-
-// policy is one named policy; it never changes once published (a SET
-// publishes a new one).
+// policy is one named policy as the server keeps it: the policy, which
+// never changes once published (a SET publishes a new one), and its
+// counts.
 type policy struct {
-	name string
-	// key is the name as the engine keys the policy's state in a subject
-	// key (the same bytes, kept so that a decision converts nothing).
-	key  []byte
-	kind policyKind
-	// def is the normalised definition (the words after the name), which
-	// RL.POLICY GET returns and snapshots keep: fed back to SET it gives
-	// the same policy.
-	def [][]byte
-	// FIXED and SLIDE: the rules and options; COST and PEEK come with
-	// each RL.CHECK.
-	rules    []engine.Rule
-	first    bool
-	zone     *engine.Zone
-	penalize bool
-	ban      int64 // BAN's duration in ms; 0 for none
-	// GCRA: CL.THROTTLE's max_burst, count_per_period and period (s).
-	gcra engine.GCRA
-	// CONCURRENCY: RL.ACQUIRE's limit and lease (ms); the id comes with
-	// each RL.CHECK.
-	leases, lease int64
-	// shadow: decisions are answered allowed, denials counted apart.
-	shadow bool
-	// maxCost is the smallest limit of the rules: a COST above it could
-	// never be allowed, and is an error.
-	maxCost int64
+	*ratelimit.Policy
 	// counts are the policy's decisions, for INFO and the metrics. A SET
 	// that replaces a policy keeps them (the series of a name goes on);
 	// a DEL drops them.
@@ -122,7 +83,7 @@ func (reg *policyRegistry) sorted() []*policy {
 	for _, p := range m {
 		out = append(out, p)
 	}
-	slices.SortFunc(out, func(a, b *policy) int { return strings.Compare(a.name, b.name) })
+	slices.SortFunc(out, func(a, b *policy) int { return strings.Compare(a.Name, b.Name) })
 	return out
 }
 
@@ -155,7 +116,7 @@ func (reg *policyRegistry) withChanges(set []*policy, del string) (map[string]*p
 		}
 	}
 	for _, p := range set {
-		m[p.name] = p
+		m[p.Name] = p
 	}
 	if len(m) > maxPolicies {
 		return nil, "too many policies: at most " + strconv.Itoa(maxPolicies)
@@ -163,181 +124,19 @@ func (reg *policyRegistry) withChanges(set []*policy, del string) (map[string]*p
 	return m, ""
 }
 
-// checkPolicyName returns the reason a policy name is refused, or "".
-func checkPolicyName(name []byte) string {
-	if len(name) == 0 || len(name) > maxPolicyName {
-		return "invalid policy name '" + trunc(string(name), maxPolicyName) + "': expected 1 to 128 characters from A-Z a-z 0-9 _ . -"
+// parsePolicy reads a policy's definition, the words after its name.
+func parsePolicy(name []byte, def [][]byte) (*policy, error) {
+	p, err := ratelimit.ParsePolicy(name, def)
+	if err != nil {
+		return nil, err
 	}
-	for _, ch := range name {
-		if !('a' <= ch && ch <= 'z' || 'A' <= ch && ch <= 'Z' || '0' <= ch && ch <= '9' || ch == '_' || ch == '.' || ch == '-') {
-			return "invalid policy name '" + string(name) + "': expected 1 to 128 characters from A-Z a-z 0-9 _ . -"
-		}
-	}
-	return ""
-}
-
-// parsePolicy reads a policy's definition, the words after its name,
-// returning the error text (naming the argument) when it is refused.
-func parsePolicy(name []byte, def [][]byte) (*policy, string) {
-	if msg := checkPolicyName(name); msg != "" {
-		return nil, msg
-	}
-	if len(def) == 0 {
-		return nil, "policy '" + string(name) + "' has no definition: expected FIXED, SLIDE, GCRA or CONCURRENCY and that command's arguments after the key"
-	}
-	p := &policy{name: string(name), key: []byte(string(name))}
-	args := def[1:]
-	// COST and PEEK are each request's, given to RL.CHECK.
-	for _, a := range args {
-		if is(a, "COST") || is(a, "PEEK") {
-			return nil, "ERR " + strings.ToUpper(string(a)) + " belongs to RL.CHECK, not to a policy's definition"
-		}
-	}
-	switch kind := def[0]; {
-	case is(kind, "FIXED"), is(kind, "SLIDE"):
-		p.kind = policySlide
-		cmd := "rl.slide"
-		if is(kind, "FIXED") {
-			p.kind, cmd = policyFixed, "rl.fixed"
-		}
-		var rules [maxRules]engine.Rule
-		a, msg := parseRLArgs(args, cmd, p.kind == policyFixed, &rules)
-		if msg != "" {
-			return nil, msg
-		}
-		if len(a.rules) == 0 {
-			return nil, "policy '" + string(name) + "' has no rule: expected limit window [limit window ...]"
-		}
-		p.rules = slices.Clone(a.rules)
-		p.first, p.zone, p.penalize = a.first, a.zone, a.penalize
-		p.ban, p.shadow = a.ban, a.shadow
-		p.maxCost = engine.MaxLimit
-		for _, r := range p.rules {
-			p.maxCost = min(p.maxCost, r.Limit)
-		}
-	case is(kind, "GCRA"):
-		p.kind = policyGCRA
-		// SHADOW may end the definition, as it may any command's.
-		if n := len(args); n > 0 && is(args[n-1], "SHADOW") {
-			p.shadow = true
-			args = args[:n-1]
-		}
-		if msg := parsePolicyGCRA(p, args); msg != "" {
-			return nil, msg
-		}
-	case is(kind, "CONCURRENCY"):
-		p.kind = policyConcurrency
-		a, msg := parseLeasePolicy(args)
-		if msg != "" {
-			return nil, msg
-		}
-		p.leases, p.lease, p.shadow = a.limit, a.lease, a.shadow
-	default:
-		return nil, "invalid policy type '" + string(kind) + "': expected FIXED, SLIDE, GCRA or CONCURRENCY"
-	}
-	p.def = p.normalised()
-	return p, ""
-}
-
-// parsePolicyGCRA reads "max_burst count_per_period period", CL.THROTTLE's
-// arguments; the quantity is RL.CHECK's COST. The period is a duration in
-// whole seconds (a bare number is seconds, as in CL.THROTTLE).
-func parsePolicyGCRA(p *policy, args [][]byte) string {
-	if len(args) != 3 {
-		if len(args) > 3 {
-			return "syntax error: unexpected argument '" + string(args[3]) + "'"
-		}
-		return "ERR GCRA needs max_burst count_per_period period"
-	}
-	burst, ok := engine.ParseInt(args[0])
-	if !ok || burst < 0 || burst >= engine.MaxLimit {
-		return "invalid max_burst '" + string(args[0]) + "': expected an integer from 0 to 9007199254740991"
-	}
-	count, ok := limitValue(args[1])
-	if !ok {
-		return "invalid count_per_period '" + string(args[1]) + "': expected " + limitRange
-	}
-	period, ok := ParseDuration(args[2])
-	if !ok || period%1000 != 0 {
-		return "invalid period '" + string(args[2]) + "': expected whole seconds, a number with unit s, m, h or d (a bare number is seconds), from 1s to 3650d"
-	}
-	g := engine.GCRA{MaxBurst: burst, Count: count, Period: period / 1000}
-	// The engine's arithmetic in ns must not overflow for any COST the
-	// policy admits: the burst's span, (max_burst+1) emission intervals,
-	// is bounded by the longest window, and an interval is at least 1 ns.
-	emission := int64(float64(g.Period*1e9) / float64(g.Count))
-	if emission == 0 {
-		return "invalid count_per_period '" + string(args[1]) + "': more than one per nanosecond over the period"
-	}
-	if span, ok := mulNoOverflow(emission, burst+1); !ok || span > engine.MaxWindow*1e6 {
-		return "ERR GCRA policy too long: max_burst+1 requests at count_per_period per period must span at most 3650d"
-	}
-	p.gcra = g
-	p.maxCost = burst + 1
-	return ""
-}
-
-func mulNoOverflow(a, b int64) (int64, bool) {
-	if a != 0 && b > (1<<63-1)/a {
-		return 0, false
-	}
-	return a * b, true
-}
-
-// normalised returns the policy's definition in one form: the type and
-// option words in upper case, numbers in decimal, windows in their
-// largest whole unit, the zone as ParseZone names it.
-func (p *policy) normalised() [][]byte {
-	w := []string{policyKindNames[p.kind]}
-	switch p.kind {
-	case policyFixed, policySlide:
-		for _, r := range p.rules {
-			w = append(w, strconv.FormatInt(r.Limit, 10), formatWindow(r.Window))
-		}
-		if p.first {
-			w = append(w, "ALIGN", "FIRST")
-		}
-		if p.zone != nil {
-			w = append(w, "TZ", p.zone.Name)
-		}
-		if p.penalize {
-			w = append(w, "PENALIZE")
-		}
-		if p.ban != 0 {
-			w = append(w, "BAN", formatWindow(p.ban))
-		}
-	case policyGCRA:
-		w = append(w, strconv.FormatInt(p.gcra.MaxBurst, 10), strconv.FormatInt(p.gcra.Count, 10), formatWindow(p.gcra.Period*1000))
-	case policyConcurrency:
-		w = append(w, strconv.FormatInt(p.leases, 10), formatWindow(p.lease))
-	}
-	if p.shadow {
-		w = append(w, "SHADOW")
-	}
-	out := make([][]byte, len(w))
-	for i, s := range w {
-		out[i] = []byte(s)
-	}
-	return out
-}
-
-// formatWindow writes a duration in ms in its largest whole unit.
-func formatWindow(ms int64) string {
-	for _, u := range []struct {
-		ms   int64
-		unit string
-	}{{24 * 3600 * 1000, "d"}, {3600 * 1000, "h"}, {60 * 1000, "m"}, {1000, "s"}} {
-		if ms%u.ms == 0 {
-			return strconv.FormatInt(ms/u.ms, 10) + u.unit
-		}
-	}
-	return strconv.FormatInt(ms, 10) + "ms"
+	return &policy{Policy: p}, nil
 }
 
 func cmdPolicySet(c *Ctx) {
-	p, msg := parsePolicy(c.Args[2], c.Args[3:])
-	if msg != "" {
-		c.W.Error(msg)
+	p, err := parsePolicy(c.Args[2], c.Args[3:])
+	if err != nil {
+		c.argError(err)
 		return
 	}
 	reg := &c.Srv.policies
@@ -359,8 +158,8 @@ func cmdPolicyGet(c *Ctx) {
 		c.W.Error(noSuchPolicy(c.Args[2]))
 		return
 	}
-	c.W.Array(len(p.def))
-	for _, w := range p.def {
+	c.W.Array(len(p.Def))
+	for _, w := range p.Def {
 		c.W.Bulk(w)
 	}
 }
@@ -386,10 +185,10 @@ func cmdPolicyList(c *Ctx) {
 	}
 	var names []string
 	for _, p := range c.Srv.policies.sorted() {
-		if len(c.Args) == 3 && !engine.Match(c.Args[2], []byte(p.name), false) {
+		if len(c.Args) == 3 && !engine.Match(c.Args[2], []byte(p.Name), false) {
 			continue
 		}
-		names = append(names, p.name)
+		names = append(names, p.Name)
 	}
 	c.W.Array(len(names))
 	for _, n := range names {
@@ -413,14 +212,14 @@ func cmdPolicyHelp(c *Ctx) {
 }
 
 func noSuchPolicy(name []byte) string {
-	return "ERR no such policy '" + trunc(string(name), maxPolicyName) + "'"
+	return "ERR no such policy '" + trunc(string(name), ratelimit.MaxPolicyName) + "'"
 }
 
 // cmdRLCheck: RL.CHECK name key [COST n] [PEEK], or RL.CHECK name key ID id
 // for a CONCURRENCY policy (released with RL.RELEASE). The key is the
-// subject: it holds one state per policy applied to it (the engine's
-// policy container), so that two policies on one key are two limits; the
-// reply is the policy's command's.
+// subject: it holds one state per policy applied to it (a container,
+// ratelimit/policies.go), so that two policies on one key are two limits;
+// the reply is the policy's command's.
 func cmdRLCheck(c *Ctx) { rlCheckCmd(c, false) }
 
 // cmdRLCheckRO: RL.CHECK_RO name key [COST n], or RL.CHECK_RO name key
@@ -428,99 +227,123 @@ func cmdRLCheck(c *Ctx) { rlCheckCmd(c, false) }
 // nothing (see RL.ACQUIRE_RO for a CONCURRENCY policy's reply).
 func cmdRLCheckRO(c *Ctx) { rlCheckCmd(c, true) }
 
-func rlCheckCmd(c *Ctx, readOnly bool) {
+// checkArgs are an RL.CHECK request's policy and options.
+type checkArgs struct {
+	p    *policy
+	cost int64
+	peek bool
+	id   []byte // CONCURRENCY
+}
+
+func prepareRLCheck(c *Ctx)   { prepareCheck(c, false) }
+func prepareRLCheckRO(c *Ctx) { prepareCheck(c, true) }
+
+// prepareCheck finds RL.CHECK's policy and reads its options into the
+// client's request, or the reply refusing them.
+func prepareCheck(c *Ctx, readOnly bool) {
+	r := &c.Client.rl.req
+	r.check = checkArgs{}
+	r.msg = readCheck(c, &r.check, readOnly)
+}
+
+// readCheck fills in a from the request, or returns the reply refusing it.
+func readCheck(c *Ctx, a *checkArgs, readOnly bool) string {
 	p := c.Srv.policies.lookup(c.Args[1])
 	if p == nil {
-		c.W.Error(noSuchPolicy(c.Args[1]))
-		return
+		return noSuchPolicy(c.Args[1])
 	}
 	cost, peek := int64(1), false
 	seenCost := false
 	var id []byte
 	for j := 3; j < len(c.Args); j++ {
 		switch opt := c.Args[j]; {
-		case p.kind == policyConcurrency && is(opt, "ID") && j+1 < len(c.Args) && id == nil:
+		case p.Kind == ratelimit.PolicyConcurrency && is(opt, "ID") && j+1 < len(c.Args) && id == nil:
 			id = c.Args[j+1]
-			if msg := leaseIDError(id); msg != "" {
-				c.W.Error(msg)
-				return
+			if err := ratelimit.CheckLeaseID(id); err != nil {
+				return argMsg(err)
 			}
 			j++
-		case p.kind == policyConcurrency && is(opt, "ID") && j+1 >= len(c.Args):
-			c.W.Error("ERR ID needs a value")
-			return
-		case p.kind == policyConcurrency && (is(opt, "COST") || is(opt, "PEEK")):
-			c.W.Error("ERR " + strings.ToUpper(string(opt)) + " is not valid for policy '" + p.name + "' (CONCURRENCY): a request holds one slot, RL.ACQUIRE has no PEEK")
-			return
+		case p.Kind == ratelimit.PolicyConcurrency && is(opt, "ID") && j+1 >= len(c.Args):
+			return "ERR ID needs a value"
+		case p.Kind == ratelimit.PolicyConcurrency && (is(opt, "COST") || is(opt, "PEEK")):
+			return "ERR " + strings.ToUpper(string(opt)) + " is not valid for policy '" + p.Name + "' (CONCURRENCY): a request holds one slot, RL.ACQUIRE has no PEEK"
 		case is(opt, "COST") && j+1 < len(c.Args) && !seenCost:
-			n, ok := limitValue(c.Args[j+1])
+			n, ok := ratelimit.ParseLimit(c.Args[j+1])
 			if !ok {
-				c.W.Error("invalid COST '" + string(c.Args[j+1]) + "': expected " + limitRange)
-				return
+				return "invalid COST '" + string(c.Args[j+1]) + "': expected " + ratelimit.LimitRange
 			}
 			cost, seenCost = n, true
 			j++
 		case is(opt, "COST") && j+1 >= len(c.Args):
-			c.W.Error("ERR COST needs a value")
-			return
+			return "ERR COST needs a value"
 		case is(opt, "PEEK") && !peek:
 			peek = true
 		case is(opt, "COST") || is(opt, "PEEK") || is(opt, "ID"):
-			c.W.Error("ERR " + strings.ToUpper(string(opt)) + " given twice or not valid for policy '" + p.name + "' (" + policyKindNames[p.kind] + ")")
-			return
+			return "ERR " + strings.ToUpper(string(opt)) + " given twice or not valid for policy '" + p.Name + "' (" + p.Kind.String() + ")"
 		default:
-			c.W.Error("syntax error: unexpected argument '" + string(opt) + "'")
-			return
+			return "syntax error: unexpected argument '" + string(opt) + "'"
 		}
 	}
 	peek = peek || readOnly
-	if p.kind == policyConcurrency && id == nil && !readOnly {
-		c.W.Error("ERR policy '" + p.name + "' is a CONCURRENCY policy: RL.CHECK " + p.name + " key ID id, released with RL.RELEASE key id")
+	if p.Kind == ratelimit.PolicyConcurrency && id == nil && !readOnly {
+		return "ERR policy '" + p.Name + "' is a CONCURRENCY policy: RL.CHECK " + p.Name + " key ID id, released with RL.RELEASE key id"
+	}
+	if cost > p.MaxCost && p.Kind != ratelimit.PolicyConcurrency {
+		return "ERR COST " + strconv.FormatInt(cost, 10) + " exceeds the limit " + strconv.FormatInt(p.MaxCost, 10) +
+			" of policy '" + p.Name + "': the request could never be allowed"
+	}
+	*a = checkArgs{p: p, cost: cost, peek: peek, id: id}
+	return ""
+}
+
+func rlCheckCmd(c *Ctx, readOnly bool) {
+	r := &c.Client.rl.req
+	if r.msg != "" {
+		c.W.Error(r.msg)
 		return
 	}
-	if cost > p.maxCost && p.kind != policyConcurrency {
-		c.W.Error("ERR COST " + strconv.FormatInt(cost, 10) + " exceeds the limit " + strconv.FormatInt(p.maxCost, 10) +
-			" of policy '" + p.name + "': the request could never be allowed")
-		return
-	}
+	// Not kept past the request: a policy deleted since stays unreachable.
+	a := r.check
+	r.check = checkArgs{}
+	p, cost, peek, id := a.p, a.cost, a.peek, a.id
 	key := c.Args[2]
 	sh := c.Shard(key)
-	var d engine.Decision
+	var d ratelimit.Decision
 	var err error
 	sc := &c.Client.rl.decide
 	switch {
-	case p.kind == policyFixed:
-		o := engine.FixedOptions{Cost: cost, Peek: peek, First: p.first, Zone: p.zone, Ban: p.ban}
-		d, err = sh.PolicyFixed(c.DB, key, c.Now, p.key, p.rules, o, sc)
-	case p.kind == policySlide:
-		o := engine.SlideOptions{Cost: cost, Peek: peek, Penalize: p.penalize, Ban: p.ban}
-		d, err = sh.PolicySlide(c.DB, key, c.Now, p.key, p.rules, o, sc)
-	case p.kind == policyGCRA:
-		g := p.gcra
+	case p.Kind == ratelimit.PolicyFixed:
+		o := ratelimit.FixedOptions{Cost: cost, Peek: peek, First: p.First, Zone: p.Zone, Ban: p.Ban}
+		d, err = sh.PolicyFixed(c.DB, key, c.Now, p.Key, p.Rules, o, sc)
+	case p.Kind == ratelimit.PolicySlide:
+		o := ratelimit.SlideOptions{Cost: cost, Peek: peek, Penalize: p.Penalize, Ban: p.Ban}
+		d, err = sh.PolicySlide(c.DB, key, c.Now, p.Key, p.Rules, o, sc)
+	case p.Kind == ratelimit.PolicyGCRA:
+		g := p.GCRA
 		g.Quantity, g.Peek = cost, peek
-		var res engine.ThrottleResult
-		res, err = sh.PolicyThrottle(c.DB, key, c.Now, p.key, g, sc)
+		var res ratelimit.ThrottleResult
+		res, err = sh.PolicyThrottle(c.DB, key, c.Now, p.Key, g, sc)
 		d = gcraDecision(res)
-	case p.kind == policyConcurrency && readOnly:
-		d, err = sh.PeekAcquire(c.DB, key, c.Now, p.key, p.leases, p.lease, id, sc)
-	case p.kind == policyConcurrency:
-		d, err = sh.PolicyAcquire(c.DB, key, c.Now, p.key, p.leases, p.lease, id, sc)
+	case p.Kind == ratelimit.PolicyConcurrency && readOnly:
+		d, err = sh.PeekAcquire(c.DB, key, c.Now, p.Key, p.Leases, p.Lease, id, sc)
+	case p.Kind == ratelimit.PolicyConcurrency:
+		d, err = sh.PolicyAcquire(c.DB, key, c.Now, p.Key, p.Leases, p.Lease, id, sc)
 	}
 	if err != nil {
 		c.Err(err)
 		return
 	}
 	if !peek {
-		p.counts.count(d.Allowed, p.shadow)
+		p.counts.count(d.Allowed, p.Shadow)
 	}
-	c.decided(rlCheck, d, peek, p.shadow)
+	c.decided(rlCheck, d, peek, p.Shadow)
 }
 
 // gcraDecision gives a CL.THROTTLE result in the RL reply's conventions:
 // allowed as 1, times in ms (rounded up, so that a client waiting that
 // long is allowed), -1 retry when allowed.
-func gcraDecision(res engine.ThrottleResult) engine.Decision {
-	d := engine.Decision{Allowed: !res.Limited, Limit: res.Limit, Remaining: res.Remaining, RetryAfter: -1}
+func gcraDecision(res ratelimit.ThrottleResult) ratelimit.Decision {
+	d := ratelimit.Decision{Allowed: !res.Limited, Limit: res.Limit, Remaining: res.Remaining, RetryAfter: -1}
 	if res.Limited && res.RetryNs >= 0 {
 		d.RetryAfter = (res.RetryNs + 999_999) / 1_000_000
 	}
@@ -533,7 +356,7 @@ func gcraDecision(res engine.ThrottleResult) engine.Decision {
 func infoPolicies(s *Server, b *strings.Builder) {
 	for _, p := range s.policies.sorted() {
 		fmt.Fprintf(b, "policy_%s:allowed=%d,denied=%d,shadow_denied=%d\r\n",
-			p.name, p.counts.allowed.Load(), p.counts.denied.Load(), p.counts.shadowDenied.Load())
+			p.Name, p.counts.allowed.Load(), p.counts.denied.Load(), p.counts.shadowDenied.Load())
 	}
 }
 
@@ -556,7 +379,7 @@ func (s *Server) PolicyStats() []PolicyStat {
 	ps := s.policies.sorted()
 	out := make([]PolicyStat, len(ps))
 	for i, p := range ps {
-		out[i] = PolicyStat{p.name, p.counts.allowed.Load(), p.counts.denied.Load(), p.counts.shadowDenied.Load()}
+		out[i] = PolicyStat{p.Name, p.counts.allowed.Load(), p.counts.denied.Load(), p.counts.shadowDenied.Load()}
 	}
 	return out
 }
@@ -573,10 +396,10 @@ func (reg *policyRegistry) payload() []byte {
 	b := []byte{policyPayloadVersion}
 	b = binary.AppendUvarint(b, uint64(len(ps)))
 	for _, p := range ps {
-		b = binary.AppendUvarint(b, uint64(len(p.def)+1))
-		b = binary.AppendUvarint(b, uint64(len(p.name)))
-		b = append(b, p.name...)
-		for _, w := range p.def {
+		b = binary.AppendUvarint(b, uint64(len(p.Def)+1))
+		b = binary.AppendUvarint(b, uint64(len(p.Name)))
+		b = append(b, p.Name...)
+		for _, w := range p.Def {
 			b = binary.AppendUvarint(b, uint64(len(w)))
 			b = append(b, w...)
 		}
@@ -620,9 +443,9 @@ func readPolicyPayload(b []byte) ([]*policy, error) {
 			}
 			words[j], b = b[:l:l], b[l:]
 		}
-		p, msg := parsePolicy(words[0], words[1:])
-		if msg != "" {
-			return nil, fmt.Errorf("policy '%s': %s", words[0], strings.TrimPrefix(msg, "ERR "))
+		p, err := parsePolicy(words[0], words[1:])
+		if err != nil {
+			return nil, fmt.Errorf("policy '%s': %v", words[0], err)
 		}
 		out = append(out, p)
 	}
@@ -650,7 +473,7 @@ func (s *Server) RestorePolicies(payload []byte) error {
 	defer reg.mu.Unlock()
 	m := make(map[string]*policy, len(ps))
 	for _, p := range ps {
-		m[p.name] = p
+		m[p.Name] = p
 	}
 	reg.replaceLocked(m)
 	return nil
@@ -700,7 +523,7 @@ func readPolicyFile(r io.Reader, path string) ([]*policy, error) {
 	for sc.Scan() {
 		line++
 		fail := func(msg string) error {
-			return fmt.Errorf("%s:%d: %s", path, line, strings.TrimPrefix(msg, "ERR "))
+			return fmt.Errorf("%s:%d: %s", path, line, msg)
 		}
 		// Operators annotate a definition on its own line ("SLIDE 50 1m
 		// SHADOW  # rolling out"); a '#' inside an argument or in quotes
@@ -715,9 +538,9 @@ func readPolicyFile(r io.Reader, path string) ([]*policy, error) {
 		if len(args) < 3 || !is(args[0], "RL.POLICY") || !is(args[1], "SET") {
 			return nil, fail("expected RL.POLICY SET name FIXED|SLIDE|GCRA|CONCURRENCY ...")
 		}
-		p, msg := parsePolicy(args[2], args[3:])
-		if msg != "" {
-			return nil, fail(msg)
+		p, err := parsePolicy(args[2], args[3:])
+		if err != nil {
+			return nil, fail(err.Error())
 		}
 		ps = append(ps, p)
 	}

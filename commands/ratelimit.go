@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 
 	"github.com/limitkv/limitkv/engine"
+	"github.com/limitkv/limitkv/ratelimit"
 )
 
 // Rate-limit commands: RL.FIXED RL.SLIDE RL.LOGIN CL.THROTTLE (RL.ACQUIRE
@@ -13,15 +14,22 @@ import (
 // runs under the key's shard lock, on the server's clock, in one round
 // trip; see docs/commands.md for the contract.
 
-// maxRules bounds the "limit window" pairs of one call, so that parsing
-// needs no allocation.
-const maxRules = 16
-
 // rlScratch is a client's reusable memory for decisions: with it a
 // decision on an existing key allocates nothing.
 type rlScratch struct {
-	rules  [maxRules]engine.Rule
+	rules  [ratelimit.MaxRules]ratelimit.Rule
 	decide engine.LimitScratch
+	// req is the request its spec's Prepare read, for Run.
+	req rlRequest
+}
+
+// rlRequest is an RL request's arguments as Prepare read them, before
+// dispatch locked the key. msg, when set, is the reply refusing them,
+// which Run writes in their place.
+type rlRequest struct {
+	msg   string
+	args  ratelimit.Args // RL.FIXED, RL.SLIDE
+	check checkArgs      // RL.CHECK
 }
 
 // rlCommand names a rate-limit command in the Server's decision counters.
@@ -90,7 +98,7 @@ func (st *rlStats) count(cmd rlCommand, allowed bool) {
 // with the other fields as the limit computed them. Denials (not shadow
 // ones) are counted for RL.TOP against the command's first key by its key
 // specs: a new caller declares its key there, as dispatch needs anyway.
-func (c *Ctx) decided(cmd rlCommand, d engine.Decision, peek, shadow bool) {
+func (c *Ctx) decided(cmd rlCommand, d ratelimit.Decision, peek, shadow bool) {
 	if !peek {
 		c.Srv.rl[cmd].count(d.Allowed, shadow)
 		if !d.Allowed && !shadow {
@@ -103,194 +111,33 @@ func (c *Ctx) decided(cmd rlCommand, d engine.Decision, peek, shadow bool) {
 	c.replyDecision(d)
 }
 
-// ParseDuration reads a window: a positive whole number with an optional
-// unit ms, s, m, h or d; a bare number is seconds, as in EXPIRE.
-func ParseDuration(b []byte) (int64, bool) {
-	i := 0
-	for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-		i++
-	}
-	if i == 0 || i > 15 {
-		return 0, false
-	}
-	n, err := strconv.ParseInt(string(b[:i]), 10, 64)
+func prepareRLFixed(c *Ctx) { c.prepareRules(true) }
+func prepareRLSlide(c *Ctx) { c.prepareRules(false) }
+
+// prepareRules reads RL.FIXED's or RL.SLIDE's arguments after the key
+// (loading a TZ's zone) into the client's request.
+func (c *Ctx) prepareRules(fixed bool) {
+	r := &c.Client.rl.req
+	a, err := ratelimit.ParseArgs(c.Args[2:], c.Spec.Name, fixed, &c.Client.rl.rules)
+	r.args, r.msg = a, ""
 	if err != nil {
-		return 0, false
+		r.msg = argMsg(err)
 	}
-	var unit int64
-	switch strings.ToLower(string(b[i:])) {
-	case "", "s":
-		unit = 1000
-	case "ms":
-		unit = 1
-	case "m":
-		unit = 60 * 1000
-	case "h":
-		unit = 3600 * 1000
-	case "d":
-		unit = 24 * 3600 * 1000
-	default:
-		return 0, false
-	}
-	if n <= 0 || n > engine.MaxWindow/unit {
-		return 0, false
-	}
-	return n * unit, true
 }
 
-// limitValue parses a limit or a COST: an integer from 1 to 2^53.
-func limitValue(b []byte) (int64, bool) {
-	n, ok := engine.ParseInt(b)
-	return n, ok && n >= 1 && n <= engine.MaxLimit
+// argError replies with the text of an argument that package ratelimit
+// refused.
+func (c *Ctx) argError(err error) {
+	c.W.Error(argMsg(err))
 }
 
-const limitRange = "an integer from 1 to 9007199254740992"
-
-// rlArgs are the parsed arguments of RL.FIXED and RL.SLIDE.
-type rlArgs struct {
-	rules    []engine.Rule
-	cost     int64
-	peek     bool
-	penalize bool
-	first    bool
-	zone     *engine.Zone
-	ban      int64 // BAN duration in ms; 0 for none
-	shadow   bool
-}
-
-// parseRules reads RL.FIXED's or RL.SLIDE's arguments after the key,
-// writing the error reply on bad input.
-func (c *Ctx) parseRules(fixed bool) (rlArgs, bool) {
-	a, msg := parseRLArgs(c.Args[2:], c.Spec.Name, fixed, &c.Client.rl.rules)
-	if msg != "" {
-		c.W.Error(msg)
-		return a, false
-	}
-	return a, true
-}
-
-// parseRLArgs reads "limit window [limit window ...]" and the options after
-// them, from the arguments that follow the key; fixed says whether ALIGN and
-// TZ are accepted (RL.FIXED) or PENALIZE (RL.SLIDE). BAN and SHADOW are
-// accepted by both. The rules are kept in
-// *rules, so that parsing allocates nothing. On bad input it returns the
-// error text, which names the argument; named policies (RL.POLICY SET) read
-// their definitions with it too, so a policy accepts exactly what the
-// command does.
-func parseRLArgs(args [][]byte, cmd string, fixed bool, rules *[maxRules]engine.Rule) (rlArgs, string) {
-	a := rlArgs{cost: 1}
-	j := 0
-	for j < len(args) {
-		if _, isInt := engine.ParseInt(args[j]); !isInt && len(a.rules) > 0 {
-			break
-		}
-		limit, ok := limitValue(args[j])
-		if !ok {
-			return a, "invalid limit '" + string(args[j]) + "': expected " + limitRange
-		}
-		if j+1 >= len(args) {
-			return a, "limit " + string(args[j]) + " has no window"
-		}
-		window, ok := ParseDuration(args[j+1])
-		if !ok {
-			return a, "invalid window '" + string(args[j+1]) + "' for limit " + string(args[j]) +
-				": expected a whole number with unit ms, s, m, h or d (a bare number is seconds), from 1ms to 3650d"
-		}
-		if len(a.rules) == maxRules {
-			return a, "too many rules: at most 16 limit/window pairs"
-		}
-		rules[len(a.rules)] = engine.Rule{Limit: limit, Window: window}
-		a.rules = rules[:len(a.rules)+1]
-		j += 2
-	}
-	var seenCost, seenAlign, seenTZ, seenBan bool
-	for ; j < len(args); j++ {
-		opt := args[j]
-		hasValue := j+1 < len(args)
-		switch {
-		case is(opt, "COST") && hasValue && !seenCost:
-			n, ok := limitValue(args[j+1])
-			if !ok {
-				return a, "invalid COST '" + string(args[j+1]) + "': expected " + limitRange
-			}
-			a.cost, seenCost = n, true
-			j++
-		case is(opt, "PEEK") && !a.peek:
-			a.peek = true
-		case is(opt, "PENALIZE") && !fixed && !a.penalize:
-			a.penalize = true
-		case is(opt, "BAN") && hasValue && !seenBan:
-			d, msg := parseBan(args[j+1])
-			if msg != "" {
-				return a, msg
-			}
-			a.ban, seenBan = d, true
-			j++
-		case is(opt, "SHADOW") && !a.shadow:
-			a.shadow = true
-		case is(opt, "ALIGN") && fixed && hasValue && !seenAlign:
-			switch v := args[j+1]; {
-			case is(v, "EPOCH"):
-			case is(v, "FIRST"):
-				a.first = true
-			default:
-				return a, "invalid ALIGN '" + string(v) + "': expected EPOCH or FIRST"
-			}
-			seenAlign = true
-			j++
-		case is(opt, "TZ") && fixed && hasValue && !seenTZ:
-			z, err := engine.ParseZone(args[j+1])
-			if err != nil {
-				return a, "invalid TZ '" + string(args[j+1]) + "': expected an IANA time zone such as Asia/Shanghai or an offset such as +08:00"
-			}
-			a.zone, seenTZ = z, true
-			j++
-		case (is(opt, "COST") || is(opt, "ALIGN") || is(opt, "TZ") || is(opt, "BAN")) && !hasValue:
-			return a, "ERR " + strings.ToUpper(string(opt)) + " needs a value"
-		default:
-			if isRLOption(opt) {
-				return a, "ERR " + strings.ToUpper(string(opt)) + " given twice or not valid for " + strings.ToUpper(cmd)
-			}
-			return a, "syntax error: unexpected argument '" + string(opt) + "'"
-		}
-	}
-	if a.zone != nil && a.first {
-		return a, "ERR TZ applies to ALIGN EPOCH only"
-	}
-	for i, r := range a.rules {
-		if a.cost > r.Limit {
-			return a, "ERR COST " + strconv.FormatInt(a.cost, 10) + " exceeds the limit " + string(args[2*i]) +
-				" of rule '" + string(args[2*i]) + " " + string(args[1+2*i]) + "': the request could never be allowed"
-		}
-		if a.zone != nil && a.zone.CheckWindow(r.Window) != nil {
-			return a, "window '" + string(args[1+2*i]) + "' cannot be aligned to local time in " + a.zone.Name +
-				": with TZ use a window that divides a day or a whole number of days"
-		}
-	}
-	return a, ""
-}
-
-// parseBan reads BAN's duration, in the window syntax.
-func parseBan(b []byte) (int64, string) {
-	d, ok := ParseDuration(b)
-	if !ok {
-		return 0, "invalid BAN '" + string(b) +
-			"': expected a whole number with unit ms, s, m, h or d (a bare number is seconds), from 1ms to 3650d"
-	}
-	return d, ""
-}
-
-func isRLOption(b []byte) bool {
-	for _, o := range []string{"COST", "PEEK", "PENALIZE", "ALIGN", "TZ", "KEEP", "BAN", "SHADOW"} {
-		if is(b, o) {
-			return true
-		}
-	}
-	return false
-}
+// argMsg is the reply to an argument that package ratelimit refused: its
+// text carries no error code of its own, and may begin with a word in
+// capitals ("TZ applies to ...") that the reply must not take for one.
+func argMsg(err error) string { return "ERR " + err.Error() }
 
 // replyDecision writes the five-integer reply.
-func (c *Ctx) replyDecision(d engine.Decision) {
+func (c *Ctx) replyDecision(d ratelimit.Decision) {
 	c.W.Array(5)
 	c.W.Int(b2i(d.Allowed))
 	c.W.Int(d.Limit)
@@ -313,33 +160,37 @@ func cmdRLSlide(c *Ctx)   { rlSlideCmd(c, false) }
 func cmdRLSlideRO(c *Ctx) { rlSlideCmd(c, true) }
 
 func rlFixedCmd(c *Ctx, readOnly bool) {
-	a, ok := c.parseRules(true)
-	if !ok {
+	r := &c.Client.rl.req
+	if r.msg != "" {
+		c.W.Error(r.msg)
 		return
 	}
-	a.peek = a.peek || readOnly
-	o := engine.FixedOptions{Cost: a.cost, Peek: a.peek, First: a.first, Zone: a.zone, Ban: a.ban}
-	d, err := c.Shard(c.Args[1]).Fixed(c.DB, c.Args[1], c.Now, a.rules, o, &c.Client.rl.decide)
+	a := r.args
+	a.Peek = a.Peek || readOnly
+	o := ratelimit.FixedOptions{Cost: a.Cost, Peek: a.Peek, First: a.First, Zone: a.Zone, Ban: a.Ban}
+	d, err := c.Shard(c.Args[1]).Fixed(c.DB, c.Args[1], c.Now, a.Rules, o, &c.Client.rl.decide)
 	if err != nil {
 		c.Err(err)
 		return
 	}
-	c.decided(rlFixed, d, a.peek, a.shadow)
+	c.decided(rlFixed, d, a.Peek, a.Shadow)
 }
 
 func rlSlideCmd(c *Ctx, readOnly bool) {
-	a, ok := c.parseRules(false)
-	if !ok {
+	r := &c.Client.rl.req
+	if r.msg != "" {
+		c.W.Error(r.msg)
 		return
 	}
-	a.peek = a.peek || readOnly
-	o := engine.SlideOptions{Cost: a.cost, Peek: a.peek, Penalize: a.penalize, Ban: a.ban}
-	d, err := c.Shard(c.Args[1]).Slide(c.DB, c.Args[1], c.Now, a.rules, o, &c.Client.rl.decide)
+	a := r.args
+	a.Peek = a.Peek || readOnly
+	o := ratelimit.SlideOptions{Cost: a.Cost, Peek: a.Peek, Penalize: a.Penalize, Ban: a.Ban}
+	d, err := c.Shard(c.Args[1]).Slide(c.DB, c.Args[1], c.Now, a.Rules, o, &c.Client.rl.decide)
 	if err != nil {
 		c.Err(err)
 		return
 	}
-	c.decided(rlSlide, d, a.peek, a.shadow)
+	c.decided(rlSlide, d, a.Peek, a.Shadow)
 }
 
 // cmdCLThrottle is redis-cell's CL.THROTTLE, with its argument parsing and
@@ -365,10 +216,10 @@ func clThrottleCmd(c *Ctx, readOnly bool) {
 		}
 		vals[i-2] = n
 	}
-	g := engine.GCRA{MaxBurst: vals[0], Count: vals[1], Period: vals[2], Quantity: vals[3], Peek: readOnly}
+	g := ratelimit.GCRA{MaxBurst: vals[0], Count: vals[1], Period: vals[2], Quantity: vals[3], Peek: readOnly}
 	res, err := c.Shard(c.Args[1]).Throttle(c.DB, c.Args[1], c.Now, g, &c.Client.rl.decide)
 	switch {
-	case err == engine.ErrZeroRate || err == engine.ErrGCRAOverflow:
+	case err == ratelimit.ErrZeroRate || err == ratelimit.ErrGCRAOverflow:
 		c.W.ErrorVerbatim("Cell error: Store error: " + err.Error())
 		return
 	case err != nil:
@@ -402,12 +253,12 @@ func infoRateLimit(s *Server, b *strings.Builder) {
 
 // cmdRLLogin: RL.LOGIN key limit window [KEEP n] [BAN duration].
 func cmdRLLogin(c *Ctx) {
-	limit, ok := limitValue(c.Args[2])
+	limit, ok := ratelimit.ParseLimit(c.Args[2])
 	if !ok {
-		c.W.Error("invalid limit '" + string(c.Args[2]) + "': expected " + limitRange)
+		c.W.Error("invalid limit '" + string(c.Args[2]) + "': expected " + ratelimit.LimitRange)
 		return
 	}
-	window, ok := ParseDuration(c.Args[3])
+	window, ok := ratelimit.ParseDuration(c.Args[3])
 	if !ok {
 		c.W.Error("invalid window '" + string(c.Args[3]) + "' for limit " + string(c.Args[2]) +
 			": expected a whole number with unit ms, s, m, h or d (a bare number is seconds), from 1ms to 3650d")
@@ -429,9 +280,9 @@ func cmdRLLogin(c *Ctx) {
 			keep, seenKeep = n, true
 			j++
 		case is(opt, "BAN") && hasValue && ban == 0:
-			d, msg := parseBan(c.Args[j+1])
-			if msg != "" {
-				c.W.Error(msg)
+			d, err := ratelimit.ParseBan(c.Args[j+1])
+			if err != nil {
+				c.argError(err)
 				return
 			}
 			ban = d
@@ -439,7 +290,7 @@ func cmdRLLogin(c *Ctx) {
 		case (is(opt, "KEEP") || is(opt, "BAN")) && !hasValue:
 			c.W.Error("ERR " + strings.ToUpper(string(opt)) + " needs a value")
 			return
-		case isRLOption(opt):
+		case ratelimit.IsOption(opt):
 			c.W.Error("ERR " + strings.ToUpper(string(opt)) + " given twice or not valid for RL.LOGIN")
 			return
 		default:

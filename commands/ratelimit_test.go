@@ -4,6 +4,7 @@ import (
 	"io"
 	"log/slog"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/limitkv/limitkv/engine"
@@ -11,9 +12,9 @@ import (
 )
 
 // BenchmarkRLCommands runs the rate-limit handlers directly, as dispatch
-// does under the key's lock: parsing, the decision on an existing key and
-// the reply, without the network. A decision on an existing key should
-// allocate nothing.
+// does: the spec's Prepare (parsing), then under the key's lock the
+// decision on an existing key and the reply, without the network. A
+// decision on an existing key should allocate nothing.
 func BenchmarkRLCommands(b *testing.B) {
 	eng := engine.New(engine.Config{Databases: 1})
 	srv := New(eng, NewConfig(), slog.New(slog.NewTextHandler(io.Discard, nil)))
@@ -25,6 +26,9 @@ func BenchmarkRLCommands(b *testing.B) {
 		key := args[1]
 		if c.Spec.Name == "rl.check" {
 			key = args[2] // RL.CHECK policy key
+		}
+		if c.Spec.Prepare != nil {
+			c.Spec.Prepare(c)
 		}
 		s := c.Shard(key)
 		s.Lock()
@@ -154,5 +158,76 @@ func TestInfoRateLimit(t *testing.T) {
 		"rl_check_allowed:0\r\nrl_check_denied:0\r\nrl_check_shadow_denied:0\r\n"
 	if got := string(h.do("INFO", "ratelimit").Str); got != want {
 		t.Fatalf("INFO ratelimit:\n%q\nwant\n%q", got, want)
+	}
+}
+
+// TestRLParsedBeforeLock: RL.FIXED, RL.SLIDE and RL.CHECK read their
+// arguments before dispatch locks the key's shard, so the first use of a
+// TZ loads its zone (time.LoadLocation) while no lock is held: when
+// dispatch is about to lock, the request holds the loaded zone, or the
+// refusal of a bad one. Inside a transaction, where the locks are held,
+// the same reading runs first and the replies are the same.
+func TestRLParsedBeforeLock(t *testing.T) {
+	h := newHarness(t)
+	type seen struct {
+		cmd, zone, msg string
+	}
+	at := make(chan seen, 16)
+	h.srv.beforeLock = func(c *Ctx) {
+		if c.Spec.Prepare == nil {
+			return
+		}
+		r := &c.Client.rl.req
+		s := seen{cmd: c.Spec.Name, msg: r.msg}
+		switch z := r.args.Zone; {
+		case c.Spec.Name == "rl.check" && r.check.p != nil && r.check.p.Zone != nil:
+			s.zone = r.check.p.Zone.Name
+		case strings.HasPrefix(c.Spec.Name, "rl.fixed") && z != nil:
+			s.zone = z.Name
+		}
+		at <- s
+	}
+	expect := func(want seen) {
+		t.Helper()
+		if got := <-at; got != want {
+			t.Fatalf("before the lock: %+v, want %+v", got, want)
+		}
+	}
+	if v := h.do("RL.FIXED", "k", "5", "1d", "TZ", "Pacific/Chatham"); v.String() != "[:1, :5, :4, :-1, :43300000]" {
+		t.Fatalf("RL.FIXED: %s", v)
+	}
+	expect(seen{cmd: "rl.fixed", zone: "Pacific/Chatham"})
+	const badTZ = "ERR invalid TZ 'Mars/Olympus_Mons': expected an IANA time zone such as Asia/Shanghai or an offset such as +08:00"
+	if v := h.do("RL.FIXED_RO", "k", "5", "1d", "TZ", "Mars/Olympus_Mons"); v.String() != "-"+badTZ {
+		t.Fatalf("RL.FIXED_RO: %s", v)
+	}
+	expect(seen{cmd: "rl.fixed_ro", msg: badTZ})
+	h.do("RL.SLIDE", "s", "5", "1m", "COST", "6")
+	expect(seen{cmd: "rl.slide", msg: "ERR COST 6 exceeds the limit 5 of rule '5 1m': the request could never be allowed"})
+	h.do("RL.POLICY", "SET", "daily", "FIXED", "5", "1d", "TZ", "Asia/Kathmandu")
+	h.do("RL.CHECK", "daily", "u")
+	expect(seen{cmd: "rl.check", zone: "Asia/Kathmandu"})
+	h.do("RL.CHECK", "nosuch", "u")
+	expect(seen{cmd: "rl.check", msg: "ERR no such policy 'nosuch'"})
+
+	// Inside EXEC dispatch takes no lock per command: only EXEC is seen.
+	h.do("MULTI")
+	for _, args := range [][]string{
+		{"RL.FIXED", "k", "5", "1d", "TZ", "Pacific/Chatham"},
+		{"RL.FIXED", "k", "5", "1d", "TZ", "Mars/Olympus_Mons"},
+		{"RL.CHECK", "daily", "u"},
+	} {
+		if v := h.do(args...); v.String() != "+QUEUED" {
+			t.Fatalf("%v: %s", args, v)
+		}
+	}
+	v := h.do("EXEC")
+	if got, want := v.String(), "[[:1, :5, :3, :-1, :43300000], -"+badTZ+", [:1, :5, :3, :-1, :72100000]]"; got != want {
+		t.Fatalf("EXEC: %s, want %s", got, want)
+	}
+	select {
+	case s := <-at:
+		t.Fatalf("a command locked inside EXEC: %+v", s)
+	default:
 	}
 }

@@ -93,7 +93,15 @@ type Spec struct {
 	Arity int    // as Redis: n exactly n arguments, -n at least n (name included)
 	Flags Flag   // Movable is derived from the key specs, not stated
 	Run   func(*Ctx)
-	Sub   []*Spec
+	// Prepare, if set, reads and checks the request's arguments before
+	// dispatch takes the shard locks of its keys, keeping what Run needs
+	// in the client's scratch; Run then replies, a refusal included. Work
+	// that may be slow (RL.FIXED's TZ loads a zone's rules the first time)
+	// so never runs under a lock that other clients, and the other
+	// connections of an event loop, wait for. Inside EXEC and scripts,
+	// where the locks are held already, it runs just before Run.
+	Prepare func(*Ctx)
+	Sub     []*Spec
 	// Keys, for a command some of whose keys no key spec can find (SORT's
 	// STORE), is Redis's getkeys_proc: it finds every key of args, for
 	// dispatch's locks, ACL checks and COMMAND GETKEYS.

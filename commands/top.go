@@ -7,7 +7,7 @@ import (
 )
 
 // RL.TOP [count] | RL.TOP RESET: the keys denied most often recently, from
-// per-shard Space-Saving summaries (engine/ratelimit_top.go). Like SLOWLOG
+// per-shard Space-Saving summaries (ratelimit/top.go). Like SLOWLOG
 // it is the node's own operational state: not saved, not replicated, not
 // cleared by CONFIG RESETSTAT or FLUSHALL.
 

@@ -4,6 +4,8 @@ import (
 	"runtime"
 	"strconv"
 	"testing"
+
+	"github.com/limitkv/limitkv/ratelimit"
 )
 
 // recount computes what the shard holds from its structures, independently
@@ -62,7 +64,7 @@ func TestMemoryCountFollowsChanges(t *testing.T) {
 		case 1:
 			s.SetString(1, k, big[:1500+i%100], now+60_000) // heap record
 		case 2:
-			if _, err := s.Fixed(0, k, now, []Rule{{Limit: 10, Window: 60_000}}, FixedOptions{Cost: 1}, &sc); err != nil {
+			if _, err := s.Fixed(0, k, now, []ratelimit.Rule{{Limit: 10, Window: 60_000}}, ratelimit.FixedOptions{Cost: 1}, &sc); err != nil {
 				t.Fatal(err)
 			}
 		case 3:

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/limitkv/limitkv/ratelimit"
 )
 
 // TestRateLimitPolicies measures what each eviction policy costs a
@@ -71,8 +73,8 @@ func simulateFlood(pol Policy, regularWindow, floodWindow int64) (lost, forgiven
 	rng := rand.New(rand.NewPCG(1, 2))
 	var limit int64
 	excess := func() int64 { return e.MemoryUsed() - limit }
-	regular := []Rule{{Limit: 1000, Window: regularWindow}}
-	flood := []Rule{{Limit: 1000, Window: floodWindow}}
+	regular := []ratelimit.Rule{{Limit: 1000, Window: regularWindow}}
+	flood := []ratelimit.Rule{{Limit: 1000, Window: floodWindow}}
 	floodKey := 0
 	key := make([]byte, 0, 32)
 	for ms := int64(0); ms < 30_000; ms++ {
@@ -81,7 +83,7 @@ func simulateFlood(pol Policy, regularWindow, floodWindow int64) (lost, forgiven
 		u := rng.IntN(users)
 		key = strconv.AppendInt(append(key[:0], "user:"...), int64(u), 10)
 		s := e.ShardFor(key)
-		d, _ := s.Fixed(0, key, now, regular, FixedOptions{Cost: 1}, &sc)
+		d, _ := s.Fixed(0, key, now, regular, ratelimit.FixedOptions{Cost: 1}, &sc)
 		m := &seen[u]
 		if w := now / regularWindow; m.win != w {
 			m.win, m.count = w, 0
@@ -96,7 +98,7 @@ func simulateFlood(pol Policy, regularWindow, floodWindow int64) (lost, forgiven
 		for j := 0; j < 4; j++ {
 			key = strconv.AppendInt(append(key[:0], "flood:"...), int64(floodKey), 10)
 			floodKey++
-			e.ShardFor(key).Fixed(0, key, now, flood, FixedOptions{Cost: 1}, &sc)
+			e.ShardFor(key).Fixed(0, key, now, flood, ratelimit.FixedOptions{Cost: 1}, &sc)
 		}
 		if limit == 0 && e.DBSize(0, false) >= 12_000 {
 			limit = e.MemoryUsed()

@@ -1,39 +1,17 @@
 package engine
 
-import "encoding/binary"
+import (
+	"encoding/binary"
 
-// Rate-limit states are values of their own type (TYPE says "ratelimit").
-// Each is a small byte string in the key's record: a kind byte, then the
-// kind's varint-encoded body. Decisions are pure functions from (old state,
-// request, now) to (reply, new state), so that they can be tested against
-// naive models on a manual clock. Each command has a Shard operation
-// (Fixed, Slide, Throttle; Login keeps a list instead) that loads the
-// state, runs the decision and stores the new state with the key's expiry,
-// under the shard lock that the caller holds.
-
-// Limit kinds, the first byte of a state.
-const (
-	LimitFixed byte = 1 // RL.FIXED: one counter per rule and window
-	LimitSlide byte = 2 // RL.SLIDE: log of (time, cost) entries
-	LimitGCRA  byte = 3 // CL.THROTTLE: theoretical arrival time
-	LimitLease byte = 4 // RL.ACQUIRE: the live leases, end and id each
+	"github.com/limitkv/limitkv/ratelimit"
 )
 
-// MaxLimit bounds limits and costs (2^53, the largest integer a double, and
-// so every client language, represents exactly).
-const MaxLimit = 1 << 53
-
-// MaxWindow bounds windows: ten years in ms.
-const MaxWindow = 3650 * 24 * 3600 * 1000
-
-// Decision is the reply every RL command gives.
-type Decision struct {
-	Allowed    bool
-	Limit      int64 // the limit of the rule that decided
-	Remaining  int64 // units left in that rule after this request
-	RetryAfter int64 // ms until the same request would be allowed; -1 when allowed
-	ResetAfter int64 // ms until that rule is back to its full limit
-}
+// Rate-limit states are values of their own type (TYPE says "ratelimit").
+// Each is a small byte string in the key's record, laid out and decided by
+// package ratelimit. Each command has a Shard operation (Fixed, Slide,
+// Throttle, Acquire, Release, Policy*; Login keeps a list instead) that
+// loads the state, runs the decision and stores the new state with the
+// key's expiry, under the shard lock that the caller holds.
 
 // LimitState returns the rate-limit state bytes at key, valid until the next
 // change to the shard. It fails with ErrWrongType for other types and when
@@ -47,7 +25,7 @@ func (s *Shard) LimitState(db int, key []byte, now int64, kind byte) ([]byte, bo
 		return nil, false, ErrWrongType
 	}
 	st := limitBytes(s, e)
-	if len(st) == 0 || st[0]&^limitBanned != kind {
+	if ratelimit.KindOf(st) != kind {
 		return nil, false, ErrWrongType
 	}
 	return st, true, nil
@@ -57,12 +35,12 @@ func (s *Shard) LimitState(db int, key []byte, now int64, kind byte) ([]byte, bo
 // per connection: with it a decision on an existing key allocates nothing.
 // The zero value is ready to use.
 type LimitScratch struct {
-	fixed FixedScratch
-	slide SlideScratch
-	lease LeaseScratch
-	state []byte // the new state, until SetLimitState copies it
-	// A policy container being rebuilt, and its entries (ratelimit_policy.go).
-	policy, policyEntries []byte
+	fixed    ratelimit.FixedScratch
+	slide    ratelimit.SlideScratch
+	lease    ratelimit.LeaseScratch
+	policies ratelimit.PolicyScratch
+	state    []byte // the new state, until SetLimitState copies it
+	policy   []byte // a policy container being rebuilt (ratelimit_policy.go)
 }
 
 // storeDecided stores a state a decision returned, if it wrote one, and
@@ -94,67 +72,48 @@ func (s *Shard) SetLimitState(db int, key []byte, now int64, state []byte, expir
 	s.put(db, key, encLimit, expireAt, hb[:n], state, false, false)
 }
 
-// LimitKindName names a state's kind for OBJECT ENCODING.
-func LimitKindName(kind byte) string {
-	switch kind &^ limitBanned {
-	case LimitFixed:
-		return "fixed-window"
-	case LimitSlide:
-		return "sliding-window"
-	case LimitGCRA:
-		return "gcra"
-	case LimitLease:
-		return "concurrency"
-	case LimitPolicies:
-		return "policies"
+// Fixed runs RL.FIXED on key: it loads the state, decides and, unless the
+// request was denied or a PEEK, stores the new state and expiry. It fails
+// with ErrWrongType when the key holds another type or another kind of
+// rate-limit state.
+func (s *Shard) Fixed(db int, key []byte, now int64, rules []ratelimit.Rule, o ratelimit.FixedOptions, sc *LimitScratch) (ratelimit.Decision, error) {
+	old, _, err := s.LimitState(db, key, now, ratelimit.KindFixed)
+	if err != nil {
+		return ratelimit.Decision{}, err
 	}
-	return "ratelimit"
+	d, st, exp, write := ratelimit.DecideFixed(old, rules, now, o, &sc.fixed, sc.state[:0])
+	s.storeDecided(db, key, now, sc, st, exp, write)
+	return d, nil
 }
 
-// varintReader reads a state body: the one varint reader of the
-// rate-limit states, decoding as binary.Uvarint and binary.Varint do. It
-// remembers the first error: after a truncated or overlong varint (or a
-// missing byte) bad is set, the rest is dropped and every later read
-// returns 0.
-//
-// Decisions read states on every request, RL.SLIDE two varints per entry
-// it walks, so uvarint and varint are kept small enough to inline (check
-// with go build -gcflags=-m; TestVarintReaderInlines does): the loop is
-// written out here instead of calling binary.Uvarint, and no slow path is
-// called out of line.
-type varintReader struct {
-	b   []byte
-	bad bool
-}
-
-func (r *varintReader) uvarint() (x uint64) {
-	for i, c := range r.b {
-		x |= uint64(c&0x7f) << (7 * i)
-		if c < 0x80 {
-			if i > 9 || i == 9 && c > 1 {
-				break // more than 64 bits
-			}
-			r.b = r.b[i+1:]
-			return x
-		}
+// Slide runs RL.SLIDE on key: it loads the log, decides and, when the
+// request is recorded (allowed, or PENALIZE) and not a PEEK, stores the
+// new log and expiry. It fails with ErrWrongType when the key holds
+// another type or another kind of rate-limit state.
+func (s *Shard) Slide(db int, key []byte, now int64, rules []ratelimit.Rule, o ratelimit.SlideOptions, sc *LimitScratch) (ratelimit.Decision, error) {
+	old, _, err := s.LimitState(db, key, now, ratelimit.KindSlide)
+	if err != nil {
+		return ratelimit.Decision{}, err
 	}
-	r.bad = true
-	r.b = nil
-	return 0
+	d, st, exp, write := ratelimit.DecideSlide(old, rules, now, o, &sc.slide, sc.state[:0])
+	s.storeDecided(db, key, now, sc, st, exp, write)
+	return d, nil
 }
 
-// varint reads a zig-zag encoded signed varint.
-func (r *varintReader) varint() int64 {
-	u := r.uvarint()
-	return int64(u>>1) ^ -int64(u&1)
-}
-
-func (r *varintReader) byte() byte {
-	if len(r.b) == 0 {
-		r.bad = true
-		return 0
+// Throttle runs CL.THROTTLE on key at nowMs: it loads the TAT, decides
+// and, when the request took tokens, stores the new TAT and expiry. It
+// fails with ErrWrongType when the key holds another type or another kind
+// of rate-limit state, then with ratelimit.ErrZeroRate or
+// ratelimit.ErrGCRAOverflow for parameters DecideGCRA refuses.
+func (s *Shard) Throttle(db int, key []byte, nowMs int64, g ratelimit.GCRA, sc *LimitScratch) (ratelimit.ThrottleResult, error) {
+	old, _, err := s.LimitState(db, key, nowMs, ratelimit.KindGCRA)
+	if err != nil {
+		return ratelimit.ThrottleResult{}, err
 	}
-	c := r.b[0]
-	r.b = r.b[1:]
-	return c
+	res, st, exp, write, err := ratelimit.DecideGCRA(old, g, nowMs, sc.state[:0])
+	if err != nil {
+		return res, err
+	}
+	s.storeDecided(db, key, nowMs, sc, st, exp, write)
+	return res, nil
 }

@@ -2,199 +2,13 @@ package engine
 
 import (
 	"math/rand/v2"
-	"sort"
 	"testing"
+
+	"github.com/limitkv/limitkv/ratelimit"
 )
 
-// BAN against naive models on a manual clock: the models of
-// ratelimit_test.go (every recorded event kept) plus the ban's end. The
-// contract they restate: a rule's denial while no ban is in force (and not
-// a PEEK) starts a ban of o.Ban ms; while banned every request is denied,
-// nothing is counted (PENALIZE still records on RL.SLIDE), the fields are
-// the rules' state as it is, and retry_after is the ban's end or later if a
-// rule needs longer. Each reply's retry time is also checked exactly: the
-// same request is allowed at now+retry and not 1 ms before.
-
-// earliestFit is the first time >= now at which cost fits rule r over log,
-// with no other traffic.
-func earliestFit(log []event, now int64, r Rule, cost int64) int64 {
-	m := slideModel{log: log}
-	if m.sum(now, r.Window)+cost <= r.Limit {
-		return now
-	}
-	var cands []int64
-	for _, e := range log {
-		if e.t+r.Window > now {
-			cands = append(cands, e.t+r.Window)
-		}
-	}
-	sort.Slice(cands, func(a, b int) bool { return cands[a] < cands[b] })
-	for _, c := range cands {
-		if m.sum(c, r.Window)+cost <= r.Limit {
-			return c
-		}
-	}
-	panic("never fits")
-}
-
-func TestFixedBanAgainstModel(t *testing.T) {
-	for seed := uint64(0); seed < 300; seed++ {
-		rng := rand.New(rand.NewPCG(seed, 17))
-		rules := randomRules(rng)
-		o := FixedOptions{First: rng.IntN(3) == 0, Ban: []int64{1, 40, 500, 2000, 7000}[rng.IntN(5)]}
-		now := int64(1_700_000_000_000) + rng.Int64N(1e9)
-		var m fixedModel
-		var banEnd int64
-		var st []byte
-		var sc FixedScratch
-		for step := 0; step < 300; step++ {
-			now += []int64{0, 1, rng.Int64N(300), rng.Int64N(3000)}[rng.IntN(4)]
-			o.Cost = 1 + rng.Int64N(minLimit(rules))
-			o.Peek = rng.IntN(8) == 0
-			// The ban option may change or go between calls: a recorded
-			// ban holds all the same.
-			ban := o.Ban
-			if rng.IntN(10) == 0 {
-				o.Ban = 0
-			}
-
-			var want Decision
-			banned := now < banEnd
-			if !banned {
-				want = m.decide(now, rules, o)
-				if !want.Allowed && o.Ban > 0 && !o.Peek {
-					banEnd = now + o.Ban
-					want.RetryAfter = max(want.RetryAfter, o.Ban)
-				}
-			} else if m.fits(now, rules, o) {
-				// The rules' state as it is: the least remaining rule.
-				best := -1
-				for i, r := range rules {
-					_, end, c := m.window(now, r, o)
-					if left := r.Limit - c; best < 0 || left < want.Remaining {
-						best, want.Remaining, want.ResetAfter = i, left, 0
-						if c > 0 {
-							want.ResetAfter = end - now
-						}
-					}
-				}
-				want.Limit = rules[best].Limit
-				want.RetryAfter = banEnd - now
-			} else {
-				want = m.decide(now, rules, o)
-				want.RetryAfter = max(want.RetryAfter, banEnd-now)
-			}
-
-			got, next, exp, write := DecideFixed(st, rules, now, o, &sc, nil)
-			if got != want {
-				t.Fatalf("seed %d step %d now %d ban end %d rules %v opts %+v:\n got %+v\nwant %+v", seed, step, now, banEnd, rules, o, got, want)
-			}
-			if want.Allowed && !o.Peek {
-				m.log = append(m.log, event{now, o.Cost})
-			}
-			if write {
-				st = append([]byte(nil), next...)
-				if e := LimitBanEnd(st); e > now && e != banEnd || e <= now && banEnd > now {
-					t.Fatalf("seed %d step %d: state holds ban end %d, model %d", seed, step, e, banEnd)
-				}
-				if banEnd > now && exp < banEnd-1 {
-					t.Fatalf("seed %d step %d: key expires at %d before the ban's end %d", seed, step, exp, banEnd)
-				}
-			} else if want.Allowed && !o.Peek || now == banEnd-o.Ban && !banned && o.Ban > 0 && !o.Peek {
-				t.Fatalf("seed %d step %d: an allowed request or a new ban wrote nothing", seed, step)
-			}
-			checkRetryExact(t, seed, step, now, want, func(at int64) bool { return at >= banEnd && m.fits(at, rules, o) })
-			o.Ban = ban
-		}
-	}
-}
-
-func TestSlideBanAgainstModel(t *testing.T) {
-	for seed := uint64(0); seed < 300; seed++ {
-		rng := rand.New(rand.NewPCG(seed, 19))
-		rules := randomRules(rng)
-		o := SlideOptions{Penalize: rng.IntN(3) == 0, Ban: []int64{1, 40, 500, 2000, 7000}[rng.IntN(5)]}
-		var m slideModel
-		var banEnd int64
-		var st []byte
-		var sc SlideScratch
-		now := int64(1_000_000)
-		for step := 0; step < 400; step++ {
-			now += []int64{0, 1, rng.Int64N(5), rng.Int64N(400), rng.Int64N(3000)}[rng.IntN(5)]
-			o.Cost = 1 + rng.Int64N(minLimit(rules))
-			o.Peek = rng.IntN(8) == 0
-			ban := o.Ban
-			if rng.IntN(10) == 0 {
-				o.Ban = 0
-			}
-
-			var want Decision
-			banned := now < banEnd
-			record := o.Penalize && !o.Peek
-			switch {
-			case !banned:
-				want = m.decide(now, rules, o)
-				record = want.Allowed && !o.Peek || record
-				if !want.Allowed && o.Ban > 0 && !o.Peek {
-					banEnd = now + o.Ban
-					want.RetryAfter = max(want.RetryAfter, o.Ban)
-				}
-			case !m.fits(now, rules, o.Cost):
-				want = m.decide(now, rules, o)
-				want.RetryAfter = max(want.RetryAfter, banEnd-now)
-			default:
-				// The rules would allow it; the ban denies it, and it is
-				// recorded only with PENALIZE.
-				after := slideModel{log: append([]event(nil), m.log...)}
-				if record {
-					after.log = append(after.log, event{now, o.Cost})
-				}
-				best, at := -1, banEnd
-				for i, r := range rules {
-					if left := r.Limit - after.sum(now, r.Window); best < 0 || left < want.Remaining {
-						best, want.Remaining = i, left
-					}
-					at = max(at, earliestFit(after.log, now, r, o.Cost))
-				}
-				want.Limit = rules[best].Limit
-				want.RetryAfter = at - now
-				for _, e := range after.log {
-					if e.t > now-rules[best].Window {
-						want.ResetAfter = max(want.ResetAfter, e.t+rules[best].Window-now)
-					}
-				}
-			}
-
-			got, next, exp, write := DecideSlide(st, rules, now, o, &sc, nil)
-			if got != want {
-				t.Fatalf("seed %d step %d now %d ban end %d rules %v opts %+v:\n got %+v\nwant %+v", seed, step, now, banEnd, rules, o, got, want)
-			}
-			if record {
-				m.log = append(m.log, event{now, o.Cost})
-			}
-			newBan := !banned && banEnd > now
-			if record || newBan {
-				if !write {
-					t.Fatalf("seed %d step %d: a recorded request or a new ban wrote nothing", seed, step)
-				}
-				st = append([]byte(nil), next...)
-				if e := LimitBanEnd(st); e > now && e != banEnd || e <= now && banEnd > now {
-					t.Fatalf("seed %d step %d: state holds ban end %d, model %d", seed, step, e, banEnd)
-				}
-				if int64(len(slideEntries(st))) > maxLimitOf(rules) {
-					t.Fatalf("seed %d step %d: %d entries for largest limit %d", seed, step, len(slideEntries(st)), maxLimitOf(rules))
-				}
-				if banEnd > now && exp < banEnd-1 || exp < now {
-					t.Fatalf("seed %d step %d: key expires at %d, ban end %d, now %d", seed, step, exp, banEnd, now)
-				}
-			} else if write {
-				t.Fatalf("seed %d step %d: a request that records nothing wrote state", seed, step)
-			}
-			checkRetryExact(t, seed, step, now, want, func(at int64) bool { return at >= banEnd && m.fits(at, rules, o.Cost) })
-			o.Ban = ban
-		}
-	}
-}
+// RL.LOGIN's BAN, which the engine keeps in the list's record; the BAN of
+// the other commands is ratelimit's (ratelimit/ban_test.go).
 
 // TestLoginBanAgainstModel drives RL.LOGIN BAN on a shard and checks each
 // reply, the history LRANGE would show (the login times only), the ban's
@@ -221,7 +35,7 @@ func TestLoginBanAgainstModel(t *testing.T) {
 			if now > exp {
 				logins, banEnd = nil, 0 // the key expired
 			}
-			var want Decision
+			var want ratelimit.Decision
 			want.Limit = limit
 			in := int64(0)
 			for i, t := range logins {
@@ -377,30 +191,6 @@ func TestLoginBanCarried(t *testing.T) {
 	}
 }
 
-// TestLimitStatesWithoutBanStillLoad: a state written before BAN existed
-// (no flag) reads as it did, and a ban that is over is written away.
-func TestLimitStatesWithoutBanStillLoad(t *testing.T) {
-	rules := []Rule{{Limit: 2, Window: 1000}}
-	var fsc FixedScratch
-	_, old, _, _ := DecideFixed(nil, rules, 10_000, FixedOptions{Cost: 1}, &fsc, nil)
-	if old[0] != LimitFixed {
-		t.Fatalf("unbanned state kind byte %x", old[0])
-	}
-	old = append([]byte(nil), old...)
-	d, st, exp, _ := DecideFixed(old, rules, 10_001, FixedOptions{Cost: 2, Ban: 5000}, &fsc, nil)
-	if d.Allowed || d.RetryAfter != 5000 || st[0] != LimitFixed|limitBanned || LimitBanEnd(st) != 15_001 || exp != 15_000 {
-		t.Fatalf("ban start: %+v state %x exp %d", d, st, exp)
-	}
-	st = append([]byte(nil), st...)
-	if e := parseFixed(st, nil); len(e) != 1 || e[0].count != 1 {
-		t.Fatalf("banned state's counts: %+v", e)
-	}
-	_, st2, _, _ := DecideFixed(st, rules, 15_001, FixedOptions{Cost: 1}, &fsc, nil)
-	if st2[0] != LimitFixed {
-		t.Fatalf("after the ban the state keeps its flag: %x", st2)
-	}
-}
-
 // BenchmarkDecideBan: the cost of BAN on existing keys, beside
 // BenchmarkDecideFixed and BenchmarkDecideSlide100. "open": BAN given, no
 // ban in force (the common case: one more option read, nothing stored);
@@ -430,30 +220,30 @@ func BenchmarkDecideBan(b *testing.B) {
 		}
 	}
 	var sc LimitScratch
-	big := []Rule{{Limit: 1 << 40, Window: 60_000}}
-	one := []Rule{{Limit: 1, Window: 60_000}}
+	big := []ratelimit.Rule{{Limit: 1 << 40, Window: 60_000}}
+	one := []ratelimit.Rule{{Limit: 1, Window: 60_000}}
 	keys := benchDecisionKeys(10_000)
 	b.Run("fixed-open", func(b *testing.B) {
 		run(b, keys, func(s *Shard, k []byte) error {
-			_, err := s.Fixed(0, k, now, big, FixedOptions{Cost: 1, Ban: 600_000}, &sc)
+			_, err := s.Fixed(0, k, now, big, ratelimit.FixedOptions{Cost: 1, Ban: 600_000}, &sc)
 			return err
 		})
 	})
 	b.Run("fixed-banned", func(b *testing.B) {
 		run(b, keys, func(s *Shard, k []byte) error {
-			_, err := s.Fixed(0, k, now, one, FixedOptions{Cost: 1, Ban: 600_000}, &sc)
+			_, err := s.Fixed(0, k, now, one, ratelimit.FixedOptions{Cost: 1, Ban: 600_000}, &sc)
 			return err
 		})
 	})
 	b.Run("slide-open", func(b *testing.B) {
 		run(b, keys, func(s *Shard, k []byte) error {
-			_, err := s.Slide(0, k, now, big, SlideOptions{Cost: 1, Ban: 600_000}, &sc)
+			_, err := s.Slide(0, k, now, big, ratelimit.SlideOptions{Cost: 1, Ban: 600_000}, &sc)
 			return err
 		})
 	})
 	b.Run("slide-banned", func(b *testing.B) {
 		run(b, keys, func(s *Shard, k []byte) error {
-			_, err := s.Slide(0, k, now, one, SlideOptions{Cost: 1, Ban: 600_000}, &sc)
+			_, err := s.Slide(0, k, now, one, ratelimit.SlideOptions{Cost: 1, Ban: 600_000}, &sc)
 			return err
 		})
 	})

@@ -4,6 +4,8 @@ import (
 	"runtime"
 	"strconv"
 	"testing"
+
+	"github.com/limitkv/limitkv/ratelimit"
 )
 
 // Decisions on an existing key must not allocate: the state is read from
@@ -23,13 +25,13 @@ func benchDecisionKeys(n int) [][]byte {
 func BenchmarkDecideFixed(b *testing.B) {
 	e := New(Config{Databases: 1})
 	keys := benchDecisionKeys(10_000)
-	rules := []Rule{{Limit: 1 << 40, Window: 60_000}}
+	rules := []ratelimit.Rule{{Limit: 1 << 40, Window: 60_000}}
 	var sc LimitScratch
 	now := int64(1_800_000_000_000)
 	decide := func(k []byte) {
 		s := e.ShardFor(k)
 		s.Lock()
-		_, err := s.Fixed(0, k, now, rules, FixedOptions{Cost: 1}, &sc)
+		_, err := s.Fixed(0, k, now, rules, ratelimit.FixedOptions{Cost: 1}, &sc)
 		s.Unlock()
 		if err != nil {
 			b.Fatal(err)
@@ -48,13 +50,13 @@ func BenchmarkDecideFixed(b *testing.B) {
 func BenchmarkDecideSlide100(b *testing.B) {
 	e := New(Config{Databases: 1})
 	keys := benchDecisionKeys(1000)
-	rules := []Rule{{Limit: 100, Window: 60_000}}
+	rules := []ratelimit.Rule{{Limit: 100, Window: 60_000}}
 	var sc LimitScratch
 	now := int64(1_800_000_000_000)
 	decide := func(k []byte) {
 		s := e.ShardFor(k)
 		s.Lock()
-		_, err := s.Slide(0, k, now, rules, SlideOptions{Cost: 1}, &sc)
+		_, err := s.Slide(0, k, now, rules, ratelimit.SlideOptions{Cost: 1}, &sc)
 		s.Unlock()
 		if err != nil {
 			b.Fatal(err)
@@ -82,8 +84,8 @@ func BenchmarkDecideGCRA(b *testing.B) {
 	keys := benchDecisionKeys(10_000)
 	// One token per 953 ns, a burst of 2^30: every request is allowed and
 	// stores a new TAT. (Count 2^30 per second, as before, is an emission
-	// interval under 1 ns, which ErrZeroRate refuses before any decision.)
-	g := GCRA{MaxBurst: 1 << 30, Count: 1 << 20, Period: 1, Quantity: 1}
+	// interval under 1 ns, which ratelimit.ErrZeroRate refuses before any decision.)
+	g := ratelimit.GCRA{MaxBurst: 1 << 30, Count: 1 << 20, Period: 1, Quantity: 1}
 	var sc LimitScratch
 	now := int64(1_800_000_000_000)
 	decide := func(k []byte) {
@@ -127,26 +129,26 @@ func footprint(b *testing.B, n int, fill func(e *Engine, k []byte)) {
 }
 
 func BenchmarkFootprintFixed(b *testing.B) {
-	rules := []Rule{{Limit: 100, Window: 60_000}}
-	var sc FixedScratch
+	rules := []ratelimit.Rule{{Limit: 100, Window: 60_000}}
+	var sc ratelimit.FixedScratch
 	now := int64(1_800_000_000_000)
 	footprint(b, 1_000_000, func(e *Engine, k []byte) {
 		s := e.ShardFor(k)
-		_, st, exp, _ := DecideFixed(nil, rules, now, FixedOptions{Cost: 1}, &sc, nil)
+		_, st, exp, _ := ratelimit.DecideFixed(nil, rules, now, ratelimit.FixedOptions{Cost: 1}, &sc, nil)
 		s.SetLimitState(0, k, now, st, exp)
 	})
 }
 
 func BenchmarkFootprintSlide100(b *testing.B) {
-	rules := []Rule{{Limit: 100, Window: 60_000}}
-	var sc SlideScratch
+	rules := []ratelimit.Rule{{Limit: 100, Window: 60_000}}
+	var sc ratelimit.SlideScratch
 	footprint(b, 100_000, func(e *Engine, k []byte) {
 		s := e.ShardFor(k)
 		now := int64(1_800_000_000_000)
 		var st []byte
 		for j := 0; j < 100; j++ {
 			var exp int64
-			_, st, exp, _ = DecideSlide(st, rules, now, SlideOptions{Cost: 1}, &sc, nil)
+			_, st, exp, _ = ratelimit.DecideSlide(st, rules, now, ratelimit.SlideOptions{Cost: 1}, &sc, nil)
 			s.SetLimitState(0, k, now, st, exp)
 			now += 500
 		}

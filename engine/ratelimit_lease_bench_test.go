@@ -3,6 +3,8 @@ package engine
 import (
 	"strconv"
 	"testing"
+
+	"github.com/limitkv/limitkv/ratelimit"
 )
 
 // BenchmarkLease runs RL.ACQUIRE and RL.RELEASE's Shard operations under
@@ -38,7 +40,7 @@ func benchLease(b *testing.B, limit int64, op string) {
 	if op == "new" {
 		lease = limit * step // the oldest lease ends as a new one comes
 	}
-	acquire := func(k, id []byte) Decision {
+	acquire := func(k, id []byte) ratelimit.Decision {
 		s := e.ShardFor(k)
 		s.Lock()
 		d, err := s.Acquire(0, k, now, limit, lease, id, &sc)

@@ -6,12 +6,18 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/limitkv/limitkv/ratelimit"
 )
 
 // leaseModel is RL.ACQUIRE/RL.RELEASE from first principles: a map from id
 // to the end of its lease (exclusive), never pruned; a lease is live while
 // now < end.
 type leaseModel map[string]int64
+
+// leaseHead is the fixed part of a lease in ratelimit's state layout
+// (ratelimit/lease.go): its end and its id's length.
+const leaseHead = 9
 
 func (m leaseModel) live(now int64) int64 {
 	var n int64
@@ -42,8 +48,8 @@ func (m leaseModel) holds(id string, now int64) bool {
 // fits says whether a new id would get a slot at t with no other traffic.
 func (m leaseModel) fits(t, limit int64) bool { return m.live(t) < limit }
 
-func (m leaseModel) acquire(now, limit, lease int64, id string) Decision {
-	d := Decision{Limit: limit}
+func (m leaseModel) acquire(now, limit, lease int64, id string) ratelimit.Decision {
+	d := ratelimit.Decision{Limit: limit}
 	if !m.holds(id, now) && !m.fits(now, limit) {
 		// The retry time by search: the first millisecond a slot is free.
 		at := now
@@ -125,7 +131,7 @@ func TestLeaseAgainstModel(t *testing.T) {
 				t.Fatalf("%s: key expires at %d, last lease ends at %d", ctx, ent.ExpireAt(), last)
 			}
 			if ok {
-				st, _, _ := s.LimitState(0, key, now, LimitLease)
+				st, _, _ := s.LimitState(0, key, now, ratelimit.KindLease)
 				n := int64(0)
 				p := 1
 				for ; p+leaseHead <= len(st); p += leaseHead + int(st[p+8]) + 1 {
@@ -156,17 +162,17 @@ func TestLeaseExpiresToTheMillisecond(t *testing.T) {
 	k := []byte("sem")
 	s := e.ShardFor(k)
 	t0 := int64(1_800_000_000_000)
-	acq := func(now int64, id string) Decision {
+	acq := func(now int64, id string) ratelimit.Decision {
 		d, err := s.Acquire(0, k, now, 1, 1000, []byte(id), &sc)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return d
 	}
-	if d := acq(t0, "a"); d != (Decision{true, 1, 0, -1, 1000}) {
+	if d := acq(t0, "a"); d != (ratelimit.Decision{Allowed: true, Limit: 1, Remaining: 0, RetryAfter: -1, ResetAfter: 1000}) {
 		t.Fatalf("first: %+v", d)
 	}
-	if d := acq(t0+999, "b"); d != (Decision{false, 1, 0, 1, 1}) {
+	if d := acq(t0+999, "b"); d != (ratelimit.Decision{Allowed: false, Limit: 1, Remaining: 0, RetryAfter: 1, ResetAfter: 1}) {
 		t.Fatalf("at t+L-1: %+v", d)
 	}
 	if _, ok := s.Find(0, k, t0+999); !ok {
@@ -175,11 +181,11 @@ func TestLeaseExpiresToTheMillisecond(t *testing.T) {
 	if _, ok := s.Find(0, k, t0+1000); ok {
 		t.Fatal("key still there at t+L")
 	}
-	if d := acq(t0+1000, "b"); d != (Decision{true, 1, 0, -1, 1000}) {
+	if d := acq(t0+1000, "b"); d != (ratelimit.Decision{Allowed: true, Limit: 1, Remaining: 0, RetryAfter: -1, ResetAfter: 1000}) {
 		t.Fatalf("at t+L: %+v", d)
 	}
 	// b renews at t+1500: its lease now ends at t+2500.
-	if d := acq(t0+1500, "b"); d != (Decision{true, 1, 0, -1, 1000}) {
+	if d := acq(t0+1500, "b"); d != (ratelimit.Decision{Allowed: true, Limit: 1, Remaining: 0, RetryAfter: -1, ResetAfter: 1000}) {
 		t.Fatalf("renew: %+v", d)
 	}
 	if d := acq(t0+2499, "a"); d.Allowed || d.RetryAfter != 1 {
@@ -216,10 +222,10 @@ func TestLeaseLoweredLimit(t *testing.T) {
 	}
 	// Limit 1: a, b and c (ending at t+100..t+102) must all end before a
 	// slot frees.
-	if d, _ := s.Acquire(0, k, t0+10, 1, 100, []byte("x"), &sc); d != (Decision{false, 1, 0, 92, 92}) {
+	if d, _ := s.Acquire(0, k, t0+10, 1, 100, []byte("x"), &sc); d != (ratelimit.Decision{Allowed: false, Limit: 1, Remaining: 0, RetryAfter: 92, ResetAfter: 92}) {
 		t.Fatalf("lowered: %+v", d)
 	}
-	if d, _ := s.Acquire(0, k, t0+10, 1, 100, []byte("c"), &sc); d != (Decision{true, 1, 0, -1, 100}) {
+	if d, _ := s.Acquire(0, k, t0+10, 1, 100, []byte("c"), &sc); d != (ratelimit.Decision{Allowed: true, Limit: 1, Remaining: 0, RetryAfter: -1, ResetAfter: 100}) {
 		t.Fatalf("renew over the limit: %+v", d)
 	}
 }
@@ -232,7 +238,7 @@ func TestLeaseWrongKind(t *testing.T) {
 	now := int64(1_800_000_000_000)
 	k := []byte("k")
 	s := e.ShardFor(k)
-	if _, err := s.Fixed(0, k, now, []Rule{{5, 1000}}, FixedOptions{Cost: 1}, &sc); err != nil {
+	if _, err := s.Fixed(0, k, now, []ratelimit.Rule{{Limit: 5, Window: 1000}}, ratelimit.FixedOptions{Cost: 1}, &sc); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Acquire(0, k, now, 5, 1000, []byte("a"), &sc); !errors.Is(err, ErrWrongType) {
@@ -245,7 +251,7 @@ func TestLeaseWrongKind(t *testing.T) {
 	if _, err := s.Acquire(0, k, now, 5, 1000, []byte("a"), &sc); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Slide(0, k, now, []Rule{{5, 1000}}, SlideOptions{Cost: 1}, &sc); !errors.Is(err, ErrWrongType) {
+	if _, err := s.Slide(0, k, now, []ratelimit.Rule{{Limit: 5, Window: 1000}}, ratelimit.SlideOptions{Cost: 1}, &sc); !errors.Is(err, ErrWrongType) {
 		t.Errorf("slide on a lease key: %v", err)
 	}
 	if got := s.Encoding(mustFind(t, s, k, now)); got != "concurrency" {
@@ -268,19 +274,6 @@ func mustFind(t *testing.T, s *Shard, k []byte, now int64) Entry {
 		t.Fatal("key not found")
 	}
 	return e
-}
-
-// TestLeaseDamagedState: a truncated state reads as fewer leases, never
-// panics.
-func TestLeaseDamagedState(t *testing.T) {
-	var sc LeaseScratch
-	now := int64(1_800_000_000_000)
-	_, st, _, _ := DecideAcquire(nil, 3, 1000, []byte("a"), now, &sc, nil)
-	_, st, _, _ = DecideAcquire(st, 3, 1000, []byte("bb"), now, &sc, nil)
-	for i := 0; i < len(st); i++ {
-		DecideAcquire(st[:i], 3, 1000, []byte("c"), now, &sc, nil)
-		DecideRelease(st[:i], []byte("a"), now, nil)
-	}
 }
 
 // TestLeaseOpsDoNotAllocate: on an existing key, acquiring a new id,

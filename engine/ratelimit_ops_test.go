@@ -2,7 +2,10 @@ package engine
 
 import (
 	"errors"
+	"math/rand/v2"
 	"testing"
+
+	"github.com/limitkv/limitkv/ratelimit"
 )
 
 // TestLimitOpsDoNotAllocate: a decision on an existing key, through the
@@ -13,27 +16,27 @@ func TestLimitOpsDoNotAllocate(t *testing.T) {
 	e := New(Config{Databases: 1})
 	now := int64(1_800_000_000_000)
 	var sc LimitScratch
-	rules := []Rule{{Limit: 1 << 40, Window: 60_000}, {Limit: 1 << 40, Window: 3_600_000}}
-	slide := []Rule{{Limit: 100, Window: 60_000}}
+	rules := []ratelimit.Rule{{Limit: 1 << 40, Window: 60_000}, {Limit: 1 << 40, Window: 3_600_000}}
+	slide := []ratelimit.Rule{{Limit: 100, Window: 60_000}}
 	ops := []struct {
 		name string
 		run  func(s *Shard, k []byte) error
 	}{
 		{"fixed", func(s *Shard, k []byte) error {
-			_, err := s.Fixed(0, k, now, rules, FixedOptions{Cost: 1}, &sc)
+			_, err := s.Fixed(0, k, now, rules, ratelimit.FixedOptions{Cost: 1}, &sc)
 			return err
 		}},
 		{"fixed-first", func(s *Shard, k []byte) error {
-			_, err := s.Fixed(0, k, now, rules, FixedOptions{Cost: 1, First: true}, &sc)
+			_, err := s.Fixed(0, k, now, rules, ratelimit.FixedOptions{Cost: 1, First: true}, &sc)
 			return err
 		}},
 		{"slide", func(s *Shard, k []byte) error {
 			now += 600 // a full window: the oldest entry leaves as one comes
-			_, err := s.Slide(0, k, now, slide, SlideOptions{Cost: 1}, &sc)
+			_, err := s.Slide(0, k, now, slide, ratelimit.SlideOptions{Cost: 1}, &sc)
 			return err
 		}},
 		{"throttle", func(s *Shard, k []byte) error {
-			_, err := s.Throttle(0, k, now, GCRA{MaxBurst: 1 << 30, Count: 1 << 20, Period: 1, Quantity: 1}, &sc)
+			_, err := s.Throttle(0, k, now, ratelimit.GCRA{MaxBurst: 1 << 30, Count: 1 << 20, Period: 1, Quantity: 1}, &sc)
 			return err
 		}},
 	}
@@ -57,17 +60,17 @@ func TestLimitOpsCheckTheKind(t *testing.T) {
 	e := New(Config{Databases: 1})
 	now := int64(1_800_000_000_000)
 	var sc LimitScratch
-	rules := []Rule{{Limit: 5, Window: 1000}}
+	rules := []ratelimit.Rule{{Limit: 5, Window: 1000}}
 	k := []byte("k")
 	s := e.ShardFor(k)
-	fixed := func() error { _, err := s.Fixed(0, k, now, rules, FixedOptions{Cost: 1}, &sc); return err }
-	slide := func() error { _, err := s.Slide(0, k, now, rules, SlideOptions{Cost: 1}, &sc); return err }
+	fixed := func() error { _, err := s.Fixed(0, k, now, rules, ratelimit.FixedOptions{Cost: 1}, &sc); return err }
+	slide := func() error { _, err := s.Slide(0, k, now, rules, ratelimit.SlideOptions{Cost: 1}, &sc); return err }
 	throttle := func() error {
-		_, err := s.Throttle(0, k, now, GCRA{MaxBurst: 1, Count: 1, Period: 1, Quantity: 1}, &sc)
+		_, err := s.Throttle(0, k, now, ratelimit.GCRA{MaxBurst: 1, Count: 1, Period: 1, Quantity: 1}, &sc)
 		return err
 	}
 	ops := []func() error{fixed, slide, throttle}
-	kinds := []byte{LimitFixed, LimitSlide, LimitGCRA}
+	kinds := []byte{ratelimit.KindFixed, ratelimit.KindSlide, ratelimit.KindGCRA}
 	for i, first := range ops {
 		s.Delete(0, k, now)
 		if err := first(); err != nil {
@@ -94,7 +97,95 @@ func TestLimitOpsCheckTheKind(t *testing.T) {
 			t.Errorf("op %d on a list: %v", j, err)
 		}
 	}
-	if _, err := s.Throttle(0, []byte("z"), now, GCRA{MaxBurst: 1, Count: 0, Period: 1, Quantity: 1}, &sc); err != ErrZeroRate {
+	if _, err := s.Throttle(0, []byte("z"), now, ratelimit.GCRA{MaxBurst: 1, Count: 0, Period: 1, Quantity: 1}, &sc); err != ratelimit.ErrZeroRate {
 		t.Errorf("zero rate: %v", err)
+	}
+}
+
+// TestLimitOpsStoreWhatTheyDecide: each Shard operation answers what its
+// pure function answers on the key's state, and stores exactly the state
+// and expiry the function returned, or leaves the key as it was when the
+// function wrote nothing. (The functions themselves are checked by
+// ratelimit's models and datadriven files.)
+func TestLimitOpsStoreWhatTheyDecide(t *testing.T) {
+	z, err := ratelimit.ParseZone([]byte("America/New_York"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for seed := uint64(0); seed < 50; seed++ {
+		rng := rand.New(rand.NewPCG(seed, 29))
+		e := New(Config{Databases: 1})
+		k := []byte("k")
+		s := e.ShardFor(k)
+		kind := []byte{ratelimit.KindFixed, ratelimit.KindSlide, ratelimit.KindGCRA}[rng.IntN(3)]
+		rules := []ratelimit.Rule{{Limit: 1 + rng.Int64N(5), Window: 1000}, {Limit: 3 + rng.Int64N(20), Window: 60_000}}
+		var sc LimitScratch
+		var fsc ratelimit.FixedScratch
+		var ssc ratelimit.SlideScratch
+		now := int64(1_800_000_000_000)
+		for step := 0; step < 300; step++ {
+			now += []int64{0, 1, rng.Int64N(300), rng.Int64N(5000)}[rng.IntN(4)]
+			s.Lock()
+			old, _, err := s.LimitState(0, k, now, kind)
+			if err != nil {
+				t.Fatal(err)
+			}
+			old = append([]byte(nil), old...)
+			var got, want [5]int64
+			var st []byte
+			var exp int64
+			var write bool
+			row := func(d ratelimit.Decision) [5]int64 {
+				a := int64(0)
+				if d.Allowed {
+					a = 1
+				}
+				return [5]int64{a, d.Limit, d.Remaining, d.RetryAfter, d.ResetAfter}
+			}
+			switch kind {
+			case ratelimit.KindFixed:
+				o := ratelimit.FixedOptions{Cost: 1, Peek: rng.IntN(8) == 0, First: seed%3 == 0, Ban: []int64{0, 0, 3000}[rng.IntN(3)]}
+				if seed%3 == 1 {
+					o.Zone = z
+				}
+				var d ratelimit.Decision
+				d, st, exp, write = ratelimit.DecideFixed(old, rules, now, o, &fsc, nil)
+				want = row(d)
+				d, err = s.Fixed(0, k, now, rules, o, &sc)
+				got = row(d)
+			case ratelimit.KindSlide:
+				o := ratelimit.SlideOptions{Cost: 1, Peek: rng.IntN(8) == 0, Penalize: seed%2 == 0, Ban: []int64{0, 0, 3000}[rng.IntN(3)]}
+				var d ratelimit.Decision
+				d, st, exp, write = ratelimit.DecideSlide(old, rules, now, o, &ssc, nil)
+				want = row(d)
+				d, err = s.Slide(0, k, now, rules, o, &sc)
+				got = row(d)
+			case ratelimit.KindGCRA:
+				g := ratelimit.GCRA{MaxBurst: rules[0].Limit, Count: rules[1].Limit, Period: 60, Quantity: rng.Int64N(3)}
+				var r ratelimit.ThrottleResult
+				r, st, exp, write, _ = ratelimit.DecideGCRA(old, g, now, nil)
+				want = [5]int64{r.RetryNs, r.Limit, r.Remaining, r.RetryAfter, r.ResetNs}
+				r, err = s.Throttle(0, k, now, g, &sc)
+				got = [5]int64{r.RetryNs, r.Limit, r.Remaining, r.RetryAfter, r.ResetNs}
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != want {
+				t.Fatalf("seed %d step %d: operation answered %v, function %v", seed, step, got, want)
+			}
+			after, _, _ := s.LimitState(0, k, now, kind)
+			switch {
+			case !write && string(after) != string(old):
+				t.Fatalf("seed %d step %d: state changed from %x to %x; the function wrote nothing", seed, step, old, after)
+			case write && string(after) != string(st):
+				t.Fatalf("seed %d step %d: stored %x, the function %x", seed, step, after, st)
+			case write:
+				if ent, _ := s.Find(0, k, now); ent.ExpireAt() != exp {
+					t.Fatalf("seed %d step %d: expiry %d, the function %d", seed, step, ent.ExpireAt(), exp)
+				}
+			}
+			s.Unlock()
+		}
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/limitkv/limitkv/ratelimit"
 )
 
 // Several policies on shared keys against a model that gives every
@@ -17,22 +19,22 @@ func TestPoliciesOnSharedKeysMatchModel(t *testing.T) {
 	type pol struct {
 		name  string
 		kind  byte
-		rules []Rule
-		fixed FixedOptions
-		slide SlideOptions
-		gcra  GCRA
+		rules []ratelimit.Rule
+		fixed ratelimit.FixedOptions
+		slide ratelimit.SlideOptions
+		gcra  ratelimit.GCRA
 		limit int64 // CONCURRENCY
 		lease int64
 	}
 	pols := []pol{
-		{name: "f", kind: LimitFixed, rules: []Rule{{3, 1000}, {5, 10_000}}},
-		{name: "fb", kind: LimitFixed, rules: []Rule{{2, 1000}}, fixed: FixedOptions{Ban: 3000}},
-		{name: "ff", kind: LimitFixed, rules: []Rule{{2, 1500}}, fixed: FixedOptions{First: true}},
-		{name: "s", kind: LimitSlide, rules: []Rule{{4, 2000}}},
-		{name: "sp", kind: LimitSlide, rules: []Rule{{2, 1000}, {3, 4000}}, slide: SlideOptions{Penalize: true}},
-		{name: "g", kind: LimitGCRA, gcra: GCRA{MaxBurst: 2, Count: 1, Period: 1}},
-		{name: "c", kind: LimitLease, limit: 2, lease: 1500},
-		{name: "c2", kind: LimitLease, limit: 1, lease: 700},
+		{name: "f", kind: ratelimit.KindFixed, rules: []ratelimit.Rule{{Limit: 3, Window: 1000}, {Limit: 5, Window: 10_000}}},
+		{name: "fb", kind: ratelimit.KindFixed, rules: []ratelimit.Rule{{Limit: 2, Window: 1000}}, fixed: ratelimit.FixedOptions{Ban: 3000}},
+		{name: "ff", kind: ratelimit.KindFixed, rules: []ratelimit.Rule{{Limit: 2, Window: 1500}}, fixed: ratelimit.FixedOptions{First: true}},
+		{name: "s", kind: ratelimit.KindSlide, rules: []ratelimit.Rule{{Limit: 4, Window: 2000}}},
+		{name: "sp", kind: ratelimit.KindSlide, rules: []ratelimit.Rule{{Limit: 2, Window: 1000}, {Limit: 3, Window: 4000}}, slide: ratelimit.SlideOptions{Penalize: true}},
+		{name: "g", kind: ratelimit.KindGCRA, gcra: ratelimit.GCRA{MaxBurst: 2, Count: 1, Period: 1}},
+		{name: "c", kind: ratelimit.KindLease, limit: 2, lease: 1500},
+		{name: "c2", kind: ratelimit.KindLease, limit: 1, lease: 700},
 	}
 	keys := []string{"k0", "k1", "k2"}
 	type model struct {
@@ -46,9 +48,9 @@ func TestPoliciesOnSharedKeysMatchModel(t *testing.T) {
 		clock := NewManualClock(1_700_000_000_000)
 		e := New(Config{Databases: 1, Clock: clock})
 		var sc LimitScratch
-		var fs FixedScratch
-		var ss SlideScratch
-		var ls LeaseScratch
+		var fs ratelimit.FixedScratch
+		var ss ratelimit.SlideScratch
+		var ls ratelimit.LeaseScratch
 		models := map[string]*model{}
 		for _, k := range keys {
 			models[k] = &model{state: map[string][]byte{}, exp: map[string]int64{}}
@@ -96,8 +98,8 @@ func TestPoliciesOnSharedKeysMatchModel(t *testing.T) {
 				}
 				want := false
 				for _, p := range pols {
-					if old := live(m, p.name, now); p.kind == LimitLease && old != nil {
-						ok, st, exp := DecideRelease(old, id, now, nil)
+					if old := live(m, p.name, now); p.kind == ratelimit.KindLease && old != nil {
+						ok, st, exp, _ := ratelimit.DecideRelease(old, id, now, nil)
 						if ok {
 							want = true
 							write(m, p.name, st, exp, now)
@@ -116,34 +118,34 @@ func TestPoliciesOnSharedKeysMatchModel(t *testing.T) {
 				old := live(m, p.name, now)
 				cost := int64(1 + rng.IntN(2))
 				peek := rng.IntN(6) == 0
-				var got, want Decision
+				var got, want ratelimit.Decision
 				var err error
 				var st []byte
 				var exp int64
 				var wr bool
 				switch p.kind {
-				case LimitFixed:
+				case ratelimit.KindFixed:
 					o := p.fixed
 					o.Cost, o.Peek = cost, peek
 					got, err = sh.PolicyFixed(0, key, now, name, p.rules, o, &sc)
-					want, st, exp, wr = DecideFixed(old, p.rules, now, o, &fs, nil)
-				case LimitSlide:
+					want, st, exp, wr = ratelimit.DecideFixed(old, p.rules, now, o, &fs, nil)
+				case ratelimit.KindSlide:
 					o := p.slide
 					o.Cost, o.Peek = cost, peek
 					got, err = sh.PolicySlide(0, key, now, name, p.rules, o, &sc)
-					want, st, exp, wr = DecideSlide(old, p.rules, now, o, &ss, nil)
-				case LimitGCRA:
+					want, st, exp, wr = ratelimit.DecideSlide(old, p.rules, now, o, &ss, nil)
+				case ratelimit.KindGCRA:
 					g := p.gcra
 					g.Quantity, g.Peek = cost, peek
-					var gr, wr2 ThrottleResult
+					var gr, wr2 ratelimit.ThrottleResult
 					gr, err = sh.PolicyThrottle(0, key, now, name, g, &sc)
-					wr2, st, exp, wr, _ = DecideGCRA(old, g, now, nil)
-					got, want = Decision{Allowed: !gr.Limited, Limit: gr.Limit, Remaining: gr.Remaining, RetryAfter: gr.RetryNs, ResetAfter: gr.ResetNs},
-						Decision{Allowed: !wr2.Limited, Limit: wr2.Limit, Remaining: wr2.Remaining, RetryAfter: wr2.RetryNs, ResetAfter: wr2.ResetNs}
-				case LimitLease:
+					wr2, st, exp, wr, _ = ratelimit.DecideGCRA(old, g, now, nil)
+					got, want = ratelimit.Decision{Allowed: !gr.Limited, Limit: gr.Limit, Remaining: gr.Remaining, RetryAfter: gr.RetryNs, ResetAfter: gr.ResetNs},
+						ratelimit.Decision{Allowed: !wr2.Limited, Limit: wr2.Limit, Remaining: wr2.Remaining, RetryAfter: wr2.RetryNs, ResetAfter: wr2.ResetNs}
+				case ratelimit.KindLease:
 					id := ids[rng.IntN(len(ids))]
 					got, err = sh.PolicyAcquire(0, key, now, name, p.limit, p.lease, id, &sc)
-					want, st, exp, wr = decideAcquire(old, p.limit, p.lease, id, now, &ls, nil)
+					want, st, exp, wr = ratelimit.DecideAcquire(old, p.limit, p.lease, id, now, &ls, nil)
 				}
 				if err != nil {
 					t.Fatalf("%s: policy %s: %v", what, p.name, err)
@@ -177,39 +179,39 @@ func TestPolicyKeyConversion(t *testing.T) {
 	now := clock.Now()
 	key := []byte("u")
 	sh := e.ShardFor(key)
-	rules := []Rule{{3, 10_000}}
-	if _, err := sh.Slide(0, key, now, rules, SlideOptions{Cost: 2}, &sc); err != nil {
+	rules := []ratelimit.Rule{{Limit: 3, Window: 10_000}}
+	if _, err := sh.Slide(0, key, now, rules, ratelimit.SlideOptions{Cost: 2}, &sc); err != nil {
 		t.Fatal(err)
 	}
-	d, err := sh.PolicySlide(0, key, now, []byte("api"), rules, SlideOptions{Cost: 1}, &sc)
+	d, err := sh.PolicySlide(0, key, now, []byte("api"), rules, ratelimit.SlideOptions{Cost: 1}, &sc)
 	if err != nil || !d.Allowed || d.Remaining != 0 {
 		t.Fatalf("the command's state was not taken as the policy's: %+v %v", d, err)
 	}
-	if _, err := sh.PolicyFixed(0, []byte("other"), now, []byte("api"), rules, FixedOptions{Cost: 1}, &sc); err != nil {
+	if _, err := sh.PolicyFixed(0, []byte("other"), now, []byte("api"), rules, ratelimit.FixedOptions{Cost: 1}, &sc); err != nil {
 		t.Fatal(err)
 	}
 	ent, _ := sh.Find(0, key, now)
 	if enc := sh.Encoding(ent); enc != "policies" {
 		t.Fatalf("encoding %q", enc)
 	}
-	if _, err := sh.Slide(0, key, now, rules, SlideOptions{Cost: 1}, &sc); err != ErrWrongType {
+	if _, err := sh.Slide(0, key, now, rules, ratelimit.SlideOptions{Cost: 1}, &sc); err != ErrWrongType {
 		t.Fatalf("the command on a policies key: %v, want WRONGTYPE", err)
 	}
 	// The policy redefined as FIXED: its SLIDE state reads as absent.
-	d, err = sh.PolicyFixed(0, key, now, []byte("api"), rules, FixedOptions{Cost: 1}, &sc)
+	d, err = sh.PolicyFixed(0, key, now, []byte("api"), rules, ratelimit.FixedOptions{Cost: 1}, &sc)
 	if err != nil || !d.Allowed || d.Remaining != 2 {
 		t.Fatalf("a policy whose type changed: %+v %v", d, err)
 	}
 	g := []byte("g")
 	e.ShardFor(g).SetString(0, g, []byte("x"), 0)
-	if _, err := e.ShardFor(g).PolicyFixed(0, g, now, []byte("api"), rules, FixedOptions{Cost: 1}, &sc); err != ErrWrongType {
+	if _, err := e.ShardFor(g).PolicyFixed(0, g, now, []byte("api"), rules, ratelimit.FixedOptions{Cost: 1}, &sc); err != ErrWrongType {
 		t.Fatalf("a string key: %v", err)
 	}
 	h := []byte("h")
-	if _, err := e.ShardFor(h).Throttle(0, h, now, GCRA{MaxBurst: 1, Count: 1, Period: 1, Quantity: 1}, &sc); err != nil {
+	if _, err := e.ShardFor(h).Throttle(0, h, now, ratelimit.GCRA{MaxBurst: 1, Count: 1, Period: 1, Quantity: 1}, &sc); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.ShardFor(h).PolicyFixed(0, h, now, []byte("api"), rules, FixedOptions{Cost: 1}, &sc); err != ErrWrongType {
-		t.Fatalf("a GCRA key checked through a FIXED policy: %v", err)
+	if _, err := e.ShardFor(h).PolicyFixed(0, h, now, []byte("api"), rules, ratelimit.FixedOptions{Cost: 1}, &sc); err != ErrWrongType {
+		t.Fatalf("a ratelimit.GCRA key checked through a FIXED policy: %v", err)
 	}
 }

@@ -1,12 +1,15 @@
 package engine
 
 import (
+	"cmp"
 	"fmt"
 	"math/rand"
 	"runtime"
 	"slices"
 	"strconv"
 	"testing"
+
+	"github.com/limitkv/limitkv/ratelimit"
 )
 
 // The counts cover the current period and the one before; older ones are
@@ -32,20 +35,20 @@ func TestTopDenialsPeriods(t *testing.T) {
 			t.Fatalf("at %d: %v, want %v", now, flat, exp)
 		}
 	}
-	base := int64(1_700_000_000_000) - 1_700_000_000_000%TopPeriod
+	base := int64(1_700_000_000_000) - 1_700_000_000_000%ratelimit.TopPeriod
 	note("a", base+10, 3)
 	note("b", base+20, 1)
 	want(base+30, "a", int64(3), "b", int64(1))
-	note("b", base+TopPeriod, 5)
-	want(base+TopPeriod+1, "b", int64(6), "a", int64(3))
-	want(base+2*TopPeriod-1, "b", int64(6), "a", int64(3))
-	want(base+2*TopPeriod, "b", int64(5))
-	note("a", base+TopPeriod, 1) // the clock went back: still counted
-	want(base+2*TopPeriod, "b", int64(5), "a", int64(1))
-	want(base+5*TopPeriod, []any{}...)
-	note("c", base+5*TopPeriod, 2)
+	note("b", base+ratelimit.TopPeriod, 5)
+	want(base+ratelimit.TopPeriod+1, "b", int64(6), "a", int64(3))
+	want(base+2*ratelimit.TopPeriod-1, "b", int64(6), "a", int64(3))
+	want(base+2*ratelimit.TopPeriod, "b", int64(5))
+	note("a", base+ratelimit.TopPeriod, 1) // the clock went back: still counted
+	want(base+2*ratelimit.TopPeriod, "b", int64(5), "a", int64(1))
+	want(base+5*ratelimit.TopPeriod, []any{}...)
+	note("c", base+5*ratelimit.TopPeriod, 2)
 	e.ResetDenials(false)
-	want(base+5*TopPeriod, []any{}...)
+	want(base+5*ratelimit.TopPeriod, []any{}...)
 	// TopDenials with n below the number of keys, ties by key.
 	for _, k := range []string{"x", "w", "v", "y"} {
 		note(k, base, 1)
@@ -85,7 +88,7 @@ func topKeys(n int) [][]byte {
 // checkDenials checks RL.TOP's guarantees against exact counts: every
 // reported count brackets the true one, and no key is missing whose true
 // count exceeds what its shard's summaries could have let slip.
-func checkDenials(t *testing.T, e *Engine, keys [][]byte, exact []int64, now int64) []Denial {
+func checkDenials(t *testing.T, e *Engine, keys [][]byte, exact []int64, now int64) []ratelimit.Denial {
 	t.Helper()
 	all := e.TopDenials(len(keys), now, false)
 	seen := map[int]bool{}
@@ -104,8 +107,8 @@ func checkDenials(t *testing.T, e *Engine, keys [][]byte, exact []int64, now int
 	}
 	for i, n := range exact {
 		d := e.ShardFor(keys[i]).denials
-		if n > 0 && !seen[i] && n > d.cur.floor()+d.prev.floor() {
-			t.Fatalf("%s denied %d times is missing (floors %d + %d)", keys[i], n, d.cur.floor(), d.prev.floor())
+		if n > 0 && !seen[i] && n > d.Floor() {
+			t.Fatalf("%s denied %d times is missing (floors %d)", keys[i], n, d.Floor())
 		}
 	}
 	return all
@@ -117,16 +120,16 @@ func TestTopDenialsModel(t *testing.T) {
 	keys := topKeys(100_000)
 	for run, s := range []float64{1.1, 1.3, 2} {
 		e := New(Config{})
-		base := int64(run+1) * 1000 * TopPeriod
-		old := zipfDenials(e, keys, 50_000, s, base-TopPeriod, int64(run))
+		base := int64(run+1) * 1000 * ratelimit.TopPeriod
+		old := zipfDenials(e, keys, 50_000, s, base-ratelimit.TopPeriod, int64(run))
 		prev := zipfDenials(e, keys, 200_000, s, base, int64(run)+10)
-		cur := zipfDenials(e, keys, 300_000, s, base+TopPeriod+5, int64(run)+20)
+		cur := zipfDenials(e, keys, 300_000, s, base+ratelimit.TopPeriod+5, int64(run)+20)
 		_ = old // forgotten: two periods before
 		exact := make([]int64, len(keys))
 		for i := range exact {
 			exact[i] = prev[i] + cur[i]
 		}
-		all := checkDenials(t, e, keys, exact, base+2*TopPeriod-1)
+		all := checkDenials(t, e, keys, exact, base+2*ratelimit.TopPeriod-1)
 		// A top-k reply holds every key whose true count beats the k-th
 		// reported count.
 		for _, k := range []int{10, 100, 1000} {
@@ -141,7 +144,7 @@ func TestTopDenialsModel(t *testing.T) {
 					t.Fatalf("top %d misses %s, denied %d times > %d", k, keys[i], n, top[k-1].Count)
 				}
 			}
-			got := e.TopDenials(k, base+2*TopPeriod-1, false)
+			got := e.TopDenials(k, base+2*ratelimit.TopPeriod-1, false)
 			if len(got) != len(top) {
 				t.Fatalf("TopDenials(%d) returned %d entries of %d", k, len(got), len(all))
 			}
@@ -181,7 +184,7 @@ func TestTopAccuracy(t *testing.T) {
 		for i := range byCount {
 			byCount[i] = i
 		}
-		slices.SortFunc(byCount, func(a, b int) int { return cmpInt64(exact[b], exact[a]) })
+		slices.SortFunc(byCount, func(a, b int) int { return cmp.Compare(exact[b], exact[a]) })
 		distinct := 0
 		for _, c := range exact {
 			if c > 0 {
@@ -208,17 +211,17 @@ func TestTopAccuracy(t *testing.T) {
 		}
 		t.Log(line)
 		t.Logf("s=%.1f: sketch memory %d bytes counted, heap growth %d bytes (%d shards x 2 periods x %d counters)",
-			s, e.denialBytes(false), int64(after.HeapAlloc)-int64(before.HeapAlloc), Shards, TopSlots)
+			s, e.denialBytes(false), int64(after.HeapAlloc)-int64(before.HeapAlloc), Shards, ratelimit.TopSlots)
 		runtime.KeepAlive(exact)
 	}
 }
 
 // topMemoryBound is the most the summaries may hold: every counter with a
 // full key buffer.
-const topMemoryBound = Shards * 2 * (TopSlots*(64+4+TopKeyBytes) + 4*2*TopSlots)
+const topMemoryBound = Shards * 2 * (ratelimit.TopSlots*(64+4+ratelimit.TopKeyBytes) + 4*2*ratelimit.TopSlots)
 
 // TestTopMemoryBounded: a million distinct keys, some longer than
-// TopKeyBytes, cost no more than the fixed bound, and no more than a
+// ratelimit.TopKeyBytes, cost no more than the fixed bound, and no more than a
 // thousand do once the buffers are grown.
 func TestTopMemoryBounded(t *testing.T) {
 	e := New(Config{})
@@ -253,7 +256,7 @@ func TestTopMemoryBounded(t *testing.T) {
 		t.Fatalf("top: %d entries", len(top))
 	}
 	for _, d := range top {
-		if len(d.Key) != min(d.KeyLen, TopKeyBytes) {
+		if len(d.Key) != min(d.KeyLen, ratelimit.TopKeyBytes) {
 			t.Fatalf("%q: %d bytes kept of %d", d.Key, len(d.Key), d.KeyLen)
 		}
 	}

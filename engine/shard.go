@@ -2,6 +2,8 @@ package engine
 
 import (
 	"sync"
+
+	"github.com/limitkv/limitkv/ratelimit"
 )
 
 // Shard owns the keys whose hash falls in it, in every database, behind one
@@ -51,7 +53,7 @@ type Shard struct {
 
 	// denials counts the denials of this shard's keys for RL.TOP
 	// (ratelimit_top.go); nil until the first one.
-	denials *denials
+	denials *ratelimit.Denials
 }
 
 func (s *Shard) init(e *Engine) {
@@ -511,7 +513,7 @@ func (s *Shard) Encoding(e Entry) string {
 		return "raw"
 	case encLimit:
 		if st := limitBytes(s, e); len(st) > 0 {
-			return LimitKindName(st[0])
+			return ratelimit.KindName(st[0])
 		}
 		return "ratelimit"
 	}

@@ -19,9 +19,9 @@ import (
 // A key's value is the engine's value codec (engine/codec.go): a type
 // byte, the absolute expiry, the body. formatVersion covers both: 2 added
 // sets ('S'); 3 added bans (lists of type 'L', rate-limit states whose kind
-// byte has limitBanned set), so that an older binary refuses a snapshot it
-// would misread. An older database is read as it is and marked current
-// when opened for writing.
+// byte has the banned flag of ratelimit/ban.go set), so that an older
+// binary refuses a snapshot it would misread. An older database is read as
+// it is and marked current when opened for writing.
 const (
 	magic         = "limitkv-snapshot"
 	formatVersion = 3

@@ -18,6 +18,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/limitkv/limitkv/engine"
+	"github.com/limitkv/limitkv/ratelimit"
 )
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -135,21 +136,21 @@ func fill(eng *engine.Engine) {
 		s.SetObject(0, k, engine.KindSet, st, 0)
 	})
 	with(eng, "fixed", func(s *engine.Shard, k []byte) {
-		var sc engine.FixedScratch
-		_, st, exp, _ := engine.DecideFixed(nil, []engine.Rule{{Limit: 5, Window: 60_000}}, now, engine.FixedOptions{Cost: 5}, &sc, nil)
+		var sc ratelimit.FixedScratch
+		_, st, exp, _ := ratelimit.DecideFixed(nil, []ratelimit.Rule{{Limit: 5, Window: 60_000}}, now, ratelimit.FixedOptions{Cost: 5}, &sc, nil)
 		s.SetLimitState(0, k, now, st, exp)
 	})
 	with(eng, "slide", func(s *engine.Shard, k []byte) {
-		var sc engine.SlideScratch
+		var sc ratelimit.SlideScratch
 		var st []byte
 		for i := int64(0); i < 10; i++ {
 			var exp int64
-			_, st, exp, _ = engine.DecideSlide(st, []engine.Rule{{Limit: 100, Window: 60_000}}, now+i*7, engine.SlideOptions{Cost: 1}, &sc, nil)
+			_, st, exp, _ = ratelimit.DecideSlide(st, []ratelimit.Rule{{Limit: 100, Window: 60_000}}, now+i*7, ratelimit.SlideOptions{Cost: 1}, &sc, nil)
 			s.SetLimitState(0, k, now, st, exp)
 		}
 	})
 	with(eng, "gcra", func(s *engine.Shard, k []byte) {
-		_, st, exp, _, _ := engine.DecideGCRA(nil, engine.GCRA{MaxBurst: 5, Count: 1, Period: 1, Quantity: 3}, now, nil)
+		_, st, exp, _, _ := ratelimit.DecideGCRA(nil, ratelimit.GCRA{MaxBurst: 5, Count: 1, Period: 1, Quantity: 3}, now, nil)
 		s.SetLimitState(0, k, now, st, exp)
 	})
 }
@@ -211,12 +212,12 @@ func TestRoundTripEveryType(t *testing.T) {
 	}
 	// An exhausted rate limit is still exhausted after the restart.
 	with(eng2, "fixed", func(s *engine.Shard, k []byte) {
-		old, _, err := s.LimitState(0, k, t0, engine.LimitFixed)
+		old, _, err := s.LimitState(0, k, t0, ratelimit.KindFixed)
 		if err != nil {
 			t.Fatal(err)
 		}
-		var sc engine.FixedScratch
-		d, _, _, _ := engine.DecideFixed(old, []engine.Rule{{Limit: 5, Window: 60_000}}, t0+1, engine.FixedOptions{Cost: 1}, &sc, nil)
+		var sc ratelimit.FixedScratch
+		d, _, _, _ := ratelimit.DecideFixed(old, []ratelimit.Rule{{Limit: 5, Window: 60_000}}, t0+1, ratelimit.FixedOptions{Cost: 1}, &sc, nil)
 		if d.Allowed {
 			t.Fatal("an exhausted limit was allowed again after a restart")
 		}

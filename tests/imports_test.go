@@ -12,20 +12,24 @@ import (
 
 // The package boundaries, checked rather than hoped for (as Pebble's
 // TestForbiddenImports does). Imports point one way: cmd -> commands ->
-// engine, resp; persist -> engine; the engine knows nothing of the wire or
-// the disk, the wire nothing of commands. Each package lists the packages
-// of this module its non-test files may import; stdOnly packages may import
-// nothing outside the standard library at all.
+// engine, resp; persist -> engine; engine -> ratelimit; the engine knows
+// nothing of the wire or the disk, the wire nothing of commands, and the
+// rate-limit core nothing of the keyspace that stores its states. Each
+// package lists the packages of this module its non-test files may import;
+// stdOnly packages may import nothing outside the standard library at all.
 var allowedImports = map[string]struct {
 	ours    []string
 	stdOnly bool
 }{
-	"engine":   {stdOnly: true},
-	"resp":     {},
-	"lua51":    {ours: []string{"resp"}},
-	"persist":  {ours: []string{"engine"}},
-	"tlsconf":  {stdOnly: true},
-	"commands": {ours: []string{"engine", "resp", "lua51", "tlsconf", "replication", "rdb"}},
+	// ratelimit is the rate-limit core: pure decisions and their state
+	// encodings, which the engine calls under its shard locks.
+	"ratelimit": {stdOnly: true},
+	"engine":    {ours: []string{"ratelimit"}, stdOnly: true},
+	"resp":      {},
+	"lua51":     {ours: []string{"resp"}},
+	"persist":   {ours: []string{"engine"}},
+	"tlsconf":   {stdOnly: true},
+	"commands":  {ours: []string{"engine", "ratelimit", "resp", "lua51", "tlsconf", "replication", "rdb"}},
 	// rdb is Redis's RDB value format over plain Go values (DUMP, RESTORE,
 	// MIGRATE, FUNCTION DUMP); commands translates to and from the engine.
 	"rdb": {stdOnly: true},
@@ -170,7 +174,12 @@ func TestForbiddenImportsCatches(t *testing.T) {
 		pkg, path string
 	}{
 		{"engine", "github.com/limitkv/limitkv/resp"},
+		{"engine", "github.com/limitkv/limitkv/persist"},
 		{"engine", "github.com/tidwall/redcon"},
+		{"ratelimit", "github.com/limitkv/limitkv/engine"},
+		{"ratelimit", "github.com/limitkv/limitkv/commands"},
+		{"ratelimit", "github.com/limitkv/limitkv/resp"},
+		{"ratelimit", "golang.org/x/exp/slices"},
 		{"resp", "github.com/limitkv/limitkv/commands"},
 		{"persist", "github.com/limitkv/limitkv/resp"},
 		{"persist", "github.com/limitkv/limitkv/commands"},

@@ -1,4 +1,4 @@
-package engine
+package ratelimit
 
 import (
 	"encoding/binary"
@@ -30,16 +30,15 @@ import (
 //
 // T is a UTC time (2026-01-01T00:00:00Z, milliseconds allowed) or +D / -D
 // from the previous case's time; W and D are durations with a unit (ms, s,
-// m, h, d). Fixed, slide and throttle run the pure Decide* function; each
-// case also runs the Shard operation on a key holding the same state and
-// fails if it decides otherwise or stores other bytes or another expiry,
-// so the operations, and the claim that a key expires only once it no
-// longer affects a decision, are checked by every case too. Login runs
-// Shard.Login, which has no pure form.
+// m, h, d). Each case runs the pure function: fixed DecideFixed, slide
+// DecideSlide, throttle DecideGCRA, login LoginHistory over a list of
+// entries kept here as the engine keeps the key's list (newest first,
+// trimmed and expiring as the decision says). The engine's tests check that
+// its Shard operations store what these functions return.
 
-func TestDecideFixedData(t *testing.T) { runLimitData(t, "testdata/decide_fixed", LimitFixed) }
-func TestDecideSlideData(t *testing.T) { runLimitData(t, "testdata/decide_slide", LimitSlide) }
-func TestDecideGCRAData(t *testing.T)  { runLimitData(t, "testdata/decide_gcra", LimitGCRA) }
+func TestDecideFixedData(t *testing.T) { runLimitData(t, "testdata/decide_fixed", KindFixed) }
+func TestDecideSlideData(t *testing.T) { runLimitData(t, "testdata/decide_slide", KindSlide) }
+func TestDecideGCRAData(t *testing.T)  { runLimitData(t, "testdata/decide_gcra", KindGCRA) }
 func TestLoginData(t *testing.T)       { runLoginData(t, "testdata/login") }
 
 // limitData is the state a file carries from case to case.
@@ -47,59 +46,40 @@ type limitData struct {
 	kind  byte
 	now   int64
 	state []byte // the pure functions' current state; nil for none
-	eng   *Engine
-	key   []byte
-	sc    LimitScratch
 	fixed FixedScratch
 	slide SlideScratch
 }
 
-func (d *limitData) shard() *Shard { return d.eng.ShardFor(d.key) }
-
 func runLimitData(t *testing.T, path string, kind byte) {
-	d := &limitData{kind: kind, eng: New(Config{Databases: 1}), key: []byte("k")}
+	d := &limitData{kind: kind}
 	datadriven.RunTest(t, path, func(t *testing.T, td *datadriven.TestData) string {
 		if td.HasArg("now") || td.Cmd != "state" {
 			d.now = ddTime(t, td, d.now)
 		}
-		s := d.shard()
-		s.Lock()
-		defer s.Unlock()
 		switch td.Cmd {
 		case "state":
 			d.state = d.parseState(t, td.Input)
-			if d.state == nil {
-				s.Delete(0, d.key, d.now)
-			} else {
-				s.SetLimitState(0, d.key, d.now, d.state, 0)
-			}
 			return d.formatState(d.state)
 		case "fixed", "slide", "throttle":
-			if want := map[string]byte{"fixed": LimitFixed, "slide": LimitSlide, "throttle": LimitGCRA}[td.Cmd]; want != kind {
+			if want := map[string]byte{"fixed": KindFixed, "slide": KindSlide, "throttle": KindGCRA}[td.Cmd]; want != kind {
 				t.Fatalf("%s in a file of kind %d", td.Cmd, kind)
 			}
-			return d.decide(t, td, s)
+			return d.decide(t, td)
 		}
 		t.Fatalf("unknown directive %q", td.Cmd)
 		return ""
 	})
 }
 
-// decide runs one case through the pure function and the Shard operation.
-func (d *limitData) decide(t *testing.T, td *datadriven.TestData, s *Shard) string {
-	before, _, err := s.LimitState(0, d.key, d.now, d.kind)
-	if err != nil {
-		t.Fatal(err)
-	}
-	before = append([]byte(nil), before...)
+// decide runs one case through the pure function.
+func (d *limitData) decide(t *testing.T, td *datadriven.TestData) string {
 	var (
 		reply       [5]int64
 		state       []byte
 		exp         int64
 		write       bool
 		extra       string
-		opReply     [5]int64
-		pureE, opE  error
+		pureE       error
 		decisionRow = func(x Decision) [5]int64 {
 			return [5]int64{int64(b2i(x.Allowed)), x.Limit, x.Remaining, x.RetryAfter, x.ResetAfter}
 		}
@@ -128,8 +108,6 @@ func (d *limitData) decide(t *testing.T, td *datadriven.TestData, s *Shard) stri
 		var x Decision
 		x, state, exp, write = DecideFixed(d.state, rules, d.now, o, &d.fixed, nil)
 		reply = decisionRow(x)
-		y, err := s.Fixed(0, d.key, d.now, rules, o, &d.sc)
-		opReply, opE = decisionRow(y), err
 	case "slide":
 		rules := ddRules(t, td)
 		o := SlideOptions{Cost: 1, Peek: td.HasArg("peek"), Penalize: td.HasArg("penalize")}
@@ -137,8 +115,6 @@ func (d *limitData) decide(t *testing.T, td *datadriven.TestData, s *Shard) stri
 		var x Decision
 		x, state, exp, write = DecideSlide(d.state, rules, d.now, o, &d.slide, nil)
 		reply = decisionRow(x)
-		y, err := s.Slide(0, d.key, d.now, rules, o, &d.sc)
-		opReply, opE = decisionRow(y), err
 	case "throttle":
 		g := GCRA{Quantity: 1}
 		td.ScanArgs(t, "burst", &g.MaxBurst)
@@ -152,30 +128,10 @@ func (d *limitData) decide(t *testing.T, td *datadriven.TestData, s *Shard) stri
 		}
 		reply = row(x)
 		extra = fmt.Sprintf("exact: retry_ns=%d reset_ns=%d\n", x.RetryNs, x.ResetNs)
-		y, err := s.Throttle(0, d.key, d.now, g, &d.sc)
-		opReply, opE = row(y), err
 	}
 
-	// The Shard operation must agree with the pure function.
-	if pureE != opE {
-		t.Fatalf("pure function: %v; Shard operation: %v", pureE, opE)
-	}
 	if pureE != nil {
 		return "error: " + pureE.Error() + "\n"
-	}
-	if reply != opReply {
-		t.Fatalf("pure function replies %v, Shard operation %v", reply, opReply)
-	}
-	after, _, _ := s.LimitState(0, d.key, d.now, d.kind)
-	switch {
-	case !write && string(after) != string(before):
-		t.Fatalf("Shard operation changed the state from %x to %x; the pure function wrote nothing", before, after)
-	case write && string(after) != string(state):
-		t.Fatalf("Shard operation stored %x, the pure function %x", after, state)
-	case write:
-		if e, _ := s.Find(0, d.key, d.now); e.ExpireAt() != exp {
-			t.Fatalf("Shard operation set expiry %d, the pure function %d", e.ExpireAt(), exp)
-		}
 	}
 
 	var b strings.Builder
@@ -202,8 +158,8 @@ func (d *limitData) parseState(t *testing.T, in string) []byte {
 	}
 	lines := strings.Split(in, "\n")
 	switch d.kind {
-	case LimitFixed:
-		st := binary.AppendUvarint([]byte{LimitFixed}, uint64(len(lines)))
+	case KindFixed:
+		st := binary.AppendUvarint([]byte{KindFixed}, uint64(len(lines)))
 		for _, line := range lines {
 			// 1m epoch start=2026-01-01T00:00:00Z count=2
 			f := strings.Fields(line)
@@ -218,10 +174,10 @@ func (d *limitData) parseState(t *testing.T, in string) []byte {
 			st = binary.AppendUvarint(st, uint64(parseDur(t, f[0])))
 			st = append(st, a)
 			st = binary.AppendVarint(st, parseTime(t, field(t, f[2], "start")))
-			st = binary.AppendUvarint(st, uint64(parseInt(t, field(t, f[3], "count"))))
+			st = binary.AppendUvarint(st, uint64(mustInt(t, field(t, f[3], "count"))))
 		}
 		return st
-	case LimitSlide:
+	case KindSlide:
 		var es []slideEntry
 		for _, line := range lines {
 			// 2026-01-01T00:00:00Z cost=1
@@ -229,16 +185,16 @@ func (d *limitData) parseState(t *testing.T, in string) []byte {
 			if len(f) != 2 {
 				t.Fatalf("slide entry %q: want T cost=N", line)
 			}
-			es = append(es, slideEntry{T: parseTime(t, f[0]), Cost: parseInt(t, field(t, f[1], "cost"))})
+			es = append(es, slideEntry{T: parseTime(t, f[0]), Cost: mustInt(t, field(t, f[1], "cost"))})
 		}
 		return encodeSlideEntries(es)
-	case LimitGCRA:
+	case KindGCRA:
 		// tat=2026-01-01T00:00:01.5Z
 		ts, err := time.Parse(time.RFC3339Nano, field(t, in, "tat"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		return binary.AppendVarint([]byte{LimitGCRA}, ts.UnixNano())
+		return binary.AppendVarint([]byte{KindGCRA}, ts.UnixNano())
 	}
 	t.Fatalf("kind %d", d.kind)
 	return nil
@@ -251,16 +207,16 @@ func (d *limitData) formatState(st []byte) string {
 	}
 	var b strings.Builder
 	switch d.kind {
-	case LimitFixed:
+	case KindFixed:
 		for _, e := range parseFixed(st, nil) {
 			align := map[byte]string{alignEpoch: "epoch", alignFirst: "first"}[e.align]
 			fmt.Fprintf(&b, "%s %s start=%s count=%d\n", formatDur(e.window), align, formatTime(e.start), e.count)
 		}
-	case LimitSlide:
+	case KindSlide:
 		for _, e := range slideEntries(st) {
 			fmt.Fprintf(&b, "%s cost=%d\n", formatTime(e.T), e.Cost)
 		}
-	case LimitGCRA:
+	case KindGCRA:
 		r := varintReader{b: st[1:]}
 		fmt.Fprintf(&b, "tat=%s\n", time.Unix(0, r.varint()).UTC().Format(time.RFC3339Nano))
 	}
@@ -305,7 +261,7 @@ func encodeSlideEntries(es []slideEntry) []byte {
 	if len(es) > 1 {
 		lastDelta = last.T - es[len(es)-2].T
 	}
-	st := binary.AppendUvarint([]byte{LimitSlide}, uint64(len(es)))
+	st := binary.AppendUvarint([]byte{KindSlide}, uint64(len(es)))
 	st = binary.AppendUvarint(st, uint64(total))
 	st = binary.AppendVarint(st, es[0].T)
 	st = binary.AppendVarint(st, last.T)
@@ -321,53 +277,62 @@ func encodeSlideEntries(es []slideEntry) []byte {
 }
 
 func runLoginData(t *testing.T, path string) {
-	e := New(Config{Databases: 1})
-	key := []byte("login")
-	s := e.ShardFor(key)
-	var now int64
+	// The key's list, newest first, and its expiry (0: none), kept as the
+	// engine keeps them.
+	var list [][]byte
+	var expireAt, now int64
 	datadriven.RunTest(t, path, func(t *testing.T, td *datadriven.TestData) string {
 		if td.HasArg("now") || td.Cmd != "state" {
 			now = ddTime(t, td, now)
 		}
-		s.Lock()
-		defer s.Unlock()
+		if expireAt != 0 && now > expireAt {
+			list, expireAt = nil, 0
+		}
 		switch td.Cmd {
 		case "state":
 			// The list, newest first: times, or any text as it is.
-			s.Delete(0, key, now)
+			list, expireAt = nil, 0
 			if in := strings.TrimSpace(td.Input); in != "none" {
-				l := NewList()
 				for _, line := range strings.Split(in, "\n") {
 					if ts, err := time.Parse(time.RFC3339Nano, line); err == nil {
 						line = strconv.FormatInt(ts.UnixMilli(), 10)
 					}
-					l.PushTail([]byte(line))
+					list = append(list, []byte(line))
 				}
-				s.SetObject(0, key, KindList, l, 0)
 			}
-			return formatLogins(s, key, now)
+			return formatLogins(list)
 		case "login":
-			var limit, keep int64 = 0, 32
-			td.ScanArgs(t, "limit", &limit)
-			td.MaybeScanArgs(t, "keep", &keep)
-			window := parseDur(t, argVal(t, td, "window"))
-			x, err := s.Login(0, key, now, limit, window, keep, 0)
+			l := Login{Keep: 32}
+			td.ScanArgs(t, "limit", &l.Limit)
+			td.MaybeScanArgs(t, "keep", &l.Keep)
+			l.Window = parseDur(t, argVal(t, td, "window"))
+			h := l.History(now)
+			for _, v := range list {
+				if !h.Add(v) {
+					break
+				}
+			}
+			x, record, _, err := h.Decide(0)
 			if err != nil {
 				return "error: " + err.Error() + "\n"
 			}
 			var b strings.Builder
 			fmt.Fprintf(&b, "reply: %d %d %d %d %d\n", b2i(x.Allowed), x.Limit, x.Remaining, x.RetryAfter, x.ResetAfter)
-			if !x.Allowed {
+			if x.Allowed != record {
+				t.Fatalf("allowed %v, record %v", x.Allowed, record)
+			}
+			if !record {
 				b.WriteString("list: unchanged\n")
 				return b.String()
 			}
+			list = append([][]byte{strconv.AppendInt(nil, now, 10)}, list...)
+			list = list[:min(int64(len(list)), l.Kept())]
+			expireAt = now + l.Window - 1
 			b.WriteString("list:\n")
-			for _, line := range strings.Split(strings.TrimSuffix(formatLogins(s, key, now), "\n"), "\n") {
+			for _, line := range strings.Split(strings.TrimSuffix(formatLogins(list), "\n"), "\n") {
 				b.WriteString("  " + line + "\n")
 			}
-			if en, ok := s.Find(0, key, now); ok {
-				fmt.Fprintf(&b, "pttl: %d\n", en.ExpireAt()-now)
-			}
+			fmt.Fprintf(&b, "pttl: %d\n", expireAt-now)
 			return b.String()
 		}
 		t.Fatalf("unknown directive %q", td.Cmd)
@@ -377,15 +342,13 @@ func runLoginData(t *testing.T, path string) {
 
 // formatLogins lists the login list newest first, each entry with its
 // time when it is one.
-func formatLogins(s *Shard, key []byte, now int64) string {
-	e, ok := s.Find(0, key, now)
-	if !ok {
+func formatLogins(list [][]byte) string {
+	if list == nil {
 		return "none\n"
 	}
 	var b strings.Builder
-	var scratch [24]byte
-	for _, v := range s.Object(e).(*List).Ascend(0, scratch[:]) {
-		if ms, ok := ParseInt(v); ok {
+	for _, v := range list {
+		if ms, ok := parseInt(v); ok {
 			fmt.Fprintf(&b, "%s %s\n", v, formatTime(ms))
 		} else {
 			fmt.Fprintf(&b, "%s\n", v)
@@ -462,7 +425,7 @@ func ddRules(t *testing.T, td *datadriven.TestData) []Rule {
 		if !ok {
 			t.Fatalf("rule %q: want limit/window", v)
 		}
-		rules = append(rules, Rule{Limit: parseInt(t, l), Window: parseDur(t, w)})
+		rules = append(rules, Rule{Limit: mustInt(t, l), Window: parseDur(t, w)})
 	}
 	return rules
 }
@@ -483,7 +446,7 @@ func field(t *testing.T, s, name string) string {
 	return v
 }
 
-func parseInt(t *testing.T, s string) int64 {
+func mustInt(t *testing.T, s string) int64 {
 	v, err := strconv.ParseInt(s, 10, 64)
 	if err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package engine
+package ratelimit
 
 import (
 	"errors"
@@ -16,8 +16,6 @@ type Zone struct {
 	loc    *time.Location // nil for a fixed offset
 	offset int64          // ms east of UTC, for a fixed offset
 }
-
-const dayMs = 24 * 3600 * 1000
 
 var zoneCache struct {
 	sync.Mutex

@@ -1,4 +1,4 @@
-package engine
+package ratelimit
 
 import "encoding/binary"
 
@@ -10,12 +10,6 @@ import "encoding/binary"
 // with ALIGN EPOCH it counts only if its start is the current window's
 // start, so a window that rolled over (or a changed TZ) starts from zero.
 // The size is constant per rule, whatever the limit or the traffic.
-
-// Rule is one "limit window" pair.
-type Rule struct {
-	Limit  int64
-	Window int64 // ms
-}
 
 // FixedOptions are RL.FIXED's options.
 type FixedOptions struct {
@@ -41,7 +35,7 @@ type fixedEntry struct {
 // parseFixed decodes a state into entries; a damaged state reads as empty.
 func parseFixed(st []byte, out []fixedEntry) []fixedEntry {
 	out = out[:0]
-	body, _, ok := limitBody(st, LimitFixed)
+	body, _, ok := stateBody(st, KindFixed)
 	if !ok {
 		return out
 	}
@@ -109,7 +103,7 @@ func DecideFixed(old []byte, rules []Rule, now int64, o FixedOptions, sc *FixedS
 
 	// During a ban nothing is counted: an allowed request's fields are the
 	// rules' state as it is.
-	_, banEnd, _ := limitBody(old, LimitFixed)
+	_, banEnd, _ := stateBody(old, KindFixed)
 	banned := now < banEnd
 	cost := o.Cost
 	if banned {
@@ -162,7 +156,7 @@ func DecideFixed(old []byte, rules []Rule, now int64, o FixedOptions, sc *FixedS
 		return d, nil, 0, false
 	}
 
-	state = appendLimitHead(out, LimitFixed, banEnd, now)
+	state = appendHead(out, KindFixed, banEnd, now)
 	n := 0
 	for _, w := range sc.windows {
 		if w.count+cost > 0 {
@@ -182,18 +176,4 @@ func DecideFixed(old []byte, rules []Rule, now int64, o FixedOptions, sc *FixedS
 		expireAt = max(expireAt, w.end-1)
 	}
 	return d, state, expireAt, true
-}
-
-// Fixed runs RL.FIXED on key: it loads the state, decides and, unless the
-// request was denied or a PEEK, stores the new state and expiry. It fails
-// with ErrWrongType when the key holds another type or another kind of
-// rate-limit state.
-func (s *Shard) Fixed(db int, key []byte, now int64, rules []Rule, o FixedOptions, sc *LimitScratch) (Decision, error) {
-	old, _, err := s.LimitState(db, key, now, LimitFixed)
-	if err != nil {
-		return Decision{}, err
-	}
-	d, st, exp, write := DecideFixed(old, rules, now, o, &sc.fixed, sc.state[:0])
-	s.storeDecided(db, key, now, sc, st, exp, write)
-	return d, nil
 }

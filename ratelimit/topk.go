@@ -1,4 +1,4 @@
-package engine
+package ratelimit
 
 import "bytes"
 
@@ -7,7 +7,7 @@ import "bytes"
 // the number of distinct keys. A tracked key's count never undercounts and
 // overcounts by at most its err; a key not tracked occurred at most min()
 // times; and every key that occurred more than total/size times is
-// tracked. RL.TOP keeps one per shard and period (ratelimit_top.go).
+// tracked. RL.TOP keeps one per shard and period (top.go).
 //
 // A new key takes a free counter, or the smallest one (a min-heap finds
 // it), inheriting that count as its error. Keys are found through an

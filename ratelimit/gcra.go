@@ -1,4 +1,4 @@
-package engine
+package ratelimit
 
 import (
 	"encoding/binary"
@@ -124,7 +124,7 @@ func DecideGCRA(old []byte, g GCRA, nowMs int64, out []byte) (res ThrottleResult
 	res.RetryAfter, res.RetryNs = -1, -1e9
 
 	tat := now
-	if len(old) > 1 && old[0] == LimitGCRA {
+	if len(old) > 1 && old[0] == KindGCRA {
 		r := varintReader{b: old[1:]}
 		if v := r.varint(); !r.bad {
 			tat = v
@@ -146,7 +146,7 @@ func DecideGCRA(old []byte, g GCRA, nowMs int64, out []byte) (res ThrottleResult
 	} else {
 		ttl = newTAT - now
 		if g.Quantity != 0 && !g.Peek {
-			state = binary.AppendVarint(append(out, LimitGCRA), newTAT)
+			state = binary.AppendVarint(append(out, KindGCRA), newTAT)
 			expireAt = nowMs + ttl/1e6
 			write = true
 		}
@@ -157,22 +157,4 @@ func DecideGCRA(old []byte, g GCRA, nowMs int64, out []byte) (res ThrottleResult
 	res.ResetNs = ttl
 	res.ResetAfter = wholeSecondsUp(ttl)
 	return res, state, expireAt, write, nil
-}
-
-// Throttle runs CL.THROTTLE on key at nowMs: it loads the TAT, decides
-// and, when the request took tokens, stores the new TAT and expiry. It
-// fails with ErrWrongType when the key holds another type or another kind
-// of rate-limit state, then with ErrZeroRate or ErrGCRAOverflow for
-// parameters DecideGCRA refuses.
-func (s *Shard) Throttle(db int, key []byte, nowMs int64, g GCRA, sc *LimitScratch) (ThrottleResult, error) {
-	old, _, err := s.LimitState(db, key, nowMs, LimitGCRA)
-	if err != nil {
-		return ThrottleResult{}, err
-	}
-	res, st, exp, write, err := DecideGCRA(old, g, nowMs, sc.state[:0])
-	if err != nil {
-		return res, err
-	}
-	s.storeDecided(db, key, nowMs, sc, st, exp, write)
-	return res, nil
 }

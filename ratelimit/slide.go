@@ -1,4 +1,4 @@
-package engine
+package ratelimit
 
 import "encoding/binary"
 
@@ -50,7 +50,7 @@ type slideLog struct {
 
 // parseSlideLog reads a state; a missing or damaged one reads as empty.
 func parseSlideLog(st []byte) slideLog {
-	body, _, ok := limitBody(st, LimitSlide)
+	body, _, ok := stateBody(st, KindSlide)
 	if !ok {
 		return slideLog{}
 	}
@@ -187,7 +187,7 @@ type SlideScratch struct {
 // the newest entry leaves the longest window.
 func DecideSlide(old []byte, rules []Rule, now int64, o SlideOptions, sc *SlideScratch, out []byte) (d Decision, state []byte, expireAt int64, write bool) {
 	l := parseSlideLog(old)
-	_, banEnd, _ := limitBody(old, LimitSlide)
+	_, banEnd, _ := stateBody(old, KindSlide)
 	banned := now < banEnd
 	allowed := true
 	for _, r := range rules {
@@ -257,21 +257,7 @@ func DecideSlide(old []byte, rules []Rule, now int64, o SlideOptions, sc *SlideS
 	if banEnd > now {
 		expireAt = max(expireAt, banEnd-1)
 	}
-	return d, l.encode(appendLimitHead(out, LimitSlide, banEnd, now), rules, now), expireAt, true
-}
-
-// Slide runs RL.SLIDE on key: it loads the log, decides and, when the
-// request is recorded (allowed, or PENALIZE) and not a PEEK, stores the
-// new log and expiry. It fails with ErrWrongType when the key holds
-// another type or another kind of rate-limit state.
-func (s *Shard) Slide(db int, key []byte, now int64, rules []Rule, o SlideOptions, sc *LimitScratch) (Decision, error) {
-	old, _, err := s.LimitState(db, key, now, LimitSlide)
-	if err != nil {
-		return Decision{}, err
-	}
-	d, st, exp, write := DecideSlide(old, rules, now, o, &sc.slide, sc.state[:0])
-	s.storeDecided(db, key, now, sc, st, exp, write)
-	return d, nil
+	return d, l.encode(appendHead(out, KindSlide, banEnd, now), rules, now), expireAt, true
 }
 
 // encode appends the log's body (out holds the state's head) without its
