@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/limitkv/limitkv/cmdspec"
 	"github.com/limitkv/limitkv/engine"
 )
 
@@ -25,6 +26,8 @@ import (
 
 // aclState is the server's users and ACL LOG.
 type aclState struct {
+	// cat is the commands the rules of every user name.
+	cat *aclCatalog
 	// mu serializes changes to the users (SETUSER, DELUSER, LOAD,
 	// requirepass); checks read a user's published rules without it.
 	mu    sync.Mutex
@@ -40,10 +43,11 @@ type aclState struct {
 	log aclLog
 }
 
-func (a *aclState) init(t *Table) {
+func (a *aclState) init(t *cmdspec.Table) {
+	a.cat = newACLCatalog(t)
 	a.def = &aclUser{name: "default"}
 	a.users = map[string]*aclUser{"default": a.def}
-	a.publish(a.def, defaultUserRules(t))
+	a.publish(a.def, defaultUserRules(a.cat))
 }
 
 // publish makes r the user's rules.
@@ -73,7 +77,7 @@ func (a *aclState) authRequired() bool { return !a.defaultOpen.Load() }
 
 // deniedRules are given to a deleted user, so that a command of one of its
 // clients that runs before the client is gone is refused.
-func deniedRules(t *Table) *userRules { return newUserRules(t, false).seal() }
+func deniedRules(c *aclCatalog) *userRules { return newUserRules(c, false).seal() }
 
 // setDefaultPassword is requirepass: the default user's only password,
 // or nopass when empty.
@@ -82,11 +86,11 @@ func (s *Server) setDefaultPassword(pass string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	r := a.def.rules.Load().clone()
-	r.set(s.Table, "resetpass", false)
+	r.set("resetpass", false)
 	if pass != "" {
-		r.set(s.Table, ">"+pass, false)
+		r.set(">"+pass, false)
 	} else {
-		r.set(s.Table, "nopass", false)
+		r.set("nopass", false)
 	}
 	a.publish(a.def, r)
 }
@@ -195,10 +199,10 @@ func (s *Server) setUser(c *Ctx, name string, ops []string) error {
 	if u != nil {
 		r = u.rules.Load().clone()
 	} else {
-		r = newUserRules(s.Table, a.pubsubAll.Load())
+		r = newUserRules(a.cat, a.pubsubAll.Load())
 	}
 	for _, op := range merged {
-		if err := r.set(s.Table, op, a.pubsubAll.Load()); err != nil {
+		if err := r.set(op, a.pubsubAll.Load()); err != nil {
 			a.mu.Unlock()
 			return errors.New("Error in ACL SETUSER modifier '" + op + "': " + err.Error())
 		}
@@ -235,7 +239,7 @@ func (a *aclState) sortedUsers() []*aclUser {
 func (s *Server) aclLines() []string {
 	var out []string
 	for _, u := range s.acl.sortedUsers() {
-		out = append(out, "user "+u.name+" "+u.rules.Load().describe(s.Table))
+		out = append(out, "user "+u.name+" "+u.rules.Load().describe())
 	}
 	return out
 }
@@ -304,7 +308,7 @@ func (s *Server) aclLogAdd(cl *Client, reason, context int, object, user string)
 
 // aclDenied refuses a request its user may not run, with Redis's text,
 // and logs it.
-func (s *Server) aclDenied(cl *Client, spec *Spec, args [][]byte, res, pos int) string {
+func (s *Server) aclDenied(cl *Client, spec *cmdspec.Spec, args [][]byte, res, pos int) string {
 	ctx := aclCtxToplevel
 	if cl.multi {
 		ctx = aclCtxMulti
@@ -350,7 +354,7 @@ func aclScriptDenied(res int) string {
 
 // checkScriptCall checks a command a script calls against the user of the
 // client that runs the script, logging a denial with context lua.
-func (s *Server) checkScriptCall(caller *Client, spec *Spec, args [][]byte) string {
+func (s *Server) checkScriptCall(caller *Client, spec *cmdspec.Spec, args [][]byte) string {
 	r := caller.aclRules()
 	if r == nil {
 		return ""
@@ -405,7 +409,7 @@ func cmdACLDelUser(c *Ctx) {
 	for _, name := range c.Args[2:] {
 		if u := a.users[string(name)]; u != nil {
 			delete(a.users, u.name)
-			u.rules.Store(deniedRules(c.Srv.Table))
+			u.rules.Store(deniedRules(a.cat))
 			gone = append(gone, u)
 		}
 	}
@@ -423,7 +427,6 @@ func cmdACLGetUser(c *Ctx) {
 		return
 	}
 	r := u.rules.Load()
-	t := c.Srv.Table
 	c.W.Map(6)
 	c.W.BulkString("flags")
 	var flags []string
@@ -443,7 +446,7 @@ func cmdACLGetUser(c *Ctx) {
 	}
 	writeSelector := func(s *selector) {
 		c.W.BulkString("commands")
-		c.W.BulkString(s.describeCommands(t))
+		c.W.BulkString(s.describeCommands(r.cat))
 		c.W.BulkString("keys")
 		c.W.BulkString(s.keysRule())
 		c.W.BulkString("channels")
@@ -523,15 +526,15 @@ func cmdACLCat(c *Ctx) {
 		c.W.Error(msgACLSubSyntax(c))
 		return
 	}
-	cat := CategoryByName(strings.ToLower(string(c.Args[2])))
+	cat := cmdspec.CategoryByName(strings.ToLower(string(c.Args[2])))
 	if cat == 0 {
 		c.W.Error("Unknown category '" + trunc(string(c.Args[2]), 128) + "'")
 		return
 	}
 	var names []string
-	c.Srv.Table.aclCommands(func(cmd *Spec) {
-		if cmd.acl&cat != 0 {
-			names = append(names, cmd.FullName())
+	c.Srv.acl.cat.commands(func(cmd *aclCmd) {
+		if cmd.cats&cat != 0 {
+			names = append(names, cmd.fullName())
 		}
 	})
 	c.W.Array(len(names))
@@ -625,13 +628,13 @@ func cmdACLDryRun(c *Ctx) {
 	args := c.Args[3:]
 	cmd := c.Srv.Table.Lookup(args[0])
 	if cmd != nil && len(cmd.Sub) > 0 && len(args) >= 2 {
-		cmd = cmd.lookupSub(args[1])
+		cmd = cmd.LookupSub(args[1])
 	}
 	if cmd == nil {
 		c.W.Error("Command '" + string(args[0]) + "' not found")
 		return
 	}
-	if !cmd.arityOK(len(args)) {
+	if !cmd.ArityOK(len(args)) {
 		c.W.Error("wrong number of arguments for '" + cmd.FullName() + "' command")
 		return
 	}
@@ -727,13 +730,13 @@ func (s *Server) loadConfigUser(l userLine) error {
 	var r *userRules
 	if u == nil {
 		u = &aclUser{name: name}
-		r = newUserRules(s.Table, a.pubsubAll.Load())
+		r = newUserRules(a.cat, a.pubsubAll.Load())
 	} else {
 		r = u.rules.Load().clone()
-		r.set(s.Table, "reset", a.pubsubAll.Load())
+		r.set("reset", a.pubsubAll.Load())
 	}
 	for _, op := range ops {
-		if err := r.set(s.Table, op, a.pubsubAll.Load()); err != nil {
+		if err := r.set(op, a.pubsubAll.Load()); err != nil {
 			return fmt.Errorf("%s:%d: Error loading ACL rule '%s' for the user named '%s': %v", l.file, l.line, op, name, err)
 		}
 	}
@@ -784,7 +787,7 @@ func (s *Server) loadACLFile(path string, caller *Client) error {
 			continue
 		}
 		seen[argv[1]] = true
-		r := newUserRules(s.Table, all)
+		r := newUserRules(a.cat, all)
 		ops, open := mergeSelectorArgs(argv[2:])
 		if open >= 0 {
 			fmt.Fprintf(&errs, "%s:%d: Unmatched parenthesis in selector definition.", path, n)
@@ -793,7 +796,7 @@ func (s *Server) loadACLFile(path string, caller *Client) error {
 		syntaxErr := false
 		for _, op := range ops {
 			op = strings.Trim(op, "\t\r\n")
-			err := r.set(s.Table, op, all)
+			err := r.set(op, all)
 			switch {
 			case err == nil:
 			case err == aclErrNoEnt:
@@ -811,7 +814,7 @@ func (s *Server) loadACLFile(path string, caller *Client) error {
 	a.mu.Lock()
 	old := a.users
 	a.users = map[string]*aclUser{"default": a.def}
-	defRules := defaultUserRules(s.Table)
+	defRules := defaultUserRules(a.cat)
 	for _, l := range users {
 		if l.name == "default" {
 			defRules = l.rules
@@ -825,7 +828,7 @@ func (s *Server) loadACLFile(path string, caller *Client) error {
 	a.mu.Unlock()
 	for name, u := range old {
 		if name != "default" {
-			u.rules.Store(deniedRules(s.Table))
+			u.rules.Store(deniedRules(a.cat))
 			s.killUserClients(u, caller)
 		}
 	}

@@ -10,14 +10,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/limitkv/limitkv/cmdspec"
 	"github.com/limitkv/limitkv/resp"
 )
 
-// aclTestTable is the real command table, built once.
-var aclTestTable = NewTable(commandTable())
+// aclTestCatalog is the commands of the real table, as ACL rules know
+// them, built once.
+var aclTestCatalog = newACLCatalog(testTable())
 
 // applyRules builds a user from rules as ACL SETUSER would.
-func applyRules(t *testing.T, tab *Table, rules []string) *userRules {
+func applyRules(t *testing.T, tab *aclCatalog, rules []string) *userRules {
 	t.Helper()
 	ops, open := mergeSelectorArgs(rules)
 	if open >= 0 {
@@ -25,7 +27,7 @@ func applyRules(t *testing.T, tab *Table, rules []string) *userRules {
 	}
 	r := newUserRules(tab, false)
 	for _, op := range ops {
-		if err := r.set(tab, op, false); err != nil {
+		if err := r.set(op, false); err != nil {
 			t.Fatalf("%q: %v", op, err)
 		}
 	}
@@ -37,7 +39,7 @@ func applyRules(t *testing.T, tab *Table, rules []string) *userRules {
 // command bitmap, first arguments, keys and channels, described the same
 // way. Redis asserts the first half of this each time it describes a user.
 func TestACLDescribeRoundTrip(t *testing.T) {
-	tab := aclTestTable
+	tab := aclTestCatalog
 	pool := []string{"+@all", "-@all", "allcommands", "nocommands", "on", "off", "nopass", ">pw", "resetpass",
 		"~*", "resetkeys", "~k:*", "%R~r:*", "%W~w:*", "%RW~b:*", "&*", "resetchannels", "&ch:*",
 		"+select|0", "+select|3", "+config|get", "-config", "+client", "-client|kill", "+rl.slide", "-get",
@@ -56,9 +58,9 @@ func TestACLDescribeRoundTrip(t *testing.T) {
 		if !ok {
 			continue
 		}
-		desc := r.describe(tab)
+		desc := r.describe()
 		back := applyRules(t, tab, strings.Fields(desc))
-		if got := back.describe(tab); got != desc {
+		if got := back.describe(); got != desc {
 			t.Fatalf("rules %q\n described: %s\n read back: %s", rules, desc, got)
 		}
 		for j, s := range r.selectors {
@@ -69,21 +71,21 @@ func TestACLDescribeRoundTrip(t *testing.T) {
 			}
 			for id, args := range s.firstArgs {
 				if !s.bit(id) && !slices.Equal(args, b.firstArgs[id]) {
-					t.Fatalf("rules %q: first args of %s lost (%s)", rules, tab.all[id].FullName(), desc)
+					t.Fatalf("rules %q: first args of %s lost (%s)", rules, tab.byID[id].fullName(), desc)
 				}
 			}
 		}
 	}
 }
 
-func tryRules(tab *Table, rules []string) (*userRules, bool) {
+func tryRules(tab *aclCatalog, rules []string) (*userRules, bool) {
 	ops, open := mergeSelectorArgs(rules)
 	if open >= 0 {
 		return nil, false
 	}
 	r := newUserRules(tab, false)
 	for _, op := range ops {
-		if r.set(tab, op, false) != nil {
+		if r.set(op, false) != nil {
 			return nil, false
 		}
 	}
@@ -94,7 +96,7 @@ func tryRules(tab *Table, rules []string) (*userRules, bool) {
 // allows all its subcommands, as in Redis (CONFIG is @slow, so +@slow
 // allows CONFIG GET); -@all forgets first arguments.
 func TestACLCategoriesBringSubcommands(t *testing.T) {
-	tab := aclTestTable
+	tab := aclTestCatalog
 	r := applyRules(t, tab, []string{"-@all", "+@slow"})
 	for _, name := range []string{"config|get", "client|setname", "acl|whoami"} {
 		if !r.selectors[0].bit(aclLookup(tab, name).id) {
@@ -110,7 +112,7 @@ func TestACLCategoriesBringSubcommands(t *testing.T) {
 // TestACLKeys: which arguments are keys and what each needs, SET's
 // depending on GET and EVAL's on numkeys.
 func TestACLKeys(t *testing.T) {
-	tab := aclTestTable
+	tab := aclTestCatalog
 	for _, c := range []struct {
 		cmd  string
 		want string // pos:need, need r, w or rw or - (neither)
@@ -139,9 +141,9 @@ func TestACLKeys(t *testing.T) {
 		for _, f := range strings.Fields(c.cmd) {
 			args = append(args, []byte(f))
 		}
-		spec := tab.Lookup(args[0])
+		cmd := aclLookup(tab, string(args[0]))
 		var got []string
-		for _, k := range spec.aclKeys(args, nil) {
+		for _, k := range cmd.aclKeys(args, nil) {
 			need := map[uint8]string{0: "-", aclRead: "r", aclWrite: "w", aclRW: "rw"}[k.need]
 			got = append(got, string(rune('0'+k.pos))+":"+need)
 		}
@@ -155,7 +157,7 @@ func TestACLKeys(t *testing.T) {
 // none allows is reported as Redis does: the command if no selector
 // allowed it, else the last key that none allowed.
 func TestACLSelectorsPickTheRelevantDenial(t *testing.T) {
-	tab := aclTestTable
+	tab := aclTestCatalog
 	r := applyRules(t, tab, []string{"-@all", "+mget", "~a:*", "(+mget ~b:*)"})
 	args := func(s string) [][]byte {
 		var out [][]byte
@@ -164,7 +166,7 @@ func TestACLSelectorsPickTheRelevantDenial(t *testing.T) {
 		}
 		return out
 	}
-	mget := tab.Lookup([]byte("mget"))
+	mget := tab.table.Lookup([]byte("mget"))
 	for _, c := range []struct {
 		cmd      string
 		res, pos int
@@ -178,7 +180,7 @@ func TestACLSelectorsPickTheRelevantDenial(t *testing.T) {
 			t.Errorf("%s: %d at %d, want %d at %d", c.cmd, res, pos, c.res, c.pos)
 		}
 	}
-	if res, _ := r.checkCommand(tab.Lookup([]byte("get")), args("get a:1")); res != aclDeniedCmd {
+	if res, _ := r.checkCommand(tab.table.Lookup([]byte("get")), args("get a:1")); res != aclDeniedCmd {
 		t.Errorf("GET: %d", res)
 	}
 }
@@ -186,7 +188,7 @@ func TestACLSelectorsPickTheRelevantDenial(t *testing.T) {
 // TestACLChannels: channels are matched by glob, PSUBSCRIBE's patterns
 // only literally, as ACLCheckChannelAgainstList does.
 func TestACLChannels(t *testing.T) {
-	tab := aclTestTable
+	tab := aclTestCatalog
 	r := applyRules(t, tab, []string{"&news.*", "&exact"})
 	for _, c := range []struct {
 		ch      string
@@ -204,7 +206,7 @@ func TestACLChannels(t *testing.T) {
 		}
 	}
 	// A PUBLISH-like spec checks its channel argument.
-	pub := &Spec{Name: "publish", channels: channelSpecs["publish"]}
+	pub := &aclCmd{name: "publish", spec: &cmdspec.Spec{Name: "publish"}, channels: channelSpecs["publish"]}
 	s := r.selectors[0]
 	s.allCommands = true
 	if res, pos := s.check(pub, [][]byte{[]byte("publish"), []byte("other"), []byte("msg")}, nil); res != aclDeniedChans || pos != 1 {
@@ -223,10 +225,10 @@ func TestACLChannels(t *testing.T) {
 // TestACLPasswordsAreHashed: a user keeps only SHA-256 hashes, compares
 // them, and a disabled user or a user without password never passes.
 func TestACLPasswordsAreHashed(t *testing.T) {
-	tab := aclTestTable
+	tab := aclTestCatalog
 	r := applyRules(t, tab, []string{"on", ">s3cret", ">other"})
-	if strings.Contains(r.describe(tab), "s3cret") || !strings.Contains(r.describe(tab), "#"+hashPassword("s3cret")) {
-		t.Fatalf("description %q", r.describe(tab))
+	if strings.Contains(r.describe(), "s3cret") || !strings.Contains(r.describe(), "#"+hashPassword("s3cret")) {
+		t.Fatalf("description %q", r.describe())
 	}
 	if !r.checkPassword([]byte("s3cret")) || !r.checkPassword([]byte("other")) || r.checkPassword([]byte("s3cre")) {
 		t.Error("checkPassword")

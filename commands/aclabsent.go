@@ -1,6 +1,10 @@
 package commands
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/limitkv/limitkv/cmdspec"
+)
 
 // The commands of Redis 7.0 that limitkv does not implement (see the
 // README) keep their place in ACL rules, as in Redis: a rule may name
@@ -15,137 +19,215 @@ import "strings"
 // 7.0's COMMAND INFO gives them; a subcommand follows its container.
 var absentCommands = []struct {
 	name string
-	cats Category
+	cats cmdspec.Category
 }{
-	{"asking", CatFast | CatConnection},
-	{"bgrewriteaof", CatAdmin | CatSlow | CatDangerous},
-	{"client|caching", CatSlow | CatConnection},
-	{"client|getredir", CatSlow | CatConnection},
-	{"client|reply", CatSlow | CatConnection},
-	{"client|tracking", CatSlow | CatConnection},
-	{"client|trackinginfo", CatSlow | CatConnection},
-	{"cluster", CatSlow},
-	{"cluster|addslots", CatAdmin | CatSlow | CatDangerous},
-	{"cluster|addslotsrange", CatAdmin | CatSlow | CatDangerous},
-	{"cluster|bumpepoch", CatAdmin | CatSlow | CatDangerous},
-	{"cluster|count-failure-reports", CatAdmin | CatSlow | CatDangerous},
-	{"cluster|countkeysinslot", CatSlow},
-	{"cluster|delslots", CatAdmin | CatSlow | CatDangerous},
-	{"cluster|delslotsrange", CatAdmin | CatSlow | CatDangerous},
-	{"cluster|failover", CatAdmin | CatSlow | CatDangerous},
-	{"cluster|flushslots", CatAdmin | CatSlow | CatDangerous},
-	{"cluster|forget", CatAdmin | CatSlow | CatDangerous},
-	{"cluster|getkeysinslot", CatSlow},
-	{"cluster|help", CatSlow},
-	{"cluster|info", CatSlow},
-	{"cluster|keyslot", CatSlow},
-	{"cluster|links", CatSlow},
-	{"cluster|meet", CatAdmin | CatSlow | CatDangerous},
-	{"cluster|myid", CatSlow},
-	{"cluster|nodes", CatSlow},
-	{"cluster|replicas", CatAdmin | CatSlow | CatDangerous},
-	{"cluster|replicate", CatAdmin | CatSlow | CatDangerous},
-	{"cluster|reset", CatAdmin | CatSlow | CatDangerous},
-	{"cluster|saveconfig", CatAdmin | CatSlow | CatDangerous},
-	{"cluster|set-config-epoch", CatAdmin | CatSlow | CatDangerous},
-	{"cluster|setslot", CatAdmin | CatSlow | CatDangerous},
-	{"cluster|shards", CatSlow},
-	{"cluster|slaves", CatAdmin | CatSlow | CatDangerous},
-	{"cluster|slots", CatSlow},
-	{"failover", CatAdmin | CatSlow | CatDangerous},
-	{"lolwut", CatRead | CatFast},
-	{"module", CatSlow},
-	{"module|help", CatSlow},
-	{"module|list", CatAdmin | CatSlow | CatDangerous},
-	{"module|load", CatAdmin | CatSlow | CatDangerous},
-	{"module|loadex", CatAdmin | CatSlow | CatDangerous},
-	{"module|unload", CatAdmin | CatSlow | CatDangerous},
-	{"monitor", CatAdmin | CatSlow | CatDangerous},
-	{"pfdebug", CatWrite | CatHyperLogLog | CatAdmin | CatSlow | CatDangerous},
-	{"pfselftest", CatHyperLogLog | CatAdmin | CatSlow | CatDangerous},
-	{"readonly", CatFast | CatConnection},
-	{"readwrite", CatFast | CatConnection},
-	{"restore-asking", CatKeyspace | CatWrite | CatSlow | CatDangerous},
-	{"substr", CatRead | CatString | CatSlow},
-	{"xack", CatWrite | CatStream | CatFast},
-	{"xadd", CatWrite | CatStream | CatFast},
-	{"xautoclaim", CatWrite | CatStream | CatFast},
-	{"xclaim", CatWrite | CatStream | CatFast},
-	{"xdel", CatWrite | CatStream | CatFast},
-	{"xgroup", CatSlow},
-	{"xgroup|create", CatWrite | CatStream | CatSlow},
-	{"xgroup|createconsumer", CatWrite | CatStream | CatSlow},
-	{"xgroup|delconsumer", CatWrite | CatStream | CatSlow},
-	{"xgroup|destroy", CatWrite | CatStream | CatSlow},
-	{"xgroup|help", CatStream | CatSlow},
-	{"xgroup|setid", CatWrite | CatStream | CatSlow},
-	{"xinfo", CatSlow},
-	{"xinfo|consumers", CatRead | CatStream | CatSlow},
-	{"xinfo|groups", CatRead | CatStream | CatSlow},
-	{"xinfo|help", CatStream | CatSlow},
-	{"xinfo|stream", CatRead | CatStream | CatSlow},
-	{"xlen", CatRead | CatStream | CatFast},
-	{"xpending", CatRead | CatStream | CatSlow},
-	{"xrange", CatRead | CatStream | CatSlow},
-	{"xread", CatRead | CatStream | CatSlow | CatBlocking},
-	{"xreadgroup", CatWrite | CatStream | CatSlow | CatBlocking},
-	{"xrevrange", CatRead | CatStream | CatSlow},
-	{"xsetid", CatWrite | CatStream | CatFast},
-	{"xtrim", CatWrite | CatStream | CatSlow},
+	{"asking", cmdspec.CatFast | cmdspec.CatConnection},
+	{"bgrewriteaof", cmdspec.CatAdmin | cmdspec.CatSlow | cmdspec.CatDangerous},
+	{"client|caching", cmdspec.CatSlow | cmdspec.CatConnection},
+	{"client|getredir", cmdspec.CatSlow | cmdspec.CatConnection},
+	{"client|reply", cmdspec.CatSlow | cmdspec.CatConnection},
+	{"client|tracking", cmdspec.CatSlow | cmdspec.CatConnection},
+	{"client|trackinginfo", cmdspec.CatSlow | cmdspec.CatConnection},
+	{"cluster", cmdspec.CatSlow},
+	{"cluster|addslots", cmdspec.CatAdmin | cmdspec.CatSlow | cmdspec.CatDangerous},
+	{"cluster|addslotsrange", cmdspec.CatAdmin | cmdspec.CatSlow | cmdspec.CatDangerous},
+	{"cluster|bumpepoch", cmdspec.CatAdmin | cmdspec.CatSlow | cmdspec.CatDangerous},
+	{"cluster|count-failure-reports", cmdspec.CatAdmin | cmdspec.CatSlow | cmdspec.CatDangerous},
+	{"cluster|countkeysinslot", cmdspec.CatSlow},
+	{"cluster|delslots", cmdspec.CatAdmin | cmdspec.CatSlow | cmdspec.CatDangerous},
+	{"cluster|delslotsrange", cmdspec.CatAdmin | cmdspec.CatSlow | cmdspec.CatDangerous},
+	{"cluster|failover", cmdspec.CatAdmin | cmdspec.CatSlow | cmdspec.CatDangerous},
+	{"cluster|flushslots", cmdspec.CatAdmin | cmdspec.CatSlow | cmdspec.CatDangerous},
+	{"cluster|forget", cmdspec.CatAdmin | cmdspec.CatSlow | cmdspec.CatDangerous},
+	{"cluster|getkeysinslot", cmdspec.CatSlow},
+	{"cluster|help", cmdspec.CatSlow},
+	{"cluster|info", cmdspec.CatSlow},
+	{"cluster|keyslot", cmdspec.CatSlow},
+	{"cluster|links", cmdspec.CatSlow},
+	{"cluster|meet", cmdspec.CatAdmin | cmdspec.CatSlow | cmdspec.CatDangerous},
+	{"cluster|myid", cmdspec.CatSlow},
+	{"cluster|nodes", cmdspec.CatSlow},
+	{"cluster|replicas", cmdspec.CatAdmin | cmdspec.CatSlow | cmdspec.CatDangerous},
+	{"cluster|replicate", cmdspec.CatAdmin | cmdspec.CatSlow | cmdspec.CatDangerous},
+	{"cluster|reset", cmdspec.CatAdmin | cmdspec.CatSlow | cmdspec.CatDangerous},
+	{"cluster|saveconfig", cmdspec.CatAdmin | cmdspec.CatSlow | cmdspec.CatDangerous},
+	{"cluster|set-config-epoch", cmdspec.CatAdmin | cmdspec.CatSlow | cmdspec.CatDangerous},
+	{"cluster|setslot", cmdspec.CatAdmin | cmdspec.CatSlow | cmdspec.CatDangerous},
+	{"cluster|shards", cmdspec.CatSlow},
+	{"cluster|slaves", cmdspec.CatAdmin | cmdspec.CatSlow | cmdspec.CatDangerous},
+	{"cluster|slots", cmdspec.CatSlow},
+	{"failover", cmdspec.CatAdmin | cmdspec.CatSlow | cmdspec.CatDangerous},
+	{"lolwut", cmdspec.CatRead | cmdspec.CatFast},
+	{"module", cmdspec.CatSlow},
+	{"module|help", cmdspec.CatSlow},
+	{"module|list", cmdspec.CatAdmin | cmdspec.CatSlow | cmdspec.CatDangerous},
+	{"module|load", cmdspec.CatAdmin | cmdspec.CatSlow | cmdspec.CatDangerous},
+	{"module|loadex", cmdspec.CatAdmin | cmdspec.CatSlow | cmdspec.CatDangerous},
+	{"module|unload", cmdspec.CatAdmin | cmdspec.CatSlow | cmdspec.CatDangerous},
+	{"monitor", cmdspec.CatAdmin | cmdspec.CatSlow | cmdspec.CatDangerous},
+	{"pfdebug", cmdspec.CatWrite | cmdspec.CatHyperLogLog | cmdspec.CatAdmin | cmdspec.CatSlow | cmdspec.CatDangerous},
+	{"pfselftest", cmdspec.CatHyperLogLog | cmdspec.CatAdmin | cmdspec.CatSlow | cmdspec.CatDangerous},
+	{"readonly", cmdspec.CatFast | cmdspec.CatConnection},
+	{"readwrite", cmdspec.CatFast | cmdspec.CatConnection},
+	{"restore-asking", cmdspec.CatKeyspace | cmdspec.CatWrite | cmdspec.CatSlow | cmdspec.CatDangerous},
+	{"substr", cmdspec.CatRead | cmdspec.CatString | cmdspec.CatSlow},
+	{"xack", cmdspec.CatWrite | cmdspec.CatStream | cmdspec.CatFast},
+	{"xadd", cmdspec.CatWrite | cmdspec.CatStream | cmdspec.CatFast},
+	{"xautoclaim", cmdspec.CatWrite | cmdspec.CatStream | cmdspec.CatFast},
+	{"xclaim", cmdspec.CatWrite | cmdspec.CatStream | cmdspec.CatFast},
+	{"xdel", cmdspec.CatWrite | cmdspec.CatStream | cmdspec.CatFast},
+	{"xgroup", cmdspec.CatSlow},
+	{"xgroup|create", cmdspec.CatWrite | cmdspec.CatStream | cmdspec.CatSlow},
+	{"xgroup|createconsumer", cmdspec.CatWrite | cmdspec.CatStream | cmdspec.CatSlow},
+	{"xgroup|delconsumer", cmdspec.CatWrite | cmdspec.CatStream | cmdspec.CatSlow},
+	{"xgroup|destroy", cmdspec.CatWrite | cmdspec.CatStream | cmdspec.CatSlow},
+	{"xgroup|help", cmdspec.CatStream | cmdspec.CatSlow},
+	{"xgroup|setid", cmdspec.CatWrite | cmdspec.CatStream | cmdspec.CatSlow},
+	{"xinfo", cmdspec.CatSlow},
+	{"xinfo|consumers", cmdspec.CatRead | cmdspec.CatStream | cmdspec.CatSlow},
+	{"xinfo|groups", cmdspec.CatRead | cmdspec.CatStream | cmdspec.CatSlow},
+	{"xinfo|help", cmdspec.CatStream | cmdspec.CatSlow},
+	{"xinfo|stream", cmdspec.CatRead | cmdspec.CatStream | cmdspec.CatSlow},
+	{"xlen", cmdspec.CatRead | cmdspec.CatStream | cmdspec.CatFast},
+	{"xpending", cmdspec.CatRead | cmdspec.CatStream | cmdspec.CatSlow},
+	{"xrange", cmdspec.CatRead | cmdspec.CatStream | cmdspec.CatSlow},
+	{"xread", cmdspec.CatRead | cmdspec.CatStream | cmdspec.CatSlow | cmdspec.CatBlocking},
+	{"xreadgroup", cmdspec.CatWrite | cmdspec.CatStream | cmdspec.CatSlow | cmdspec.CatBlocking},
+	{"xrevrange", cmdspec.CatRead | cmdspec.CatStream | cmdspec.CatSlow},
+	{"xsetid", cmdspec.CatWrite | cmdspec.CatStream | cmdspec.CatFast},
+	{"xtrim", cmdspec.CatWrite | cmdspec.CatStream | cmdspec.CatSlow},
+}
+
+// aclCmd is a command as ACL rules know it: one of the table's, or one of
+// Redis's that limitkv lacks.
+type aclCmd struct {
+	// id is the command's bit in the users' bitmaps: its spec's id, or
+	// for an absent command one after the table's.
+	id   int
+	name string // its own name, as Spec.Name
+	cats cmdspec.Category
+	// spec is the table's spec, nil for an absent command.
+	spec   *cmdspec.Spec
+	parent *aclCmd
+	// sub are the subcommands: the table's, or an absent container's
+	// absent ones. absentSub are the absent subcommands of one of the
+	// table's (client|tracking), kept apart as dispatch never sees them.
+	sub, absentSub []*aclCmd
+	// keyNeed is, per key spec, the permission ACL rules must grant for
+	// the keys it finds (aclRead, aclWrite: see aclNeedOf).
+	keyNeed []uint8
+	// channels tells which arguments are Pub/Sub channels that ACL rules
+	// restrict (PUBLISH, SUBSCRIBE, ...); zero for other commands.
+	channels chanSpec
+}
+
+// fullName is the name Redis uses: "get", "client|list".
+func (cmd *aclCmd) fullName() string {
+	if cmd.parent != nil {
+		return cmd.parent.name + "|" + cmd.name
+	}
+	return cmd.name
+}
+
+// aclCatalog is every command ACL rules know, for one table: its own, and
+// the absent ones with ids after its own.
+type aclCatalog struct {
+	table *cmdspec.Table
+	byID  []*aclCmd
+	// sorted are the table's top-level commands, in its order; absent
+	// the absent commands, in absentCommands' order.
+	sorted, absent []*aclCmd
+	absentByName   map[string]*aclCmd
+}
+
+// newACLCatalog indexes t's commands and the absent ones for ACL rules.
+func newACLCatalog(t *cmdspec.Table) *aclCatalog {
+	c := &aclCatalog{table: t, byID: make([]*aclCmd, t.Count(), t.Count()+len(absentCommands))}
+	var add func(s *cmdspec.Spec, parent *aclCmd) *aclCmd
+	add = func(s *cmdspec.Spec, parent *aclCmd) *aclCmd {
+		cmd := &aclCmd{id: s.ID(), name: s.Name, cats: s.Categories(), spec: s, parent: parent,
+			channels: channelSpecs[s.FullName()]}
+		for _, ks := range s.KeySpecs() {
+			cmd.keyNeed = append(cmd.keyNeed, aclNeedOf(ks.Flags))
+		}
+		c.byID[cmd.id] = cmd
+		for _, sub := range s.Sub {
+			cmd.sub = append(cmd.sub, add(sub, cmd))
+		}
+		return cmd
+	}
+	for _, s := range t.Specs() {
+		c.sorted = append(c.sorted, add(s, nil))
+	}
+	c.addAbsent()
+	return c
 }
 
 // addAbsent gives the absent commands ids after the table's own, for the
 // ACL bitmaps. An absent subcommand of a command limitkv has (client|
-// tracking) is kept apart from the command's Sub, which dispatch reads.
-func (t *Table) addAbsent() {
-	t.absentByName = make(map[string]*Spec, len(absentCommands))
+// tracking) is kept apart from the command's subcommands, which dispatch
+// reads.
+func (c *aclCatalog) addAbsent() {
+	c.absentByName = make(map[string]*aclCmd, len(absentCommands))
 	for _, a := range absentCommands {
-		s := &Spec{Name: a.name, acl: a.cats, id: t.aclCount()}
+		cmd := &aclCmd{name: a.name, cats: a.cats, id: c.count()}
 		if base, sub, ok := strings.Cut(a.name, "|"); ok {
-			s.Name = sub
-			if s.parent = t.absentByName[base]; s.parent != nil {
-				s.parent.Sub = append(s.parent.Sub, s)
-			} else if s.parent = t.byName[base]; s.parent != nil {
-				s.parent.absentSub = append(s.parent.absentSub, s)
+			cmd.name = sub
+			if cmd.parent = c.absentByName[base]; cmd.parent != nil {
+				cmd.parent.sub = append(cmd.parent.sub, cmd)
+			} else if s := c.table.Lookup([]byte(base)); s != nil {
+				cmd.parent = c.byID[s.ID()]
+				cmd.parent.absentSub = append(cmd.parent.absentSub, cmd)
 			} else {
 				continue // a test's table without the container
 			}
 		}
-		t.absent = append(t.absent, s)
-		t.absentByName[a.name] = s
+		c.absent = append(c.absent, cmd)
+		c.byID = append(c.byID, cmd)
+		c.absentByName[a.name] = cmd
 	}
 }
 
-// aclCount is the number of commands ACL bitmaps hold: the table's and
-// the absent ones.
-func (t *Table) aclCount() int { return len(t.all) + len(t.absent) }
+// count is the number of commands ACL bitmaps hold: the table's and the
+// absent ones.
+func (c *aclCatalog) count() int { return len(c.byID) }
 
-// aclCommands calls fn for every command ACL rules know, containers
-// before their subcommands: the table's in its order, then the absent
-// ones.
-func (t *Table) aclCommands(fn func(cmd *Spec)) {
-	for _, cmd := range t.sorted {
+// commands calls fn for every command ACL rules know, containers before
+// their subcommands: the table's in its order, then the absent ones.
+func (c *aclCatalog) commands(fn func(cmd *aclCmd)) {
+	for _, cmd := range c.sorted {
 		fn(cmd)
-		for _, sub := range cmd.Sub {
+		for _, sub := range cmd.sub {
 			fn(sub)
 		}
 		for _, sub := range cmd.absentSub {
 			fn(sub)
 		}
 	}
-	for _, cmd := range t.absent {
-		if cmd.parent == nil || t.absentByName[cmd.parent.Name] != nil {
+	for _, cmd := range c.absent {
+		if cmd.parent == nil || c.absentByName[cmd.parent.name] != nil {
 			fn(cmd) // not a subcommand of one of the table's, seen above
 		}
 	}
 }
 
-// aclSubs calls fn for every subcommand of cmd that ACL rules know.
-func (cmd *Spec) aclSubs(fn func(sub *Spec)) {
-	for _, sub := range cmd.Sub {
+// subs calls fn for every subcommand of cmd that ACL rules know.
+func (cmd *aclCmd) subs(fn func(sub *aclCmd)) {
+	for _, sub := range cmd.sub {
 		fn(sub)
 	}
 	for _, sub := range cmd.absentSub {
 		fn(sub)
 	}
+}
+
+// lookupSub finds a subcommand of cmd by name, in any case, as
+// Spec.LookupSub does.
+func (cmd *aclCmd) lookupSub(name string) *aclCmd {
+	for _, sub := range cmd.sub {
+		if len(sub.name) == len(name) && strings.EqualFold(sub.name, name) {
+			return sub
+		}
+	}
+	return nil
 }

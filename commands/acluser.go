@@ -7,13 +7,14 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"github.com/limitkv/limitkv/cmdspec"
 	"github.com/limitkv/limitkv/engine"
 	"github.com/limitkv/limitkv/resp"
 )
 
 // ACL users and their rules, as Redis 7.0 has them (src/acl.c): a user has
 // flags (on/off, nopass), SHA-256 hashes of its passwords, and one or more
-// selectors. Each selector allows commands (a bit per Spec.id), key
+// selectors. Each selector allows commands (a bit per aclCmd.id), key
 // patterns (read, write or both) and Pub/Sub channel patterns; a command
 // runs if any selector allows all of it. The first selector is the root
 // one, the rules given outside parentheses.
@@ -56,10 +57,13 @@ const (
 // aclNeedOf derives, as ACLSelectorCheckKey does, what a key spec's keys
 // need from its flags: access needs read; insert, delete and update need
 // write. A spec with none of these (EXISTS, TOUCH) needs only a pattern
-// that matches.
+// that matches. It allocates nothing: the flags of SET's and BITFIELD's
+// keys are read on each check.
 func aclNeedOf(flags string) uint8 {
 	var need uint8
-	for _, f := range strings.Fields(flags) {
+	for flags != "" {
+		var f string
+		f, flags, _ = strings.Cut(flags, " ")
 		switch f {
 		case "access":
 			need |= aclRead
@@ -130,7 +134,7 @@ type selector struct {
 	// future is Redis's reserved command bit: set by +@all, cleared by
 	// -@all only. ACL LIST starts from +@all when it is set.
 	future bool
-	cmds   []uint64 // a bit per Spec.id, the absent commands' included
+	cmds   []uint64 // a bit per aclCmd.id, the absent commands' included
 	// firstArgs: for a command whose bit is clear, the first arguments
 	// with which it may run anyway (+select|0).
 	firstArgs map[int][]string
@@ -138,8 +142,8 @@ type selector struct {
 	channels  []string
 }
 
-func newSelector(t *Table, root, allChannels bool) *selector {
-	return &selector{root: root, allChannels: allChannels, cmds: make([]uint64, (t.aclCount()+63)/64)}
+func newSelector(c *aclCatalog, root, allChannels bool) *selector {
+	return &selector{root: root, allChannels: allChannels, cmds: make([]uint64, (c.count()+63)/64)}
 }
 
 func (s *selector) clone() *selector {
@@ -172,18 +176,18 @@ func (s *selector) setBit(id int, on bool) {
 
 // changePerm allows or denies a command and, for a container, all its
 // subcommands, forgetting the command's allowed first arguments.
-func (s *selector) changePerm(cmd *Spec, on bool) {
+func (s *selector) changePerm(cmd *aclCmd, on bool) {
 	s.setBit(cmd.id, on)
 	delete(s.firstArgs, cmd.id)
-	cmd.aclSubs(func(sub *Spec) { s.setBit(sub.id, on) })
+	cmd.subs(func(sub *aclCmd) { s.setBit(sub.id, on) })
 }
 
 // setCategory allows or denies every command in cat, as Redis's
 // ACLSetSelectorCommandBitsForCategory does: a container in the category
 // brings all its subcommands along.
-func (s *selector) setCategory(t *Table, cat Category, on bool) {
-	t.aclCommands(func(cmd *Spec) {
-		if cmd.acl&cat != 0 {
+func (s *selector) setCategory(c *aclCatalog, cat cmdspec.Category, on bool) {
+	c.commands(func(cmd *aclCmd) {
+		if cmd.cats&cat != 0 {
 			s.changePerm(cmd, on)
 		}
 	})
@@ -202,9 +206,9 @@ func (s *selector) setAll(on bool) {
 }
 
 // countCategory counts the commands of cat the selector allows and denies.
-func (s *selector) countCategory(t *Table, cat Category) (on, off int) {
-	t.aclCommands(func(cmd *Spec) {
-		if cmd.acl&cat != 0 {
+func (s *selector) countCategory(c *aclCatalog, cat cmdspec.Category) (on, off int) {
+	c.commands(func(cmd *aclCmd) {
+		if cmd.cats&cat != 0 {
 			if s.bit(cmd.id) {
 				on++
 			} else {
@@ -267,23 +271,25 @@ func hasSpaces(s string) bool {
 // aclLookup finds a command for a rule: "get" or "client|list", in any
 // case, and nothing deeper; Redis's commands that limitkv lacks are found
 // too (aclabsent.go).
-func aclLookup(t *Table, name string) *Spec {
+func aclLookup(c *aclCatalog, name string) *aclCmd {
 	parts := strings.Split(name, "|")
 	if len(parts) > 2 {
 		return nil
 	}
-	base := t.Lookup([]byte(parts[0]))
-	if base == nil {
-		base = t.absentByName[strings.ToLower(parts[0])]
+	var base *aclCmd
+	if s := c.table.Lookup([]byte(parts[0])); s != nil {
+		base = c.byID[s.ID()]
+	} else {
+		base = c.absentByName[strings.ToLower(parts[0])]
 	}
 	if base == nil || len(parts) == 1 {
 		return base
 	}
-	if sub := base.lookupSub([]byte(parts[1])); sub != nil {
+	if sub := base.lookupSub(parts[1]); sub != nil {
 		return sub
 	}
 	for _, sub := range base.absentSub {
-		if strings.EqualFold(sub.Name, parts[1]) {
+		if strings.EqualFold(sub.name, parts[1]) {
 			return sub
 		}
 	}
@@ -291,7 +297,7 @@ func aclLookup(t *Table, name string) *Spec {
 }
 
 // set applies one selector rule, as Redis's ACLSetSelector.
-func (s *selector) set(t *Table, op string) error {
+func (s *selector) set(c *aclCatalog, op string) error {
 	switch {
 	case strings.EqualFold(op, "allkeys") || op == "~*":
 		s.allKeys, s.keys = true, nil
@@ -370,14 +376,14 @@ func (s *selector) set(t *Table, op string) error {
 		name := op[1:]
 		bar := strings.LastIndexByte(name, '|')
 		if bar < 0 {
-			cmd := aclLookup(t, name)
+			cmd := aclLookup(c, name)
 			if cmd == nil {
 				return aclErrNoEnt
 			}
 			s.changePerm(cmd, true)
 			return nil
 		}
-		cmd := aclLookup(t, name[:bar])
+		cmd := aclLookup(c, name[:bar])
 		switch {
 		case cmd == nil:
 			return aclErrNoEnt
@@ -385,8 +391,8 @@ func (s *selector) set(t *Table, op string) error {
 			return aclErrFirstArgs
 		case bar == len(name)-1:
 			return aclErrSyntax
-		case len(cmd.Sub) > 0 || len(cmd.absentSub) > 0:
-			sub := aclLookup(t, name)
+		case len(cmd.sub) > 0 || len(cmd.absentSub) > 0:
+			sub := aclLookup(c, name)
 			if sub == nil {
 				return aclErrNoEnt
 			}
@@ -406,17 +412,17 @@ func (s *selector) set(t *Table, op string) error {
 			s.firstArgs[cmd.id] = append(s.firstArgs[cmd.id], arg)
 		}
 	case op[0] == '-' && (len(op) < 2 || op[1] != '@'):
-		cmd := aclLookup(t, op[1:])
+		cmd := aclLookup(c, op[1:])
 		if cmd == nil {
 			return aclErrNoEnt
 		}
 		s.changePerm(cmd, false)
 	case op[0] == '+' || op[0] == '-':
-		cat := CategoryByName(strings.ToLower(op[2:]))
+		cat := cmdspec.CategoryByName(strings.ToLower(op[2:]))
 		if cat == 0 {
 			return aclErrNoEnt
 		}
-		s.setCategory(t, cat, op[0] == '+')
+		s.setCategory(c, cat, op[0] == '+')
 	default:
 		return aclErrSyntax
 	}
@@ -426,6 +432,8 @@ func (s *selector) set(t *Table, op string) error {
 // userRules is a user's state at one moment. Once published (aclUser.rules)
 // it is never changed.
 type userRules struct {
+	// cat is the commands the rules name, by the ids of the bitmaps.
+	cat       *aclCatalog
 	flags     uint8
 	passwords []string // SHA-256 of each, 64 lower-case hex digits
 	selectors []*selector
@@ -435,7 +443,7 @@ type userRules struct {
 }
 
 func (r *userRules) clone() *userRules {
-	c := &userRules{flags: r.flags, passwords: append([]string(nil), r.passwords...)}
+	c := &userRules{cat: r.cat, flags: r.flags, passwords: append([]string(nil), r.passwords...)}
 	for _, s := range r.selectors {
 		c.selectors = append(c.selectors, s.clone())
 	}
@@ -451,13 +459,13 @@ func (r *userRules) seal() *userRules {
 
 // newUserRules are the rules of a new user: off, no password, nothing
 // allowed (channels as acl-pubsub-default says).
-func newUserRules(t *Table, allChannels bool) *userRules {
-	return &userRules{flags: userOff, selectors: []*selector{newSelector(t, true, allChannels)}}
+func newUserRules(c *aclCatalog, allChannels bool) *userRules {
+	return &userRules{cat: c, flags: userOff, selectors: []*selector{newSelector(c, true, allChannels)}}
 }
 
 // defaultUserRules are the default user's at start-up: on nopass ~* &* +@all.
-func defaultUserRules(t *Table) *userRules {
-	r := newUserRules(t, false)
+func defaultUserRules(c *aclCatalog) *userRules {
+	r := newUserRules(c, false)
 	root := r.selectors[0]
 	root.setAll(true)
 	root.allKeys, root.allChannels = true, true
@@ -485,7 +493,7 @@ func validHash(h string) bool {
 
 // set applies one rule to the user, as Redis's ACLSetUser. allChannels is
 // acl-pubsub-default, for the selectors the rule creates or resets.
-func (r *userRules) set(t *Table, op string, allChannels bool) error {
+func (r *userRules) set(op string, allChannels bool) error {
 	if op == "" {
 		return nil
 	}
@@ -528,13 +536,13 @@ func (r *userRules) set(t *Table, op string, allChannels bool) error {
 		}
 		r.passwords = append(r.passwords[:i:i], r.passwords[i+1:]...)
 	case op[0] == '(' && op[len(op)-1] == ')':
-		s := newSelector(t, false, allChannels)
+		s := newSelector(r.cat, false, allChannels)
 		args, ok := resp.SplitArgs([]byte(op[1 : len(op)-1]))
 		if !ok {
 			args = nil // as sdssplitargs: an empty selector
 		}
 		for _, a := range args {
-			if err := s.set(t, string(a)); err != nil {
+			if err := s.set(r.cat, string(a)); err != nil {
 				return err
 			}
 		}
@@ -550,7 +558,7 @@ func (r *userRules) set(t *Table, op string, allChannels bool) error {
 		r.selectors = r.selectors[:1]
 		root.setAll(false)
 	default:
-		return r.selectors[0].set(t, op)
+		return r.selectors[0].set(r.cat, op)
 	}
 	return nil
 }
@@ -597,10 +605,12 @@ func mergeSelectorArgs(ops []string) ([]string, int) {
 // aclCategoryOrder is the order in which ACL CAT lists the categories and
 // in which ACL LIST tries them when it describes a user: Redis's, then
 // limitkv's @ratelimit.
-var aclCategoryOrder = []Category{
-	CatKeyspace, CatRead, CatWrite, CatSet, CatSortedSet, CatList, CatHash, CatString,
-	CatBitmap, CatHyperLogLog, CatGeo, CatStream, CatPubSub, CatAdmin, CatFast, CatSlow,
-	CatBlocking, CatDangerous, CatConnection, CatTransaction, CatScripting, CatRateLimit,
+var aclCategoryOrder = []cmdspec.Category{
+	cmdspec.CatKeyspace, cmdspec.CatRead, cmdspec.CatWrite, cmdspec.CatSet, cmdspec.CatSortedSet,
+	cmdspec.CatList, cmdspec.CatHash, cmdspec.CatString, cmdspec.CatBitmap, cmdspec.CatHyperLogLog,
+	cmdspec.CatGeo, cmdspec.CatStream, cmdspec.CatPubSub, cmdspec.CatAdmin, cmdspec.CatFast,
+	cmdspec.CatSlow, cmdspec.CatBlocking, cmdspec.CatDangerous, cmdspec.CatConnection,
+	cmdspec.CatTransaction, cmdspec.CatScripting, cmdspec.CatRateLimit,
 }
 
 // describeCommands writes the selector's command rules as Redis's
@@ -608,9 +618,9 @@ var aclCategoryOrder = []Category{
 // categories that best approach the bitmap, then single commands to make
 // it exact. Single commands come in table order (Redis's follow its hash
 // table, which varies from run to run).
-func (s *selector) describeCommands(t *Table) string {
+func (s *selector) describeCommands(c *aclCatalog) string {
 	var b strings.Builder
-	fake := newSelector(t, false, false)
+	fake := newSelector(c, false, false)
 	additive := !s.future
 	if additive {
 		b.WriteString("-@all ")
@@ -618,7 +628,7 @@ func (s *selector) describeCommands(t *Table) string {
 		b.WriteString("+@all ")
 		fake.setAll(true)
 	}
-	temp := newSelector(t, false, false)
+	temp := newSelector(c, false, false)
 	copy(temp.cmds, s.cmds)
 	applied := make([]bool, len(aclCategoryOrder))
 	for {
@@ -627,7 +637,7 @@ func (s *selector) describeCommands(t *Table) string {
 			if applied[j] {
 				continue
 			}
-			on, off := temp.countCategory(t, cat)
+			on, off := temp.countCategory(c, cat)
 			diff, same := on, off
 			if additive {
 				diff, same = off, on
@@ -641,8 +651,8 @@ func (s *selector) describeCommands(t *Table) string {
 		}
 		cat := aclCategoryOrder[best]
 		name := cat.Names()[0]
-		fake.setCategory(t, cat, additive)
-		temp.setCategory(t, cat, !additive)
+		fake.setCategory(c, cat, additive)
+		temp.setCategory(c, cat, !additive)
 		if additive {
 			b.WriteString("+@" + name + " ")
 		} else {
@@ -650,12 +660,12 @@ func (s *selector) describeCommands(t *Table) string {
 		}
 		applied[best] = true
 	}
-	t.aclCommands(func(cmd *Spec) {
+	c.commands(func(cmd *aclCmd) {
 		s.describeSingle(cmd, fake, &b)
 		// Only a command without subcommands has first arguments.
 		if !s.bit(cmd.id) {
 			for _, a := range s.firstArgs[cmd.id] {
-				b.WriteString("+" + cmd.FullName() + "|" + a + " ")
+				b.WriteString("+" + cmd.fullName() + "|" + a + " ")
 			}
 		}
 	})
@@ -663,7 +673,7 @@ func (s *selector) describeCommands(t *Table) string {
 	return out[:len(out)-1]
 }
 
-func (s *selector) describeSingle(cmd *Spec, fake *selector, b *strings.Builder) {
+func (s *selector) describeSingle(cmd *aclCmd, fake *selector, b *strings.Builder) {
 	user, f := s.bit(cmd.id), fake.bit(cmd.id)
 	if user == f {
 		return
@@ -673,7 +683,7 @@ func (s *selector) describeSingle(cmd *Spec, fake *selector, b *strings.Builder)
 	} else {
 		b.WriteByte('-')
 	}
-	b.WriteString(cmd.FullName())
+	b.WriteString(cmd.fullName())
 	b.WriteByte(' ')
 	fake.changePerm(cmd, user)
 }
@@ -703,7 +713,7 @@ func (s *selector) channelsRule() string {
 }
 
 // describe is the selector as ACL LIST shows it.
-func (s *selector) describe(t *Table) string {
+func (s *selector) describe(c *aclCatalog) string {
 	var b strings.Builder
 	if s.allKeys {
 		b.WriteString("~* ")
@@ -720,13 +730,13 @@ func (s *selector) describe(t *Table) string {
 			b.WriteString("&" + c + " ")
 		}
 	}
-	b.WriteString(s.describeCommands(t))
+	b.WriteString(s.describeCommands(c))
 	return b.String()
 }
 
 // describe is the user's rules as ACL LIST and ACL SAVE write them, which
 // ACL SETUSER and ACL LOAD read back to the same rules.
-func (r *userRules) describe(t *Table) string {
+func (r *userRules) describe() string {
 	var b strings.Builder
 	for _, f := range userFlagNames {
 		if r.flags&f.flag != 0 {
@@ -738,9 +748,9 @@ func (r *userRules) describe(t *Table) string {
 	}
 	for _, s := range r.selectors {
 		if s.root {
-			b.WriteString(s.describe(t))
+			b.WriteString(s.describe(r.cat))
 		} else {
-			b.WriteString(" (" + s.describe(t) + ")")
+			b.WriteString(" (" + s.describe(r.cat) + ")")
 		}
 	}
 	return b.String()
@@ -788,30 +798,24 @@ type aclKey struct {
 
 // aclKeys finds the keys of a command and what each needs, as Redis's
 // getKeysFromCommandWithSpecs does for ACL checks: from the key specs,
-// unless their flags vary with the arguments (SET: with GET it reads too;
-// BITFIELD: with only GETs it only reads) or one of them does not fit the
-// arguments (then from the command's own key function: EVAL's, which
-// reads numkeys as atoi would; other commands have none, and so no keys).
-func (cmd *Spec) aclKeys(args [][]byte, out []aclKey) []aclKey {
-	if cmd.parent == nil && cmd.Name == "set" {
-		need := aclWrite
-		for _, a := range args[3:] {
-			if len(a) == 3 && a[0]|0x20 == 'g' && a[1]|0x20 == 'e' && a[2]|0x20 == 't' {
-				need = aclRW
-				break
-			}
+// unless their flags vary with the arguments (Spec.KeyFlags: SET with GET
+// reads too; BITFIELD with only GETs only reads) or one of them does not
+// fit the arguments (then from the command's own key function: EVAL's,
+// which reads numkeys as atoi would; other commands have none, and so no
+// keys).
+func (cmd *aclCmd) aclKeys(args [][]byte, out []aclKey) []aclKey {
+	spec := cmd.spec
+	if spec.KeyFlags != nil {
+		need := aclNeedOf(spec.KeyFlags(args)) & aclRW
+		var pos [2]int
+		for _, p := range spec.KeyPositions(args, pos[:0]) {
+			out = append(out, aclKey{p, need})
 		}
-		return append(out, aclKey{1, need})
-	}
-	if cmd.parent == nil && cmd.Name == "bitfield" {
-		if bitfieldOnlyReads(args) {
-			return append(out, aclKey{1, aclRead})
-		}
-		return append(out, aclKey{1, aclRW})
+		return out
 	}
 	start := len(out)
 	argc := len(args)
-	for j, ks := range cmd.keySpecs() {
+	for j, ks := range spec.KeySpecs() {
 		if cmd.keyNeed[j]&aclNotKey != 0 {
 			continue
 		}
@@ -875,15 +879,15 @@ func (cmd *Spec) aclKeys(args [][]byte, out []aclKey) []aclKey {
 // aclKeysFallback is Redis's key function for the commands limitkv has
 // that have one, EVAL and its kin: numkeys read as atoi would, no keys if
 // it is out of range. Other commands have no keys then.
-func (cmd *Spec) aclKeysFallback(args [][]byte, out []aclKey) []aclKey {
-	if cmd.Keys != nil {
-		var buf [4]KeyRef
-		for _, k := range cmd.Keys(args, buf[:0]) {
+func (cmd *aclCmd) aclKeysFallback(args [][]byte, out []aclKey) []aclKey {
+	if keys := cmd.spec.Keys; keys != nil {
+		var buf [4]cmdspec.KeyRef
+		for _, k := range keys(args, buf[:0]) {
 			out = append(out, aclKey{k.Pos, cmd.keyNeed[k.Spec] & aclRW})
 		}
 		return out
 	}
-	specs := cmd.keySpecs()
+	specs := cmd.spec.KeySpecs()
 	if len(specs) != 1 || !specs[0].KeyNum || len(args) < 3 {
 		return out
 	}
@@ -947,8 +951,8 @@ func (s *selector) channelAllowed(ch []byte, isPattern bool) bool {
 
 // check is ACLSelectorCheckCmd: whether the selector allows cmd with args,
 // whose keys (cmd.aclKeys) are keys, and if not why and at which argument.
-func (s *selector) check(cmd *Spec, args [][]byte, keys []aclKey) (int, int) {
-	if !s.allCommands && cmd.Flags&NoAuth == 0 && !s.bit(cmd.id) {
+func (s *selector) check(cmd *aclCmd, args [][]byte, keys []aclKey) (int, int) {
+	if !s.allCommands && cmd.spec.Flags&cmdspec.NoAuth == 0 && !s.bit(cmd.id) {
 		allowed := false
 		if len(args) >= 2 {
 			idx := 1
@@ -992,10 +996,11 @@ func (s *selector) check(cmd *Spec, args [][]byte, keys []aclKey) (int, int) {
 // checkCommand is ACLCheckAllUserCommandPerm: OK if any selector allows
 // the command; otherwise the denial to report: the command, unless some
 // selector got past it, then the last key or channel none allowed.
-func (r *userRules) checkCommand(cmd *Spec, args [][]byte) (int, int) {
+func (r *userRules) checkCommand(spec *cmdspec.Spec, args [][]byte) (int, int) {
 	if r.open {
 		return aclOK, 0
 	}
+	cmd := r.cat.byID[spec.ID()]
 	// The keys are found once for all selectors, and only if one of them
 	// restricts keys.
 	var buf [8]aclKey

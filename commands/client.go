@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/limitkv/limitkv/cmdspec"
 	"github.com/limitkv/limitkv/engine"
 	"github.com/limitkv/limitkv/replication"
 	"github.com/limitkv/limitkv/resp"
@@ -26,7 +27,7 @@ type Client struct {
 	name            atomic.Pointer[string]
 	libName, libVer atomic.Pointer[string]
 	lastInteraction atomic.Int64 // Unix ms
-	lastCmd         atomic.Pointer[Spec]
+	lastCmd         atomic.Pointer[cmdspec.Spec]
 	commands        atomic.Int64
 	multiLen        atomic.Int32 // queued commands, -1 outside MULTI
 	multiMem        atomic.Int64 // bytes of the queued commands' arguments
@@ -41,7 +42,7 @@ type Client struct {
 	dispatched bool
 	// inlined is the spec Inline found for the request about to run,
 	// taken (and cleared) by execute.
-	inlined *Spec
+	inlined *cmdspec.Spec
 	start   int64 // when the current request began (monoNow)
 	// authFails counts consecutive failed AUTHs; penalty is the delay the
 	// last one earned, served by Serve after the command (authGuard).
@@ -89,11 +90,11 @@ type Client struct {
 }
 
 type queuedCmd struct {
-	spec *Spec
+	spec *cmdspec.Spec
 	args [][]byte
 	// flags are those it was admitted by (commandFlags), which EXEC is
 	// admitted by in turn.
-	flags Flag
+	flags cmdspec.Flag
 }
 
 type watchedKey struct {
@@ -161,7 +162,7 @@ func (cl *Client) flagTx() {
 
 // queue adds a command to the open transaction. The request's arguments
 // point into the connection's read buffer, so it keeps a copy.
-func (cl *Client) queue(spec *Spec, flags Flag, args [][]byte) {
+func (cl *Client) queue(spec *cmdspec.Spec, flags cmdspec.Flag, args [][]byte) {
 	cl.queued = append(cl.queued, queuedCmd{spec: spec, args: cl.conn.KeepArgs(args), flags: flags})
 	cl.multiLen.Store(int32(len(cl.queued)))
 	n := int64(len(args)) * 24

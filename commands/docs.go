@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/limitkv/limitkv/cmdspec"
 )
 
 // The data files commands/docs/*.json hold what Redis publishes about each
@@ -64,10 +66,10 @@ type cmdDoc struct {
 	DeprecatedSince string
 	ReplacedBy      string
 	History         [][2]string
-	Syntax          string
-	KeySpecs        []KeySpec
-	ACL             Category // as stated; Spec.Categories adds the implied ones
-	Tips            []string
+	Args            []*argDoc // the arguments, parsed
+	// Spec is what the command's spec takes from the entry: key specs,
+	// ACL categories, tips.
+	Spec cmdspec.Data
 }
 
 // docJSON is an entry as the files spell it.
@@ -121,6 +123,39 @@ var keySpecFlags = []string{"RO", "RW", "OW", "RM", "access", "update", "insert"
 
 // loadDocs parses the embedded data files, once.
 var loadDocs = sync.OnceValues(func() (map[string]*cmdDoc, error) { return parseDocs(docFiles) })
+
+// loadSpecData returns what the specs take from the embedded data files,
+// by full name.
+func loadSpecData() (map[string]*cmdspec.Data, error) {
+	docs, err := loadDocs()
+	if err != nil {
+		return nil, err
+	}
+	return specData(docs), nil
+}
+
+func specData(docs map[string]*cmdDoc) map[string]*cmdspec.Data {
+	data := make(map[string]*cmdspec.Data, len(docs))
+	for name, d := range docs {
+		data[name] = &d.Spec
+	}
+	return data
+}
+
+// docOf returns the entry of s, a command of a table made from the
+// embedded data files.
+func docOf(s *cmdspec.Spec) *cmdDoc {
+	docs, _ := loadDocs()
+	return docs[s.FullName()]
+}
+
+// group is the command's group; a subcommand's is its container's.
+func group(s *cmdspec.Spec) string {
+	if g := docOf(s).Group; g != "" || s.Parent() == nil {
+		return g
+	}
+	return docOf(s.Parent()).Group
+}
 
 // parseDocs reads every docs/*.json of fsys into entries by full name.
 func parseDocs(fsys fs.FS) (map[string]*cmdDoc, error) {
@@ -197,52 +232,56 @@ func (j *docJSON) doc(sub bool) (*cmdDoc, error) {
 			return nil, fmt.Errorf("unknown doc flag %q", f)
 		}
 	}
+	args, err := parseSyntax(j.Arguments)
+	if err != nil {
+		return nil, err
+	}
 	d := &cmdDoc{Summary: j.Summary, Since: j.Since, Group: j.Group, Complexity: j.Complexity,
 		DocFlags: j.DocFlags, DeprecatedSince: j.DeprecatedSince, ReplacedBy: j.ReplacedBy,
-		History: j.History, Syntax: j.Arguments, Tips: j.Tips}
+		History: j.History, Args: args, Spec: cmdspec.Data{Tips: j.Tips}}
 	for _, name := range j.ACLCategories {
-		c := CategoryByName(strings.TrimPrefix(name, "@"))
+		c := cmdspec.CategoryByName(strings.TrimPrefix(name, "@"))
 		if c == 0 || !strings.HasPrefix(name, "@") {
 			return nil, fmt.Errorf("unknown ACL category %q", name)
 		}
-		d.ACL |= c
+		d.Spec.Categories |= c
 	}
 	for i, ks := range j.KeySpecs {
 		k, err := ks.keySpec()
 		if err != nil {
 			return nil, fmt.Errorf("key spec %d: %w", i, err)
 		}
-		d.KeySpecs = append(d.KeySpecs, k)
+		d.Spec.KeySpecs = append(d.Spec.KeySpecs, k)
 	}
 	return d, nil
 }
 
-func (j *keySpecJSON) keySpec() (KeySpec, error) {
+func (j *keySpecJSON) keySpec() (cmdspec.KeySpec, error) {
 	if len(j.Flags) == 0 {
-		return KeySpec{}, errors.New("no flags")
+		return cmdspec.KeySpec{}, errors.New("no flags")
 	}
 	for _, f := range j.Flags {
 		if !slices.Contains(keySpecFlags, f) {
-			return KeySpec{}, fmt.Errorf("unknown flag %q", f)
+			return cmdspec.KeySpec{}, fmt.Errorf("unknown flag %q", f)
 		}
 	}
-	k := KeySpec{Flags: strings.Join(j.Flags, " "), Notes: j.Notes, Begin: -1}
+	k := cmdspec.KeySpec{Flags: strings.Join(j.Flags, " "), Notes: j.Notes, Begin: -1}
 	bs, fk := &j.BeginSearch, &j.FindKeys
 	if count(bs.Index != nil, bs.Keyword != nil, bs.Unknown != nil) != 1 {
-		return KeySpec{}, errors.New("begin_search needs exactly one of index, keyword, unknown")
+		return cmdspec.KeySpec{}, errors.New("begin_search needs exactly one of index, keyword, unknown")
 	}
 	if count(fk.Range != nil, fk.KeyNum != nil, fk.Unknown != nil) != 1 {
-		return KeySpec{}, errors.New("find_keys needs exactly one of range, keynum, unknown")
+		return cmdspec.KeySpec{}, errors.New("find_keys needs exactly one of range, keynum, unknown")
 	}
 	switch {
 	case bs.Index != nil:
 		if bs.Index.Pos < 1 {
-			return KeySpec{}, errors.New("begin_search index below 1")
+			return cmdspec.KeySpec{}, errors.New("begin_search index below 1")
 		}
 		k.Begin = bs.Index.Pos
 	case bs.Keyword != nil:
 		if bs.Keyword.Keyword == "" {
-			return KeySpec{}, errors.New("begin_search keyword without a keyword")
+			return cmdspec.KeySpec{}, errors.New("begin_search keyword without a keyword")
 		}
 		k.Keyword, k.KeywordFrom = bs.Keyword.Keyword, bs.Keyword.StartFrom
 	}
@@ -256,7 +295,7 @@ func (j *keySpecJSON) keySpec() (KeySpec, error) {
 		k.Unknown = true
 	}
 	if !k.Unknown && k.KeyStep < 1 {
-		return KeySpec{}, errors.New("find_keys step below 1")
+		return cmdspec.KeySpec{}, errors.New("find_keys step below 1")
 	}
 	return k, nil
 }

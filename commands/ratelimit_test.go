@@ -28,7 +28,7 @@ func BenchmarkRLCommands(b *testing.B) {
 		}
 		s := c.Shard(key)
 		s.Lock()
-		c.Spec.Run(c)
+		srv.cmd(c.Spec).run(c)
 		s.Unlock()
 		if b := w.Bytes(); len(b) > 0 && b[0] == '-' {
 			panic(string(b))

@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/limitkv/limitkv/cmdspec"
 )
 
 const (
@@ -64,10 +66,10 @@ var groupTitles = []struct{ group, title string }{
 // line per command with its syntax and summary. README.md embeds it between
 // markers and a test keeps the copy in step with the table.
 func CommandList() string {
-	tab := NewTable(commandTable())
-	byGroup := map[string][]*Spec{}
+	tab, cmds := newTable(commandTable())
+	byGroup := map[string][]*cmdspec.Spec{}
 	for _, s := range tab.Specs() {
-		byGroup[s.group()] = append(byGroup[s.group()], s)
+		byGroup[group(s)] = append(byGroup[group(s)], s)
 	}
 	var b strings.Builder
 	for _, g := range groupTitles {
@@ -78,7 +80,7 @@ func CommandList() string {
 		delete(byGroup, g.group)
 		fmt.Fprintf(&b, "\n**%s**\n\n", g.title)
 		for _, s := range specs {
-			writeCommandLine(&b, s)
+			writeCommandLine(&b, s, cmds)
 		}
 	}
 	if len(byGroup) > 0 {
@@ -92,21 +94,21 @@ func CommandList() string {
 	return b.String()
 }
 
-func writeCommandLine(b *strings.Builder, s *Spec) {
+func writeCommandLine(b *strings.Builder, s *cmdspec.Spec, cmds []cmdState) {
 	if len(s.Sub) > 0 {
 		for _, sub := range s.Sub {
-			writeCommandLine(b, sub)
+			writeCommandLine(b, sub, cmds)
 		}
-		if s.Run == nil {
+		if cmds[s.ID()].run == nil {
 			return
 		}
 	}
 	name := strings.ToUpper(strings.ReplaceAll(s.FullName(), "|", " "))
-	syntax := renderSyntax(s.args)
+	syntax := renderSyntax(docOf(s).Args)
 	if syntax != "" {
 		syntax = " " + syntax
 	}
-	fmt.Fprintf(b, "- `%s%s` — %s\n", name, syntax, s.doc.Summary)
+	fmt.Fprintf(b, "- `%s%s` — %s\n", name, syntax, docOf(s).Summary)
 }
 
 // renderSyntax writes args back as Redis's documentation shows them, without the
