@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/limitkv/limitkv/acl"
 	"github.com/limitkv/limitkv/cmdspec"
 	"github.com/limitkv/limitkv/engine"
 	"github.com/limitkv/limitkv/replication"
@@ -106,12 +107,12 @@ type watchedKey struct {
 // or nil when they need no check: its user may do everything (the
 // default user's usual rules), or it has no user, as an internal client
 // (Redis's NULL user).
-func (cl *Client) aclRules() *userRules {
+func (cl *Client) aclRules() *acl.Rules {
 	u := cl.user.Load()
 	if u == nil {
 		return nil
 	}
-	if r := u.rules.Load(); !r.open {
+	if r := u.rules.Load(); !r.Open() {
 		return r
 	}
 	return nil

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/limitkv/limitkv/acl"
 	"github.com/limitkv/limitkv/cmdspec"
 	"github.com/limitkv/limitkv/engine"
 	"github.com/limitkv/limitkv/replication"
@@ -220,7 +221,7 @@ func (s *Server) Open(conn *resp.Conn) string {
 		s.logHandshakeError(conn, err)
 		return "handshake failed" // nothing can be sent
 	}
-	if s.Cfg.protectedMode.Load() && s.acl.def.rules.Load().flags&userNoPass != 0 && !isLoopback(conn.RemoteAddr()) {
+	if s.Cfg.protectedMode.Load() && s.acl.def.rules.Load().NoPass() && !isLoopback(conn.RemoteAddr()) {
 		s.clients.remove(cl)
 		s.stats.Rejected.Add(1)
 		return msgProtectedMode
@@ -373,7 +374,7 @@ func (s *Server) execute(cl *Client, w *resp.Writer, args [][]byte, now int64) {
 	// ACL: nothing to check for a user allowed everything (the default
 	// user's usual rules); the command, its keys and channels for others.
 	if r := cl.aclRules(); r != nil {
-		if res, pos := r.checkCommand(spec, args); res != aclOK {
+		if res, pos := r.Check(spec, args); res != acl.OK {
 			s.reject(cl, w, spec, s.aclDenied(cl, spec, args, res, pos))
 			return
 		}

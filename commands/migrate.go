@@ -234,7 +234,7 @@ func cmdMigrate(c *Ctx) {
 
 	// Talk to the target, holding no lock (unless MULTI or a script
 	// holds them all).
-	addr := net.JoinHostPort(string(c.Args[1]), strconv.FormatInt(atoi(c.Args[2]), 10))
+	addr := net.JoinHostPort(string(c.Args[1]), strconv.FormatInt(engine.Atoi(c.Args[2]), 10))
 	acked, reply := c.Srv.migrate.send(addr, wait, authCmd, db, out, len(moving))
 	for i := range acked {
 		moving[i].sent = acked[i]

@@ -10,6 +10,7 @@ import (
 
 	lua "github.com/yuin/gopher-lua"
 
+	"github.com/limitkv/limitkv/acl"
 	"github.com/limitkv/limitkv/cmdspec"
 	"github.com/limitkv/limitkv/lua51"
 	"github.com/limitkv/limitkv/resp"
@@ -412,8 +413,8 @@ func (r *luaRunner) aclCheckCmd(L *lua.LState) int {
 	}
 	ok := true
 	if rules := r.caller.Client.aclRules(); rules != nil {
-		res, _ := rules.checkCommand(spec, argv)
-		ok = res == aclOK
+		res, _ := rules.Check(spec, argv)
+		ok = res == acl.OK
 	}
 	L.Push(lua.LBool(ok))
 	return 1

@@ -151,26 +151,7 @@ func sortROKeys(args [][]byte, out []cmdspec.KeyRef) []cmdspec.KeyRef {
 // selector allows the command and every key.
 func (c *Ctx) fullKeyRead() bool {
 	r := c.Client.aclRules()
-	if r == nil {
-		return true
-	}
-	var buf [4]aclKey
-	cmd := r.cat.byID[c.Spec.ID()]
-	keys := cmd.aclKeys(c.Args, buf[:0])
-	for _, s := range r.selectors {
-		if res, _ := s.check(cmd, c.Args, keys); res != aclOK {
-			continue
-		}
-		if s.allKeys {
-			return true
-		}
-		for _, k := range s.keys {
-			if k.perm&aclRead != 0 && k.pattern == "*" {
-				return true
-			}
-		}
-	}
-	return false
+	return r == nil || r.FullKeyRead(c.Spec, c.Args)
 }
 
 // sortItem is one element being sorted, with what it sorts by. It holds

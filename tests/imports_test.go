@@ -25,12 +25,17 @@ var allowedImports = map[string]struct {
 	"lua51":    {ours: []string{"resp"}},
 	"persist":  {ours: []string{"engine"}},
 	"tlsconf":  {stdOnly: true},
-	"commands": {ours: []string{"cmdspec", "engine", "resp", "lua51", "tlsconf", "replication", "rdb"}},
+	"commands": {ours: []string{"cmdspec", "acl", "engine", "resp", "lua51", "tlsconf", "replication", "rdb"}},
 	// cmdspec is what a command is (name, arity, flags, key specs,
 	// categories), below commands so that what needs a spec and not a
 	// request (ACL rules, the command docs) need not import commands. The
 	// engine's integer parsing is how key counts are read (string2ll).
 	"cmdspec": {ours: []string{"engine"}, stdOnly: true},
+	// acl is the users' rules, over the specs; the users, their clients
+	// and the ACL command are commands'. Key patterns match as the
+	// keyspace's globs do (engine), and a selector's text splits as an
+	// inline request does (resp.SplitArgs).
+	"acl": {ours: []string{"cmdspec", "engine", "resp"}, stdOnly: true},
 	// rdb is Redis's RDB value format over plain Go values (DUMP, RESTORE,
 	// MIGRATE, FUNCTION DUMP); commands translates to and from the engine.
 	"rdb": {stdOnly: true},
@@ -117,6 +122,9 @@ func TestForbiddenImportsCatches(t *testing.T) {
 		{"commands", "github.com/limitkv/limitkv/metrics"},
 		{"cmdspec", "github.com/limitkv/limitkv/commands"},
 		{"cmdspec", "github.com/limitkv/limitkv/resp"},
+		{"cmdspec", "github.com/limitkv/limitkv/acl"},
+		{"acl", "github.com/limitkv/limitkv/commands"},
+		{"acl", "github.com/limitkv/limitkv/replication"},
 		{"metrics", "github.com/limitkv/limitkv/engine"},
 		{"metrics", "github.com/limitkv/limitkv/persist"},
 		{"replication", "github.com/limitkv/limitkv/commands"},

@@ -1,4 +1,4 @@
-package commands
+package acl
 
 import (
 	"strings"
@@ -98,9 +98,9 @@ var absentCommands = []struct {
 	{"xtrim", cmdspec.CatWrite | cmdspec.CatStream | cmdspec.CatSlow},
 }
 
-// aclCmd is a command as ACL rules know it: one of the table's, or one of
+// command is a command as ACL rules know it: one of the table's, or one of
 // Redis's that limitkv lacks.
-type aclCmd struct {
+type command struct {
 	// id is the command's bit in the users' bitmaps: its spec's id, or
 	// for an absent command one after the table's.
 	id   int
@@ -108,13 +108,13 @@ type aclCmd struct {
 	cats cmdspec.Category
 	// spec is the table's spec, nil for an absent command.
 	spec   *cmdspec.Spec
-	parent *aclCmd
+	parent *command
 	// sub are the subcommands: the table's, or an absent container's
 	// absent ones. absentSub are the absent subcommands of one of the
 	// table's (client|tracking), kept apart as dispatch never sees them.
-	sub, absentSub []*aclCmd
+	sub, absentSub []*command
 	// keyNeed is, per key spec, the permission ACL rules must grant for
-	// the keys it finds (aclRead, aclWrite: see aclNeedOf).
+	// the keys it finds (permRead, permWrite: see needOf).
 	keyNeed []uint8
 	// channels tells which arguments are Pub/Sub channels that ACL rules
 	// restrict (PUBLISH, SUBSCRIBE, ...); zero for other commands.
@@ -122,33 +122,33 @@ type aclCmd struct {
 }
 
 // fullName is the name Redis uses: "get", "client|list".
-func (cmd *aclCmd) fullName() string {
+func (cmd *command) fullName() string {
 	if cmd.parent != nil {
 		return cmd.parent.name + "|" + cmd.name
 	}
 	return cmd.name
 }
 
-// aclCatalog is every command ACL rules know, for one table: its own, and
+// Catalog is every command ACL rules know, for one table: its own, and
 // the absent ones with ids after its own.
-type aclCatalog struct {
+type Catalog struct {
 	table *cmdspec.Table
-	byID  []*aclCmd
+	byID  []*command
 	// sorted are the table's top-level commands, in its order; absent
 	// the absent commands, in absentCommands' order.
-	sorted, absent []*aclCmd
-	absentByName   map[string]*aclCmd
+	sorted, absent []*command
+	absentByName   map[string]*command
 }
 
-// newACLCatalog indexes t's commands and the absent ones for ACL rules.
-func newACLCatalog(t *cmdspec.Table) *aclCatalog {
-	c := &aclCatalog{table: t, byID: make([]*aclCmd, t.Count(), t.Count()+len(absentCommands))}
-	var add func(s *cmdspec.Spec, parent *aclCmd) *aclCmd
-	add = func(s *cmdspec.Spec, parent *aclCmd) *aclCmd {
-		cmd := &aclCmd{id: s.ID(), name: s.Name, cats: s.Categories(), spec: s, parent: parent,
+// NewCatalog indexes t's commands and the absent ones for ACL rules.
+func NewCatalog(t *cmdspec.Table) *Catalog {
+	c := &Catalog{table: t, byID: make([]*command, t.Count(), t.Count()+len(absentCommands))}
+	var add func(s *cmdspec.Spec, parent *command) *command
+	add = func(s *cmdspec.Spec, parent *command) *command {
+		cmd := &command{id: s.ID(), name: s.Name, cats: s.Categories(), spec: s, parent: parent,
 			channels: channelSpecs[s.FullName()]}
 		for _, ks := range s.KeySpecs() {
-			cmd.keyNeed = append(cmd.keyNeed, aclNeedOf(ks.Flags))
+			cmd.keyNeed = append(cmd.keyNeed, needOf(ks.Flags))
 		}
 		c.byID[cmd.id] = cmd
 		for _, sub := range s.Sub {
@@ -167,10 +167,10 @@ func newACLCatalog(t *cmdspec.Table) *aclCatalog {
 // ACL bitmaps. An absent subcommand of a command limitkv has (client|
 // tracking) is kept apart from the command's subcommands, which dispatch
 // reads.
-func (c *aclCatalog) addAbsent() {
-	c.absentByName = make(map[string]*aclCmd, len(absentCommands))
+func (c *Catalog) addAbsent() {
+	c.absentByName = make(map[string]*command, len(absentCommands))
 	for _, a := range absentCommands {
-		cmd := &aclCmd{name: a.name, cats: a.cats, id: c.count()}
+		cmd := &command{name: a.name, cats: a.cats, id: c.count()}
 		if base, sub, ok := strings.Cut(a.name, "|"); ok {
 			cmd.name = sub
 			if cmd.parent = c.absentByName[base]; cmd.parent != nil {
@@ -190,11 +190,11 @@ func (c *aclCatalog) addAbsent() {
 
 // count is the number of commands ACL bitmaps hold: the table's and the
 // absent ones.
-func (c *aclCatalog) count() int { return len(c.byID) }
+func (c *Catalog) count() int { return len(c.byID) }
 
 // commands calls fn for every command ACL rules know, containers before
 // their subcommands: the table's in its order, then the absent ones.
-func (c *aclCatalog) commands(fn func(cmd *aclCmd)) {
+func (c *Catalog) commands(fn func(cmd *command)) {
 	for _, cmd := range c.sorted {
 		fn(cmd)
 		for _, sub := range cmd.sub {
@@ -212,7 +212,7 @@ func (c *aclCatalog) commands(fn func(cmd *aclCmd)) {
 }
 
 // subs calls fn for every subcommand of cmd that ACL rules know.
-func (cmd *aclCmd) subs(fn func(sub *aclCmd)) {
+func (cmd *command) subs(fn func(sub *command)) {
 	for _, sub := range cmd.sub {
 		fn(sub)
 	}
@@ -223,11 +223,51 @@ func (cmd *aclCmd) subs(fn func(sub *aclCmd)) {
 
 // lookupSub finds a subcommand of cmd by name, in any case, as
 // Spec.LookupSub does.
-func (cmd *aclCmd) lookupSub(name string) *aclCmd {
+func (cmd *command) lookupSub(name string) *command {
 	for _, sub := range cmd.sub {
 		if len(sub.name) == len(name) && strings.EqualFold(sub.name, name) {
 			return sub
 		}
 	}
 	return nil
+}
+
+// lookup finds a command for a rule: "get" or "client|list", in any
+// case, and nothing deeper; Redis's commands that limitkv lacks are found
+// too (absentCommands).
+func (c *Catalog) lookup(name string) *command {
+	parts := strings.Split(name, "|")
+	if len(parts) > 2 {
+		return nil
+	}
+	var base *command
+	if s := c.table.Lookup([]byte(parts[0])); s != nil {
+		base = c.byID[s.ID()]
+	} else {
+		base = c.absentByName[strings.ToLower(parts[0])]
+	}
+	if base == nil || len(parts) == 1 {
+		return base
+	}
+	if sub := base.lookupSub(parts[1]); sub != nil {
+		return sub
+	}
+	for _, sub := range base.absentSub {
+		if strings.EqualFold(sub.name, parts[1]) {
+			return sub
+		}
+	}
+	return nil
+}
+
+// InCategory returns the full names of the commands in cat, as ACL CAT
+// lists them.
+func (c *Catalog) InCategory(cat cmdspec.Category) []string {
+	var names []string
+	c.commands(func(cmd *command) {
+		if cmd.cats&cat != 0 {
+			names = append(names, cmd.fullName())
+		}
+	})
+	return names
 }
