@@ -4,6 +4,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/limitkv/limitkv/cmddocs"
 	"github.com/limitkv/limitkv/cmdspec"
 	"github.com/limitkv/limitkv/engine"
 )
@@ -168,124 +169,11 @@ func cmdCommandDocs(c *Ctx) {
 			}
 		}
 	}
+	docs := cmddocs.Load()
 	c.W.Map(len(specs))
 	for _, s := range specs {
 		c.W.BulkString(s.FullName())
-		writeDocs(c, s)
-	}
-}
-
-// writeDocs writes one command's COMMAND DOCS entry, fields in Redis's
-// order.
-func writeDocs(c *Ctx, s *cmdspec.Spec) {
-	w := c.W
-	d := docOf(s)
-	docFlags := d.DocFlags
-	n := 3
-	for _, present := range []bool{d.Complexity != "", len(docFlags) > 0, d.DeprecatedSince != "", d.ReplacedBy != "",
-		len(d.History) > 0, len(d.Args) > 0, len(s.Sub) > 0} {
-		if present {
-			n++
-		}
-	}
-	w.Map(n)
-	w.BulkString("summary")
-	w.BulkString(d.Summary)
-	w.BulkString("since")
-	w.BulkString(d.Since)
-	w.BulkString("group")
-	w.BulkString(group(s))
-	if d.Complexity != "" {
-		w.BulkString("complexity")
-		w.BulkString(d.Complexity)
-	}
-	if len(docFlags) > 0 {
-		w.BulkString("doc_flags")
-		w.Set(len(docFlags))
-		for _, f := range docFlags {
-			w.Simple(f)
-		}
-	}
-	if d.DeprecatedSince != "" {
-		w.BulkString("deprecated_since")
-		w.BulkString(d.DeprecatedSince)
-	}
-	if d.ReplacedBy != "" {
-		w.BulkString("replaced_by")
-		w.BulkString(d.ReplacedBy)
-	}
-	if len(d.History) > 0 {
-		w.BulkString("history")
-		w.Array(len(d.History))
-		for _, h := range d.History {
-			w.Array(2)
-			w.BulkString(h[0])
-			w.BulkString(h[1])
-		}
-	}
-	if len(d.Args) > 0 {
-		w.BulkString("arguments")
-		writeArgDocs(c, d.Args)
-	}
-	if len(s.Sub) > 0 {
-		w.BulkString("subcommands")
-		w.Map(len(s.Sub))
-		for _, sub := range s.Sub {
-			w.BulkString(sub.FullName())
-			writeDocs(c, sub)
-		}
-	}
-}
-
-func writeArgDocs(c *Ctx, args []*argDoc) {
-	w := c.W
-	w.Array(len(args))
-	for _, a := range args {
-		var flags []string
-		if a.Optional {
-			flags = append(flags, "optional")
-		}
-		if a.Multiple {
-			flags = append(flags, "multiple")
-		}
-		if a.MultipleToken {
-			flags = append(flags, "multiple_token")
-		}
-		n := 2
-		hasSpec := a.Type == "key" || a.Type == "pattern" && a.KeySpec > 0 // SORT's BY and GET
-		for _, present := range []bool{hasSpec, a.Token != "", a.Since != "", len(flags) > 0, len(a.Args) > 0} {
-			if present {
-				n++
-			}
-		}
-		w.Map(n)
-		w.BulkString("name")
-		w.BulkString(a.Name)
-		w.BulkString("type")
-		w.BulkString(a.Type)
-		if hasSpec {
-			w.BulkString("key_spec_index")
-			w.Int(int64(a.KeySpec))
-		}
-		if a.Token != "" {
-			w.BulkString("token")
-			w.BulkString(a.Token)
-		}
-		if a.Since != "" {
-			w.BulkString("since")
-			w.BulkString(a.Since)
-		}
-		if len(flags) > 0 {
-			w.BulkString("flags")
-			w.Set(len(flags))
-			for _, f := range flags {
-				w.Simple(f)
-			}
-		}
-		if len(a.Args) > 0 {
-			w.BulkString("arguments")
-			writeArgDocs(c, a.Args)
-		}
+		docs.Write(c.W, s)
 	}
 }
 

@@ -3,6 +3,7 @@ package commands
 import (
 	"sync/atomic"
 
+	"github.com/limitkv/limitkv/cmddocs"
 	"github.com/limitkv/limitkv/cmdspec"
 )
 
@@ -51,16 +52,12 @@ type cmdState struct {
 	hist   latencyHist
 }
 
-// newTable makes the table of rows with their entries in the data files,
-// and the state of each of its commands by id. It panics on a malformed
-// table or data file, or on a command without data or data without a
-// command: programming errors the tests catch.
+// newTable makes the table of rows with their entries in the data files
+// (package cmddocs), and the state of each of its commands by id. It
+// panics on a malformed table or data file, or on a command without data
+// or data without a command: programming errors the tests catch.
 func newTable(rows []*command) (*cmdspec.Table, []cmdState) {
-	data, err := loadSpecData()
-	if err != nil {
-		panic(err)
-	}
-	t, cmds, err := buildTable(rows, data)
+	t, cmds, err := buildTable(rows, cmddocs.Load().SpecData())
 	if err != nil {
 		panic(err)
 	}

@@ -7,20 +7,22 @@ import "github.com/limitkv/limitkv/cmdspec"
 // nest under Sub). What Redis publishes about a command (summary,
 // complexity, since, group, arguments, key specs, the ACL categories its
 // flags do not imply, tips, history) is its entry in the data files
-// commands/docs/<family>.json, which newTable (register.go) loads;
-// docs.go describes them. Each row and its entry make a spec (package
-// cmdspec); the handler stays here, attached by spec id. Rows are grouped by the file of their handlers, and each group's
-// data is in the data file of the same name. Arity, flags, key specs, ACL
-// categories and documentation follow Redis 7.0 for the commands Redis has.
+// cmddocs/docs/<family>.json, which package cmddocs reads and describes.
+// A row and its entry make the command's spec (package cmdspec); the
+// handler stays here, attached by the spec's id (register.go). Rows are
+// grouped by the file of their handlers, and each group's data is in the
+// data file of the same name. Arity, flags, key specs, ACL categories and
+// documentation follow Redis 7.0 for the commands Redis has.
 //
 // From the rows and the data come dispatch, the arity check, COMMAND and
 // its subcommands (COMMAND DOCS is where redis-cli finds its hints), the
 // legacy key range and movablekeys flag (from the key specs) and the full
 // ACL categories (from the flags), and README.md's command list
-// (CommandList; TestReadmeCommandList). docs/commands.md is written by hand.
+// (cmddocs.Docs.CommandList; TestReadmeCommandList). docs/commands.md is
+// written by hand.
 //
-// To add a command: one row here plus its entry in commands/docs/<family>.json.
-// Then record the new replies with
+// To add a command: one row here plus its entry in
+// cmddocs/docs/<family>.json. Then record the new replies with
 //
 //	go test ./commands -run 'TestCommandGolden|TestReadmeCommandList' -update
 //

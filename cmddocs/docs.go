@@ -1,4 +1,10 @@
-package commands
+// Package cmddocs holds the data files: what Redis publishes about each
+// command beyond its name, arity and flags, for limitkv's commands. Part
+// of it is the command's specification, which package cmdspec takes (key
+// specs, ACL categories, tips: COMMAND INFO); the rest is documentation,
+// which this package renders (COMMAND DOCS, and the command list of the
+// README). It knows the commands only through their specs.
+package cmddocs
 
 import (
 	"bytes"
@@ -15,11 +21,11 @@ import (
 	"github.com/limitkv/limitkv/cmdspec"
 )
 
-// The data files commands/docs/*.json hold what Redis publishes about each
+// The data files cmddocs/docs/*.json hold what Redis publishes about each
 // command apart from its name, arity and flags: the documentation COMMAND
 // DOCS returns, and the key specs, ACL categories and tips COMMAND INFO
-// returns. The Go rows of table.go hold the rest. (They are not the
-// hand-written pages of the repository's docs/ directory.)
+// returns. The Go rows of package commands' table.go hold the rest. (They
+// are not the hand-written pages of the repository's docs/ directory.)
 //
 // Each file is one JSON object whose keys are full command names ("get",
 // "client|list") and whose values have these fields, in COMMAND DOCS's
@@ -43,21 +49,21 @@ import (
 //	                                 or {"keynum": {"keynumidx": 0, "firstkey": 1, "step": 1}}
 //	                                 or {"unknown": {}}}
 //	acl_categories                optional, only the categories the flags
-//	                              do not imply (see implicitCategories),
-//	                              e.g. ["@string"]
+//	                              do not imply (see cmdspec's
+//	                              implicitCategories), e.g. ["@string"]
 //	tips                          optional, e.g. ["nondeterministic_output"]
 //
 // The files are grouped as the rows of table.go are: a row under "Strings
 // (strings.go)" has its entry in docs/strings.json. COMMAND's legacy key
 // range (first, last, step) and the movablekeys flag are derived from the
-// key specs (legacyKeyRange); a command's full ACL categories from these
-// and its flags.
+// key specs (cmdspec's legacyKeyRange); a command's full ACL categories
+// from these and its flags.
 //
 //go:embed docs/*.json
 var docFiles embed.FS
 
-// cmdDoc is one command's entry in the data files.
-type cmdDoc struct {
+// Doc is one command's entry in the data files.
+type Doc struct {
 	Summary         string
 	Since           string
 	Group           string
@@ -66,7 +72,7 @@ type cmdDoc struct {
 	DeprecatedSince string
 	ReplacedBy      string
 	History         [][2]string
-	Args            []*argDoc // the arguments, parsed
+	Args            []*Arg // the arguments, parsed
 	// Spec is what the command's spec takes from the entry: key specs,
 	// ACL categories, tips.
 	Spec cmdspec.Data
@@ -121,44 +127,46 @@ type keySpecJSON struct {
 var keySpecFlags = []string{"RO", "RW", "OW", "RM", "access", "update", "insert",
 	"delete", "not_key", "incomplete", "variable_flags"}
 
-// loadDocs parses the embedded data files, once.
-var loadDocs = sync.OnceValues(func() (map[string]*cmdDoc, error) { return parseDocs(docFiles) })
+// Docs are the entries of the data files, by full command name ("get",
+// "client|list").
+type Docs map[string]*Doc
 
-// loadSpecData returns what the specs take from the embedded data files,
-// by full name.
-func loadSpecData() (map[string]*cmdspec.Data, error) {
-	docs, err := loadDocs()
+// load parses the embedded data files, once.
+var load = sync.OnceValues(func() (Docs, error) { return Parse(docFiles) })
+
+// Load returns the entries of the embedded data files. It panics if they
+// are malformed: a programming error, which the tests catch.
+func Load() Docs {
+	d, err := load()
 	if err != nil {
-		return nil, err
+		panic(err)
 	}
-	return specData(docs), nil
+	return d
 }
 
-func specData(docs map[string]*cmdDoc) map[string]*cmdspec.Data {
-	data := make(map[string]*cmdspec.Data, len(docs))
-	for name, d := range docs {
-		data[name] = &d.Spec
+// SpecData returns what the commands' specs take from the entries, by
+// full name, for cmdspec.NewTable.
+func (d Docs) SpecData() map[string]*cmdspec.Data {
+	data := make(map[string]*cmdspec.Data, len(d))
+	for name, e := range d {
+		data[name] = &e.Spec
 	}
 	return data
 }
 
-// docOf returns the entry of s, a command of a table made from the
-// embedded data files.
-func docOf(s *cmdspec.Spec) *cmdDoc {
-	docs, _ := loadDocs()
-	return docs[s.FullName()]
-}
+// Of returns the entry of s, a command of a table made with d's SpecData.
+func (d Docs) Of(s *cmdspec.Spec) *Doc { return d[s.FullName()] }
 
-// group is the command's group; a subcommand's is its container's.
-func group(s *cmdspec.Spec) string {
-	if g := docOf(s).Group; g != "" || s.Parent() == nil {
+// Group is the command's group; a subcommand's is its container's.
+func (d Docs) Group(s *cmdspec.Spec) string {
+	if g := d.Of(s).Group; g != "" || s.Parent() == nil {
 		return g
 	}
-	return docOf(s.Parent()).Group
+	return d.Of(s.Parent()).Group
 }
 
-// parseDocs reads every docs/*.json of fsys into entries by full name.
-func parseDocs(fsys fs.FS) (map[string]*cmdDoc, error) {
+// Parse reads every docs/*.json of fsys into entries by full name.
+func Parse(fsys fs.FS) (Docs, error) {
 	names, err := fs.Glob(fsys, "docs/*.json")
 	if err != nil {
 		return nil, err
@@ -166,14 +174,14 @@ func parseDocs(fsys fs.FS) (map[string]*cmdDoc, error) {
 	if len(names) == 0 {
 		return nil, errors.New("no docs/*.json")
 	}
-	out := map[string]*cmdDoc{}
+	out := Docs{}
 	for _, name := range names {
 		data, err := fs.ReadFile(fsys, name)
 		if err != nil {
 			return nil, err
 		}
 		if err := parseDocFile(data, out); err != nil {
-			return nil, fmt.Errorf("commands/%s: %w", name, err)
+			return nil, fmt.Errorf("cmddocs/%s: %w", name, err)
 		}
 	}
 	return out, nil
@@ -181,7 +189,7 @@ func parseDocs(fsys fs.FS) (map[string]*cmdDoc, error) {
 
 // parseDocFile adds the entries of one file to out. Unknown fields,
 // duplicate names and anything after the object are errors.
-func parseDocFile(data []byte, out map[string]*cmdDoc) error {
+func parseDocFile(data []byte, out Docs) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
@@ -216,7 +224,7 @@ func parseDocFile(data []byte, out map[string]*cmdDoc) error {
 }
 
 // doc checks an entry and converts it.
-func (j *docJSON) doc(sub bool) (*cmdDoc, error) {
+func (j *docJSON) doc(sub bool) (*Doc, error) {
 	switch {
 	case j.Summary == "" || j.Since == "":
 		// Complexity may be left out, as Redis leaves it out for PSYNC
@@ -236,7 +244,7 @@ func (j *docJSON) doc(sub bool) (*cmdDoc, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &cmdDoc{Summary: j.Summary, Since: j.Since, Group: j.Group, Complexity: j.Complexity,
+	d := &Doc{Summary: j.Summary, Since: j.Since, Group: j.Group, Complexity: j.Complexity,
 		DocFlags: j.DocFlags, DeprecatedSince: j.DeprecatedSince, ReplacedBy: j.ReplacedBy,
 		History: j.History, Args: args, Spec: cmdspec.Data{Tips: j.Tips}}
 	for _, name := range j.ACLCategories {
