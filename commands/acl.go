@@ -134,7 +134,7 @@ func (s *Server) killUserClients(u *aclUser, caller *Client) {
 // takes channels away: the rules' channel patterns match a subscribed
 // channel as a glob, a subscribed pattern only literally. The caller's own
 // connection closes after this reply. It is called only when
-// channelsShrunk, so no selector of rules allows every channel and a
+// acl.ChannelsShrunk, so no selector of rules allows every channel and a
 // channel is allowed exactly when a pattern of some selector matches it,
 // as Redis's check against the union of the selectors' patterns says.
 func (s *Server) dropRevokedSubscribers(c *Ctx, u *aclUser, rules *acl.Rules) {

@@ -12,9 +12,11 @@ import (
 
 // The package boundaries, checked rather than hoped for (as Pebble's
 // TestForbiddenImports does). Imports point one way: cmd -> commands ->
-// engine, resp; persist -> engine; the engine knows nothing of the wire or
-// the disk, the wire nothing of commands. Each package lists the packages
-// of this module its non-test files may import; stdOnly packages may import
+// acl, cmddocs -> cmdspec -> engine; commands -> resp; persist -> engine;
+// the engine knows nothing of the wire or the disk, the wire nothing of
+// commands, and what describes a command (cmdspec, acl, cmddocs) nothing
+// of the server that runs it. Each package lists the packages of this
+// module its non-test files may import; stdOnly packages may import
 // nothing outside the standard library at all.
 var allowedImports = map[string]struct {
 	ours    []string
