@@ -9,9 +9,10 @@ import (
 
 // command is a row of the command table (table.go): what a Go reader of
 // the command needs, the handler that runs it included. The server's
-// table is made of the rows' specs (package cmdspec); what it keeps of
-// each beyond its spec, handler and statistics, it keeps at the spec's
-// id (cmdState), so that the spec knows nothing of requests.
+// table is made of the rows' specs (package cmdspec); what the server
+// keeps of a command beyond its spec, the handler and the statistics, it
+// keeps at the spec's id (cmdState), so that specs know nothing of
+// requests. The handler is typed here, where the row names it.
 type command struct {
 	Name     string // lower case; a subcommand's is its own word ("setname")
 	Arity    int    // as Redis: n exactly n arguments, -n at least n (name included)
