@@ -14,17 +14,21 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/limitkv/limitkv/acl"
+	"github.com/limitkv/limitkv/cmdspec"
 	"github.com/limitkv/limitkv/engine"
 )
 
-// ACL: users, their permissions and the ACL command, as Redis 7.0 has them
-// (acluser.go holds the rules). Users live in the aclfile, or in the
+// ACL: users, the ACL LOG and the ACL command, as Redis 7.0 has them
+// (package acl holds the rules). Users live in the aclfile, or in the
 // config file's "user" lines, never in snapshots. Every request is checked
 // against its client's user in dispatch (execute), again at EXEC for the
 // commands a transaction queued, and for each call a script makes.
 
 // aclState is the server's users and ACL LOG.
 type aclState struct {
+	// cat is the commands the rules of every user name.
+	cat *acl.Catalog
 	// mu serializes changes to the users (SETUSER, DELUSER, LOAD,
 	// requirepass); checks read a user's published rules without it.
 	mu    sync.Mutex
@@ -40,17 +44,24 @@ type aclState struct {
 	log aclLog
 }
 
-func (a *aclState) init(t *Table) {
+func (a *aclState) init(t *cmdspec.Table) {
+	a.cat = acl.NewCatalog(t)
 	a.def = &aclUser{name: "default"}
 	a.users = map[string]*aclUser{"default": a.def}
-	a.publish(a.def, defaultUserRules(t))
+	a.publish(a.def, acl.DefaultRules(a.cat))
+}
+
+// aclUser is a user: a name and its current rules.
+type aclUser struct {
+	name  string
+	rules atomic.Pointer[acl.Rules]
 }
 
 // publish makes r the user's rules.
-func (a *aclState) publish(u *aclUser, r *userRules) {
-	u.rules.Store(r.seal())
+func (a *aclState) publish(u *aclUser, r *acl.Rules) {
+	u.rules.Store(r.Seal())
 	if u == a.def {
-		a.defaultOpen.Store(r.flags&userNoPass != 0 && r.flags&userOff == 0)
+		a.defaultOpen.Store(r.NoPass() && !r.Off())
 	}
 }
 
@@ -64,16 +75,12 @@ func (a *aclState) user(name string) *aclUser {
 // DefaultUserNoPass reports whether the default user needs no password,
 // so that anyone who can connect can run commands as that user.
 func (s *Server) DefaultUserNoPass() bool {
-	return s.acl.def.rules.Load().flags&userNoPass != 0
+	return s.acl.def.rules.Load().NoPass()
 }
 
 // authRequired is Redis's authRequired for a client that has not
 // authenticated.
 func (a *aclState) authRequired() bool { return !a.defaultOpen.Load() }
-
-// deniedRules are given to a deleted user, so that a command of one of its
-// clients that runs before the client is gone is refused.
-func deniedRules(t *Table) *userRules { return newUserRules(t, false).seal() }
 
 // setDefaultPassword is requirepass: the default user's only password,
 // or nopass when empty.
@@ -81,12 +88,12 @@ func (s *Server) setDefaultPassword(pass string) {
 	a := &s.acl
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	r := a.def.rules.Load().clone()
-	r.set(s.Table, "resetpass", false)
+	r := a.def.rules.Load().Clone()
+	r.Set("resetpass", false)
 	if pass != "" {
-		r.set(s.Table, ">"+pass, false)
+		r.Set(">"+pass, false)
 	} else {
-		r.set(s.Table, "nopass", false)
+		r.Set("nopass", false)
 	}
 	a.publish(a.def, r)
 }
@@ -98,10 +105,10 @@ func (s *Server) authenticateUser(name, pass []byte) *aclUser {
 	if u == nil {
 		// Spend the time a real check would, so that timing does not
 		// tell which user names exist.
-		hashPassword(string(pass))
+		acl.HashPassword(string(pass))
 		return nil
 	}
-	if !u.rules.Load().checkPassword(pass) {
+	if !u.rules.Load().CheckPassword(pass) {
 		return nil
 	}
 	return u
@@ -122,47 +129,22 @@ func (s *Server) killUserClients(u *aclUser, caller *Client) {
 	}
 }
 
-// channelsShrunk reports whether new allows fewer channels than old, as
-// Redis's ACLKillPubsubClientsIfNeeded decides before it disconnects the
-// user's subscribers: unless some new selector allows every channel, or
-// every channel pattern of the old selectors is among the new ones.
-func channelsShrunk(old, new *userRules) bool {
-	if new.allChannelsAllowed() {
-		return false
-	}
-	var upcoming []string
-	for _, s := range new.selectors {
-		upcoming = append(upcoming, s.channels...)
-	}
-	for _, s := range old.selectors {
-		if s.allChannels {
-			return true
-		}
-		for _, c := range s.channels {
-			if !containsString(upcoming, c) {
-				return true
-			}
-		}
-	}
-	return false
-}
-
 // dropRevokedSubscribers disconnects the clients of u subscribed to a
 // channel or pattern its new rules deny, as Redis does when ACL SETUSER
 // takes channels away: the rules' channel patterns match a subscribed
 // channel as a glob, a subscribed pattern only literally. The caller's own
 // connection closes after this reply. It is called only when
-// channelsShrunk, so no selector of rules allows every channel and a
+// acl.ChannelsShrunk, so no selector of rules allows every channel and a
 // channel is allowed exactly when a pattern of some selector matches it,
 // as Redis's check against the union of the selectors' patterns says.
-func (s *Server) dropRevokedSubscribers(c *Ctx, u *aclUser, rules *userRules) {
+func (s *Server) dropRevokedSubscribers(c *Ctx, u *aclUser, rules *acl.Rules) {
 	r := &s.pubsub
 	locked := r.rlock(c)
 	doomed := map[*Client]bool{}
 	for k := range psKinds {
 		for _, set := range r.subs[k] {
 			for cl := range set.clients {
-				if !doomed[cl] && cl.user.Load() == u && !rules.channelAllowed(set.name, k == psPattern) {
+				if !doomed[cl] && cl.user.Load() == u && !rules.ChannelAllowed(set.name, k == psPattern) {
 					doomed[cl] = true
 				}
 			}
@@ -184,21 +166,21 @@ func (s *Server) dropRevokedSubscribers(c *Ctx, u *aclUser, rules *userRules) {
 // name is unknown) and publish it only if every op is valid. Subscribers
 // of the user to channels it may no longer use are disconnected.
 func (s *Server) setUser(c *Ctx, name string, ops []string) error {
-	merged, open := mergeSelectorArgs(ops)
+	merged, open := acl.MergeSelectorArgs(ops)
 	if open >= 0 {
 		return errors.New("Unmatched parenthesis in acl selector starting at '" + ops[open] + "'.")
 	}
 	a := &s.acl
 	a.mu.Lock()
 	u := a.users[name]
-	var r *userRules
+	var r *acl.Rules
 	if u != nil {
-		r = u.rules.Load().clone()
+		r = u.rules.Load().Clone()
 	} else {
-		r = newUserRules(s.Table, a.pubsubAll.Load())
+		r = acl.NewRules(a.cat, a.pubsubAll.Load())
 	}
 	for _, op := range merged {
-		if err := r.set(s.Table, op, a.pubsubAll.Load()); err != nil {
+		if err := r.Set(op, a.pubsubAll.Load()); err != nil {
 			a.mu.Unlock()
 			return errors.New("Error in ACL SETUSER modifier '" + op + "': " + err.Error())
 		}
@@ -208,7 +190,7 @@ func (s *Server) setUser(c *Ctx, name string, ops []string) error {
 		u = &aclUser{name: name}
 		a.users[name] = u
 	} else {
-		shrunk = channelsShrunk(u.rules.Load(), r)
+		shrunk = acl.ChannelsShrunk(u.rules.Load(), r)
 	}
 	a.publish(u, r)
 	a.mu.Unlock()
@@ -235,7 +217,7 @@ func (a *aclState) sortedUsers() []*aclUser {
 func (s *Server) aclLines() []string {
 	var out []string
 	for _, u := range s.acl.sortedUsers() {
-		out = append(out, "user "+u.name+" "+u.rules.Load().describe(s.Table))
+		out = append(out, "user "+u.name+" "+u.rules.Load().Describe())
 	}
 	return out
 }
@@ -255,7 +237,7 @@ const (
 
 type aclLogEntry struct {
 	count    int64
-	reason   int
+	reason   acl.Result
 	context  int
 	object   string
 	username string
@@ -271,7 +253,7 @@ type aclLog struct {
 // aclLogAdd records a denial as Redis's addACLLogEntry: the object is the
 // command, key, channel or (for auth) the command name as typed; user is
 // the user name tried for auth, else the client's user.
-func (s *Server) aclLogAdd(cl *Client, reason, context int, object, user string) {
+func (s *Server) aclLogAdd(cl *Client, reason acl.Result, context int, object, user string) {
 	if user == "" {
 		user = cl.userName()
 	}
@@ -304,16 +286,16 @@ func (s *Server) aclLogAdd(cl *Client, reason, context int, object, user string)
 
 // aclDenied refuses a request its user may not run, with Redis's text,
 // and logs it.
-func (s *Server) aclDenied(cl *Client, spec *Spec, args [][]byte, res, pos int) string {
+func (s *Server) aclDenied(cl *Client, spec *cmdspec.Spec, args [][]byte, res acl.Result, pos int) string {
 	ctx := aclCtxToplevel
 	if cl.multi {
 		ctx = aclCtxMulti
 	}
 	switch res {
-	case aclDeniedCmd:
+	case acl.DeniedCmd:
 		s.aclLogAdd(cl, res, ctx, spec.FullName(), "")
 		return "NOPERM this user has no permissions to run the '" + spec.FullName() + "' command"
-	case aclDeniedKey:
+	case acl.DeniedKey:
 		s.aclLogAdd(cl, res, ctx, string(args[pos]), "")
 		return "NOPERM this user has no permissions to access one of the keys used as arguments"
 	default:
@@ -324,12 +306,12 @@ func (s *Server) aclDenied(cl *Client, spec *Spec, args [][]byte, res, pos int) 
 
 // aclExecDenied is the reply to a queued command that its user may no
 // longer run when EXEC runs it.
-func aclExecDenied(res int) string {
+func aclExecDenied(res acl.Result) string {
 	reason := "no permission to access one of the channels used as arguments"
 	switch res {
-	case aclDeniedCmd:
+	case acl.DeniedCmd:
 		reason = "no permission to execute the command or subcommand"
-	case aclDeniedKey:
+	case acl.DeniedKey:
 		reason = "no permission to touch the specified keys"
 	}
 	return "NOPERM ACLs rules changed between the moment the transaction was accumulated and the EXEC call. This command is no longer allowed for the following reason: " + reason
@@ -337,12 +319,12 @@ func aclExecDenied(res int) string {
 
 // aclScriptDenied is the error of a script's call that its user may not
 // make (Redis's getAclErrorMessage).
-func aclScriptDenied(res int) string {
+func aclScriptDenied(res acl.Result) string {
 	msg := "can't publish to the channel mentioned in the command"
 	switch res {
-	case aclDeniedCmd:
+	case acl.DeniedCmd:
 		msg = "can't run this command or subcommand"
-	case aclDeniedKey:
+	case acl.DeniedKey:
 		msg = "can't access at least one of the keys mentioned in the command arguments"
 	}
 	return "The user executing the script " + msg
@@ -350,17 +332,17 @@ func aclScriptDenied(res int) string {
 
 // checkScriptCall checks a command a script calls against the user of the
 // client that runs the script, logging a denial with context lua.
-func (s *Server) checkScriptCall(caller *Client, spec *Spec, args [][]byte) string {
+func (s *Server) checkScriptCall(caller *Client, spec *cmdspec.Spec, args [][]byte) string {
 	r := caller.aclRules()
 	if r == nil {
 		return ""
 	}
-	res, pos := r.checkCommand(spec, args)
-	if res == aclOK {
+	res, pos := r.Check(spec, args)
+	if res == acl.OK {
 		return ""
 	}
 	object := spec.FullName()
-	if res != aclDeniedCmd {
+	if res != acl.DeniedCmd {
 		object = string(args[pos])
 	}
 	s.aclLogAdd(caller, res, aclCtxLua, object, "")
@@ -377,7 +359,7 @@ func msgACLSubSyntax(c *Ctx) string {
 
 func cmdACLSetUser(c *Ctx) {
 	name := string(c.Args[2])
-	if hasSpaces(name) {
+	if acl.HasSpaces(name) {
 		c.W.Error("Usernames can't contain spaces or null characters")
 		return
 	}
@@ -405,7 +387,7 @@ func cmdACLDelUser(c *Ctx) {
 	for _, name := range c.Args[2:] {
 		if u := a.users[string(name)]; u != nil {
 			delete(a.users, u.name)
-			u.rules.Store(deniedRules(c.Srv.Table))
+			u.rules.Store(acl.DeniedRules(a.cat))
 			gone = append(gone, u)
 		}
 	}
@@ -423,38 +405,34 @@ func cmdACLGetUser(c *Ctx) {
 		return
 	}
 	r := u.rules.Load()
-	t := c.Srv.Table
 	c.W.Map(6)
 	c.W.BulkString("flags")
-	var flags []string
-	for _, f := range userFlagNames {
-		if r.flags&f.flag != 0 {
-			flags = append(flags, f.name)
-		}
-	}
+	flags := r.FlagNames()
 	c.W.Set(len(flags))
 	for _, f := range flags {
 		c.W.BulkString(f)
 	}
 	c.W.BulkString("passwords")
-	c.W.Array(len(r.passwords))
-	for _, p := range r.passwords {
+	passwords := r.Passwords()
+	c.W.Array(len(passwords))
+	for _, p := range passwords {
 		c.W.BulkString(p)
 	}
-	writeSelector := func(s *selector) {
+	writeSelector := func(i int) {
+		commands, keys, channels := r.DescribeSelector(i)
 		c.W.BulkString("commands")
-		c.W.BulkString(s.describeCommands(t))
+		c.W.BulkString(commands)
 		c.W.BulkString("keys")
-		c.W.BulkString(s.keysRule())
+		c.W.BulkString(keys)
 		c.W.BulkString("channels")
-		c.W.BulkString(s.channelsRule())
+		c.W.BulkString(channels)
 	}
-	writeSelector(r.selectors[0])
+	writeSelector(0)
 	c.W.BulkString("selectors")
-	c.W.Array(len(r.selectors) - 1)
-	for _, s := range r.selectors[1:] {
+	c.W.Array(r.Selectors() - 1)
+	for i := 1; i < r.Selectors(); i++ {
 		c.W.Map(3)
-		writeSelector(s)
+		writeSelector(i)
 	}
 }
 
@@ -513,8 +491,8 @@ func cmdACLSave(c *Ctx) {
 
 func cmdACLCat(c *Ctx) {
 	if len(c.Args) == 2 {
-		c.W.Array(len(aclCategoryOrder))
-		for _, cat := range aclCategoryOrder {
+		c.W.Array(len(acl.CategoryOrder))
+		for _, cat := range acl.CategoryOrder {
 			c.W.BulkString(cat.Names()[0])
 		}
 		return
@@ -523,17 +501,12 @@ func cmdACLCat(c *Ctx) {
 		c.W.Error(msgACLSubSyntax(c))
 		return
 	}
-	cat := CategoryByName(strings.ToLower(string(c.Args[2])))
+	cat := cmdspec.CategoryByName(strings.ToLower(string(c.Args[2])))
 	if cat == 0 {
 		c.W.Error("Unknown category '" + trunc(string(c.Args[2]), 128) + "'")
 		return
 	}
-	var names []string
-	c.Srv.Table.aclCommands(func(cmd *Spec) {
-		if cmd.acl&cat != 0 {
-			names = append(names, cmd.FullName())
-		}
-	})
+	names := c.Srv.acl.cat.InCategory(cat)
 	c.W.Array(len(names))
 	for _, n := range names {
 		c.W.BulkString(n)
@@ -625,22 +598,22 @@ func cmdACLDryRun(c *Ctx) {
 	args := c.Args[3:]
 	cmd := c.Srv.Table.Lookup(args[0])
 	if cmd != nil && len(cmd.Sub) > 0 && len(args) >= 2 {
-		cmd = cmd.lookupSub(args[1])
+		cmd = cmd.LookupSub(args[1])
 	}
 	if cmd == nil {
 		c.W.Error("Command '" + string(args[0]) + "' not found")
 		return
 	}
-	if !cmd.arityOK(len(args)) {
+	if !cmd.ArityOK(len(args)) {
 		c.W.Error("wrong number of arguments for '" + cmd.FullName() + "' command")
 		return
 	}
-	switch res, pos := u.rules.Load().checkCommand(cmd, args); res {
-	case aclOK:
+	switch res, pos := u.rules.Load().Check(cmd, args); res {
+	case acl.OK:
 		c.W.OK()
-	case aclDeniedCmd:
+	case acl.DeniedCmd:
 		c.W.BulkString("This user has no permissions to run the '" + cmd.FullName() + "' command")
-	case aclDeniedKey:
+	case acl.DeniedKey:
 		c.W.BulkString("This user has no permissions to access the '" + string(args[pos]) + "' key")
 	default:
 		c.W.BulkString("This user has no permissions to access the '" + string(args[pos]) + "' channel")
@@ -713,10 +686,10 @@ func (s *Server) LoadUsers() error {
 // loadConfigUser applies one user line of the config file.
 func (s *Server) loadConfigUser(l userLine) error {
 	name := l.args[0]
-	if hasSpaces(name) {
+	if acl.HasSpaces(name) {
 		return fmt.Errorf("%s:%d: Spaces not allowed in ACL usernames", l.file, l.line)
 	}
-	ops, open := mergeSelectorArgs(l.args[1:])
+	ops, open := acl.MergeSelectorArgs(l.args[1:])
 	if open >= 0 {
 		return fmt.Errorf("%s:%d: Error in user declaration '%s': Unmatched parenthesis in acl selector", l.file, l.line, l.args[1+open])
 	}
@@ -724,20 +697,20 @@ func (s *Server) loadConfigUser(l userLine) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	u := a.users[name]
-	var r *userRules
+	var r *acl.Rules
 	if u == nil {
 		u = &aclUser{name: name}
-		r = newUserRules(s.Table, a.pubsubAll.Load())
+		r = acl.NewRules(a.cat, a.pubsubAll.Load())
 	} else {
-		r = u.rules.Load().clone()
-		r.set(s.Table, "reset", a.pubsubAll.Load())
+		r = u.rules.Load().Clone()
+		r.Set("reset", a.pubsubAll.Load())
 	}
 	for _, op := range ops {
-		if err := r.set(s.Table, op, a.pubsubAll.Load()); err != nil {
+		if err := r.Set(op, a.pubsubAll.Load()); err != nil {
 			return fmt.Errorf("%s:%d: Error loading ACL rule '%s' for the user named '%s': %v", l.file, l.line, op, name, err)
 		}
 	}
-	if r.flags&userOff != 0 {
+	if r.Off() {
 		s.Log.Info("The user '" + name + "' is disabled (there is no 'on' modifier in the user description). Make sure this is not a configuration error.")
 	}
 	a.users[name] = u
@@ -756,76 +729,28 @@ func (s *Server) loadACLFile(path string, caller *Client) error {
 		return errors.New("Error loading ACLs, opening file '" + path + "': " + strerror(err))
 	}
 	a := &s.acl
-	all := a.pubsubAll.Load()
-	type loaded struct {
-		name  string
-		rules *userRules
-	}
-	var users []loaded
-	seen := map[string]bool{}
-	var errs strings.Builder
-	for i, line := range strings.Split(string(data), "\n") {
-		n := i + 1
-		line = strings.Trim(line, " \t\r\n")
-		if line == "" {
-			continue
-		}
-		argv := strings.Split(line, " ")
-		if argv[0] != "user" || len(argv) < 2 {
-			fmt.Fprintf(&errs, "%s:%d should start with user keyword followed by the username. ", path, n)
-			continue
-		}
-		if hasSpaces(argv[1]) {
-			fmt.Fprintf(&errs, "'%s:%d: username '%s' contains invalid characters. ", path, n, argv[1])
-			continue
-		}
-		if seen[argv[1]] {
-			fmt.Fprintf(&errs, "WARNING: Duplicate user '%s' found on line %d. ", argv[1], n)
-			continue
-		}
-		seen[argv[1]] = true
-		r := newUserRules(s.Table, all)
-		ops, open := mergeSelectorArgs(argv[2:])
-		if open >= 0 {
-			fmt.Fprintf(&errs, "%s:%d: Unmatched parenthesis in selector definition.", path, n)
-			continue
-		}
-		syntaxErr := false
-		for _, op := range ops {
-			op = strings.Trim(op, "\t\r\n")
-			err := r.set(s.Table, op, all)
-			switch {
-			case err == nil:
-			case err == aclErrNoEnt:
-				fmt.Fprintf(&errs, "%s:%d: Error in applying operation '%s': %v. ", path, n, op, err)
-			case !syntaxErr:
-				fmt.Fprintf(&errs, "%s:%d: %v. ", path, n, err)
-				syntaxErr = true
-			}
-		}
-		users = append(users, loaded{argv[1], r})
-	}
-	if errs.Len() > 0 {
-		return errors.New(errs.String() + "WARNING: ACL errors detected, no change to the previously active ACL rules was performed")
+	users, err := acl.ParseFile(path, data, a.cat, a.pubsubAll.Load())
+	if err != nil {
+		return err
 	}
 	a.mu.Lock()
 	old := a.users
 	a.users = map[string]*aclUser{"default": a.def}
-	defRules := defaultUserRules(s.Table)
+	defRules := acl.DefaultRules(a.cat)
 	for _, l := range users {
-		if l.name == "default" {
-			defRules = l.rules
+		if l.Name == "default" {
+			defRules = l.Rules
 			continue
 		}
-		u := &aclUser{name: l.name}
-		a.publish(u, l.rules)
-		a.users[l.name] = u
+		u := &aclUser{name: l.Name}
+		a.publish(u, l.Rules)
+		a.users[l.Name] = u
 	}
 	a.publish(a.def, defRules)
 	a.mu.Unlock()
 	for name, u := range old {
 		if name != "default" {
-			u.rules.Store(deniedRules(s.Table))
+			u.rules.Store(acl.DeniedRules(a.cat))
 			s.killUserClients(u, caller)
 		}
 	}

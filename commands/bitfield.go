@@ -102,6 +102,15 @@ func (c *Ctx) parseBitfield() (ops []engine.BitfieldOp, maxBit int64, ok bool) {
 	return ops, maxBit, true
 }
 
+// bitfieldKeyFlags narrows the variable flags of BITFIELD's key (its
+// Spec.KeyFlags): a request that only reads it only reads it.
+func bitfieldKeyFlags(args [][]byte) string {
+	if bitfieldOnlyReads(args) {
+		return "RO access"
+	}
+	return "RW access update"
+}
+
 // bitfieldOnlyReads reports whether a BITFIELD request only reads its
 // key, as Redis's bitfieldGetKeys decides it for ACL checks and COMMAND
 // GETKEYSANDFLAGS: its subcommands up to the first SET or INCRBY are GETs

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/limitkv/limitkv/cmdspec"
 	"github.com/limitkv/limitkv/engine"
 	"github.com/limitkv/limitkv/resp"
 )
@@ -62,7 +63,7 @@ type waiter struct {
 	keys  []string // distinct
 	kind  engine.Kind
 	op    blockOp
-	spec  *Spec
+	spec  *cmdspec.Spec
 	args  [][]byte // the request: valid while its client waits
 	head  bool     // lists: pop the head (LEFT); zsets: the lowest score
 	to    bool     // BLMOVE: push at the head
@@ -209,10 +210,10 @@ func (s *Server) noteAllReady(cl *Client) {
 // noteWritten marks ready the keys a write command touched, after it ran.
 func (s *Server) noteWritten(c *Ctx, pos []int) {
 	spec := c.Spec
-	if spec.Flags&Write == 0 || !s.blocks.waiting() {
+	if spec.Flags&cmdspec.Write == 0 || !s.blocks.waiting() {
 		return
 	}
-	if spec.Flags&SelfLock != 0 || spec.Name == "swapdb" || spec.Name == "move" || spec.Name == "copy" {
+	if spec.Flags&cmdspec.SelfLock != 0 || spec.Name == "swapdb" || spec.Name == "move" || spec.Name == "copy" {
 		s.noteAllReady(c.Client)
 		return
 	}
@@ -463,7 +464,7 @@ func (c *Ctx) replicateAs(args ...[]byte) {
 	}
 	var m engine.Mask
 	var pos [8]int
-	for _, i := range c.Spec.keyPositions(c.Args, pos[:0]) {
+	for _, i := range c.Spec.KeyPositions(c.Args, pos[:0]) {
 		m = s.Eng.Add(m, c.Args[i])
 	}
 	if !s.Repl.AsIs(m) {
@@ -574,7 +575,7 @@ func (s *Server) awaitBlocked(cl *Client, w *resp.Writer, wt *waiter) {
 	b := wt.out.Bytes()
 	if len(b) > 0 && b[0] == '-' {
 		s.countError(b)
-		wt.spec.failed.Add(1)
+		s.cmd(wt.spec).failed.Add(1)
 	}
 	w.Raw(b)
 }
@@ -887,10 +888,10 @@ func cmdClientUnblock(c *Ctx) {
 		w.out.Error("UNBLOCKED client unblocked via CLIENT UNBLOCK")
 	case w.op == opWait:
 		w.out.Int(int64(s.Repl.CountAcked(w.woff)))
-		w.spec.failed.Add(1)
+		s.cmd(w.spec).failed.Add(1)
 	default:
 		w.out.NullArray()
-		w.spec.failed.Add(1) // as Redis's updateStatsOnUnblock(..., had_errors=1)
+		s.cmd(w.spec).failed.Add(1) // as Redis's updateStatsOnUnblock(..., had_errors=1)
 	}
 	close(w.done)
 	c.W.Int(1)

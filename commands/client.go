@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/limitkv/limitkv/acl"
+	"github.com/limitkv/limitkv/cmdspec"
 	"github.com/limitkv/limitkv/engine"
 	"github.com/limitkv/limitkv/replication"
 	"github.com/limitkv/limitkv/resp"
@@ -26,7 +28,7 @@ type Client struct {
 	name            atomic.Pointer[string]
 	libName, libVer atomic.Pointer[string]
 	lastInteraction atomic.Int64 // Unix ms
-	lastCmd         atomic.Pointer[Spec]
+	lastCmd         atomic.Pointer[cmdspec.Spec]
 	commands        atomic.Int64
 	multiLen        atomic.Int32 // queued commands, -1 outside MULTI
 	multiMem        atomic.Int64 // bytes of the queued commands' arguments
@@ -41,7 +43,7 @@ type Client struct {
 	dispatched bool
 	// inlined is the spec Inline found for the request about to run,
 	// taken (and cleared) by execute.
-	inlined *Spec
+	inlined *cmdspec.Spec
 	start   int64 // when the current request began (monoNow)
 	// authFails counts consecutive failed AUTHs; penalty is the delay the
 	// last one earned, served by Serve after the command (authGuard).
@@ -89,11 +91,11 @@ type Client struct {
 }
 
 type queuedCmd struct {
-	spec *Spec
+	spec *cmdspec.Spec
 	args [][]byte
 	// flags are those it was admitted by (commandFlags), which EXEC is
 	// admitted by in turn.
-	flags Flag
+	flags cmdspec.Flag
 }
 
 type watchedKey struct {
@@ -105,12 +107,12 @@ type watchedKey struct {
 // or nil when they need no check: its user may do everything (the
 // default user's usual rules), or it has no user, as an internal client
 // (Redis's NULL user).
-func (cl *Client) aclRules() *userRules {
+func (cl *Client) aclRules() *acl.Rules {
 	u := cl.user.Load()
 	if u == nil {
 		return nil
 	}
-	if r := u.rules.Load(); !r.open {
+	if r := u.rules.Load(); !r.Open() {
 		return r
 	}
 	return nil
@@ -161,7 +163,7 @@ func (cl *Client) flagTx() {
 
 // queue adds a command to the open transaction. The request's arguments
 // point into the connection's read buffer, so it keeps a copy.
-func (cl *Client) queue(spec *Spec, flags Flag, args [][]byte) {
+func (cl *Client) queue(spec *cmdspec.Spec, flags cmdspec.Flag, args [][]byte) {
 	cl.queued = append(cl.queued, queuedCmd{spec: spec, args: cl.conn.KeepArgs(args), flags: flags})
 	cl.multiLen.Store(int32(len(cl.queued)))
 	n := int64(len(args)) * 24

@@ -4,6 +4,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/limitkv/limitkv/cmddocs"
+	"github.com/limitkv/limitkv/cmdspec"
 	"github.com/limitkv/limitkv/engine"
 )
 
@@ -36,39 +38,35 @@ func cmdCommandInfo(c *Ctx) {
 }
 
 // lookupFull finds "get" or "client|list".
-func (s *Server) lookupFull(name []byte) *Spec {
+func (s *Server) lookupFull(name []byte) *cmdspec.Spec {
 	base, sub, hasSub := strings.Cut(string(name), "|")
 	spec := s.Table.Lookup([]byte(base))
 	if spec == nil || !hasSub {
 		return spec
 	}
-	return spec.lookupSub([]byte(sub))
+	return spec.LookupSub([]byte(sub))
 }
 
-func writeCommandInfo(c *Ctx, s *Spec) {
+func writeCommandInfo(c *Ctx, s *cmdspec.Spec) {
 	w := c.W
 	w.Array(10)
 	w.BulkString(s.FullName())
 	w.Int(int64(s.Arity))
-	var flags []string
-	for _, f := range flagNames {
-		if s.Flags&f.f != 0 {
-			flags = append(flags, f.name)
-		}
-	}
+	flags := s.Flags.Names()
 	w.Set(len(flags))
 	for _, f := range flags {
 		w.Simple(f)
 	}
-	w.Int(int64(s.first))
-	w.Int(int64(s.last))
-	w.Int(int64(s.step))
-	cats := s.acl.Names()
+	first, last, step := s.KeyRange()
+	w.Int(int64(first))
+	w.Int(int64(last))
+	w.Int(int64(step))
+	cats := s.Categories().Names()
 	w.Set(len(cats))
 	for _, cat := range cats {
 		w.Simple("@" + cat)
 	}
-	tips := s.doc.Tips
+	tips := s.Tips()
 	w.Set(len(tips))
 	for _, t := range tips {
 		w.BulkString(t)
@@ -85,9 +83,9 @@ func writeCommandInfo(c *Ctx, s *Spec) {
 }
 
 // writeKeySpecs describes where the keys are, in Redis 7's key-spec form.
-func writeKeySpecs(c *Ctx, s *Spec) {
+func writeKeySpecs(c *Ctx, s *cmdspec.Spec) {
 	w := c.W
-	specs := s.keySpecs()
+	specs := s.KeySpecs()
 	w.Set(len(specs))
 	for _, ks := range specs {
 		n := 3
@@ -161,7 +159,7 @@ func writeKeySpecs(c *Ctx, s *Spec) {
 }
 
 func cmdCommandDocs(c *Ctx) {
-	var specs []*Spec
+	var specs []*cmdspec.Spec
 	if len(c.Args) == 2 {
 		specs = c.Srv.Table.Specs()
 	} else {
@@ -171,130 +169,17 @@ func cmdCommandDocs(c *Ctx) {
 			}
 		}
 	}
+	docs := cmddocs.Load()
 	c.W.Map(len(specs))
 	for _, s := range specs {
 		c.W.BulkString(s.FullName())
-		writeDocs(c, s)
-	}
-}
-
-// writeDocs writes one command's COMMAND DOCS entry, fields in Redis's
-// order.
-func writeDocs(c *Ctx, s *Spec) {
-	w := c.W
-	d := s.doc
-	docFlags := d.DocFlags
-	n := 3
-	for _, present := range []bool{d.Complexity != "", len(docFlags) > 0, d.DeprecatedSince != "", d.ReplacedBy != "",
-		len(d.History) > 0, len(s.args) > 0, len(s.Sub) > 0} {
-		if present {
-			n++
-		}
-	}
-	w.Map(n)
-	w.BulkString("summary")
-	w.BulkString(d.Summary)
-	w.BulkString("since")
-	w.BulkString(d.Since)
-	w.BulkString("group")
-	w.BulkString(s.group())
-	if d.Complexity != "" {
-		w.BulkString("complexity")
-		w.BulkString(d.Complexity)
-	}
-	if len(docFlags) > 0 {
-		w.BulkString("doc_flags")
-		w.Set(len(docFlags))
-		for _, f := range docFlags {
-			w.Simple(f)
-		}
-	}
-	if d.DeprecatedSince != "" {
-		w.BulkString("deprecated_since")
-		w.BulkString(d.DeprecatedSince)
-	}
-	if d.ReplacedBy != "" {
-		w.BulkString("replaced_by")
-		w.BulkString(d.ReplacedBy)
-	}
-	if len(d.History) > 0 {
-		w.BulkString("history")
-		w.Array(len(d.History))
-		for _, h := range d.History {
-			w.Array(2)
-			w.BulkString(h[0])
-			w.BulkString(h[1])
-		}
-	}
-	if len(s.args) > 0 {
-		w.BulkString("arguments")
-		writeArgDocs(c, s.args)
-	}
-	if len(s.Sub) > 0 {
-		w.BulkString("subcommands")
-		w.Map(len(s.Sub))
-		for _, sub := range s.Sub {
-			w.BulkString(sub.FullName())
-			writeDocs(c, sub)
-		}
-	}
-}
-
-func writeArgDocs(c *Ctx, args []*argDoc) {
-	w := c.W
-	w.Array(len(args))
-	for _, a := range args {
-		var flags []string
-		if a.Optional {
-			flags = append(flags, "optional")
-		}
-		if a.Multiple {
-			flags = append(flags, "multiple")
-		}
-		if a.MultipleToken {
-			flags = append(flags, "multiple_token")
-		}
-		n := 2
-		hasSpec := a.Type == "key" || a.Type == "pattern" && a.KeySpec > 0 // SORT's BY and GET
-		for _, present := range []bool{hasSpec, a.Token != "", a.Since != "", len(flags) > 0, len(a.Args) > 0} {
-			if present {
-				n++
-			}
-		}
-		w.Map(n)
-		w.BulkString("name")
-		w.BulkString(a.Name)
-		w.BulkString("type")
-		w.BulkString(a.Type)
-		if hasSpec {
-			w.BulkString("key_spec_index")
-			w.Int(int64(a.KeySpec))
-		}
-		if a.Token != "" {
-			w.BulkString("token")
-			w.BulkString(a.Token)
-		}
-		if a.Since != "" {
-			w.BulkString("since")
-			w.BulkString(a.Since)
-		}
-		if len(flags) > 0 {
-			w.BulkString("flags")
-			w.Set(len(flags))
-			for _, f := range flags {
-				w.Simple(f)
-			}
-		}
-		if len(a.Args) > 0 {
-			w.BulkString("arguments")
-			writeArgDocs(c, a.Args)
-		}
+		docs.Write(c.W, s)
 	}
 }
 
 func cmdCommandList(c *Ctx) {
 	var names []string
-	filter := func(s *Spec) bool { return true }
+	filter := func(s *cmdspec.Spec) bool { return true }
 	if len(c.Args) > 2 {
 		if len(c.Args) != 5 || !is(c.Args[2], "FILTERBY") {
 			c.W.Error(msgSyntax)
@@ -303,12 +188,12 @@ func cmdCommandList(c *Ctx) {
 		v := c.Args[4]
 		switch {
 		case is(c.Args[3], "MODULE"):
-			filter = func(*Spec) bool { return false }
+			filter = func(*cmdspec.Spec) bool { return false }
 		case is(c.Args[3], "ACLCAT"):
-			cat := CategoryByName(strings.ToLower(string(v)))
-			filter = func(s *Spec) bool { return s.acl&cat != 0 }
+			cat := cmdspec.CategoryByName(strings.ToLower(string(v)))
+			filter = func(s *cmdspec.Spec) bool { return s.Categories()&cat != 0 }
 		case is(c.Args[3], "PATTERN"):
-			filter = func(s *Spec) bool { return engine.Match(v, []byte(s.FullName()), true) }
+			filter = func(s *cmdspec.Spec) bool { return engine.Match(v, []byte(s.FullName()), true) }
 		default:
 			c.W.Error(msgSyntax)
 			return
@@ -359,16 +244,16 @@ func getKeys(c *Ctx, withFlags bool) {
 	case spec == nil:
 		c.W.Error("Invalid command specified")
 		return
-	case !spec.hasKeys():
+	case !spec.HasKeys():
 		c.W.Error("The command has no key arguments")
 		return
-	case !spec.arityOK(len(args)):
+	case !spec.ArityOK(len(args)):
 		c.W.Error("Invalid number of arguments specified for command")
 		return
 	}
-	pos := spec.keyPositions(args, nil)
+	pos := spec.KeyPositions(args, nil)
 	if len(pos) == 0 {
-		if spec.Flags&NoMandatoryKeys != 0 {
+		if spec.Flags&cmdspec.NoMandatoryKeys != 0 {
 			c.W.Array(0) // EVAL with numkeys 0
 		} else {
 			c.W.Error("Invalid arguments specified for command")
@@ -383,47 +268,10 @@ func getKeys(c *Ctx, withFlags bool) {
 		}
 		c.W.Array(2)
 		c.W.Bulk(args[i])
-		flags := strings.Fields(keyFlagsAt(spec, args, i))
+		flags := strings.Fields(spec.KeyFlagsAt(args, i))
 		c.W.Set(len(flags))
 		for _, f := range flags {
 			c.W.Simple(f)
 		}
 	}
-}
-
-// keyFlagsAt returns the flags of the key spec that covers argument i.
-// SET's and BITFIELD's specs declare variable flags, which Redis narrows
-// from the arguments: without GET, SET only overwrites the key; with only
-// GETs, BITFIELD only reads it.
-func keyFlagsAt(s *Spec, args [][]byte, i int) string {
-	switch s.FullName() {
-	case "set":
-		for _, a := range args[3:] {
-			if is(a, "GET") {
-				return "RW access update"
-			}
-		}
-		return "OW update"
-	case "bitfield":
-		if bitfieldOnlyReads(args) {
-			return "RO access"
-		}
-		return "RW access update"
-	}
-	if s.Keys != nil {
-		for _, k := range s.Keys(args, nil) {
-			if k.Pos == i {
-				return s.keySpecs()[k.Spec].Flags
-			}
-		}
-		return ""
-	}
-	for _, ks := range s.keySpecs() {
-		for _, p := range keysOf([]KeySpec{ks}, args, nil) {
-			if p == i {
-				return ks.Flags
-			}
-		}
-	}
-	return ""
 }

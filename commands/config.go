@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/limitkv/limitkv/acl"
 	"github.com/limitkv/limitkv/engine"
 	"github.com/limitkv/limitkv/replication"
 	"github.com/limitkv/limitkv/resp"
@@ -749,7 +750,7 @@ func (c *Config) addUserLine(args []string, path string, line int) error {
 	defer c.mu.Unlock()
 	for _, u := range c.users {
 		if u.args[0] == args[0] {
-			return errors.New("Error in user declaration '" + args[0] + "': " + aclErrDupUser.Error())
+			return errors.New("Error in user declaration '" + args[0] + "': " + acl.ErrDupUser.Error())
 		}
 	}
 	c.users = append(c.users, userLine{args: args, file: path, line: line})

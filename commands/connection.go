@@ -4,6 +4,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/limitkv/limitkv/acl"
 	"github.com/limitkv/limitkv/engine"
 )
 
@@ -64,7 +65,7 @@ func (c *Ctx) authenticate(user, pass []byte) bool {
 		if c.Client.multi {
 			ctx = aclCtxMulti
 		}
-		c.Srv.aclLogAdd(c.Client, aclDeniedAuth, ctx, string(c.Args[0]), string(user))
+		c.Srv.aclLogAdd(c.Client, acl.DeniedAuth, ctx, string(c.Args[0]), string(user))
 		c.Client.penalty = c.Srv.auth.failed(c.Srv, c.Client)
 		c.W.Error("WRONGPASS invalid username-password pair or user is disabled.")
 		return false
@@ -81,7 +82,7 @@ func cmdAuth(c *Ctx) {
 	switch len(c.Args) {
 	case 2:
 		pass = c.Args[1]
-		if c.Srv.acl.def.rules.Load().flags&userNoPass != 0 {
+		if c.Srv.acl.def.rules.Load().NoPass() {
 			c.W.Error("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?")
 			return
 		}

@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/limitkv/limitkv/acl"
+	"github.com/limitkv/limitkv/cmdspec"
 	"github.com/limitkv/limitkv/engine"
 	"github.com/limitkv/limitkv/replication"
 	"github.com/limitkv/limitkv/resp"
@@ -21,7 +23,7 @@ type Server struct {
 	Cfg   *Config
 	Log   *slog.Logger
 	Net   *resp.Server
-	Table *Table
+	Table *cmdspec.Table
 	// Repl is the server's place in replication.
 	Repl *replication.Node
 	// Hooks wired by main and by persistence.
@@ -44,7 +46,10 @@ type Server struct {
 	blocks    blockRegistry  // clients blocked on keys (blocking.go)
 	pause     pauseState     // CLIENT PAUSE (pause.go)
 	// shutdownSpec is SHUTDOWN, which may stop a busy script.
-	shutdownSpec *Spec
+	shutdownSpec *cmdspec.Spec
+	// cmds holds, by spec id, the handler and statistics of each command
+	// of Table.
+	cmds []cmdState
 
 	// Observability: error replies by code (INFO errorstats), SLOWLOG,
 	// LATENCY, and requests naming no command (for the metrics).
@@ -124,7 +129,8 @@ type Stats struct {
 
 // New returns a Server over eng with configuration cfg.
 func New(eng *engine.Engine, cfg *Config, log *slog.Logger) *Server {
-	s := &Server{Eng: eng, Cfg: cfg, Log: log, Table: NewTable(commandTable()), startTime: time.Now()}
+	s := &Server{Eng: eng, Cfg: cfg, Log: log, startTime: time.Now()}
+	s.Table, s.cmds = newTable(commandTable())
 	s.shutdownSpec = s.Table.Lookup([]byte("shutdown"))
 	s.acl.init(s.Table)
 	s.clients.init()
@@ -175,7 +181,7 @@ type Ctx struct {
 	Args   [][]byte
 	Now    int64 // ms, read once per request (once per EXEC or script)
 	DB     int
-	Spec   *Spec
+	Spec   *cmdspec.Spec
 	// held: every shard is already locked (EXEC, scripts), take none.
 	held bool
 	// script: the request is a script's redis.call (SORT orders a set
@@ -218,7 +224,7 @@ func (s *Server) Open(conn *resp.Conn) string {
 		s.logHandshakeError(conn, err)
 		return "handshake failed" // nothing can be sent
 	}
-	if s.Cfg.protectedMode.Load() && s.acl.def.rules.Load().flags&userNoPass != 0 && !isLoopback(conn.RemoteAddr()) {
+	if s.Cfg.protectedMode.Load() && s.acl.def.rules.Load().NoPass() && !isLoopback(conn.RemoteAddr()) {
 		s.clients.remove(cl)
 		s.stats.Rejected.Add(1)
 		return msgProtectedMode
@@ -278,7 +284,7 @@ func (s *Server) Inline(conn *resp.Conn, args [][]byte) bool {
 	// goroutine: execute takes the spec from here instead of looking the
 	// name up again.
 	conn.Ctx.(*Client).inlined = spec
-	if spec.Flags&(MayWait|Blocking|RunsScript|PubSub|NoAuth) != 0 {
+	if spec.Flags&(cmdspec.MayWait|cmdspec.Blocking|cmdspec.RunsScript|cmdspec.PubSub|cmdspec.NoAuth) != 0 {
 		return false
 	}
 	// A pause under way: the command may have to wait for its end.
@@ -330,9 +336,9 @@ func (s *Server) request(cl *Client, w *resp.Writer, args [][]byte) {
 
 // execute runs one request for a client, queueing it inside MULTI.
 func (s *Server) execute(cl *Client, w *resp.Writer, args [][]byte, now int64) {
-	var spec *Spec
+	var spec *cmdspec.Spec
 	var errMsg string
-	if in := cl.inlined; in != nil && len(in.Sub) == 0 && named(args[0], in.Name) && in.arityOK(len(args)) {
+	if in := cl.inlined; in != nil && len(in.Sub) == 0 && named(args[0], in.Name) && in.ArityOK(len(args)) {
 		// Inline found it for this request (a name is one command's only).
 		spec = in
 	} else {
@@ -341,7 +347,7 @@ func (s *Server) execute(cl *Client, w *resp.Writer, args [][]byte, now int64) {
 	cl.inlined = nil
 	if errMsg != "" {
 		if spec != nil {
-			spec.reject.Add(1) // a known command with the wrong arity
+			s.cmd(spec).reject.Add(1) // a known command with the wrong arity
 		} else {
 			s.unknownCalls.Add(1)
 		}
@@ -350,20 +356,20 @@ func (s *Server) execute(cl *Client, w *resp.Writer, args [][]byte, now int64) {
 		return
 	}
 	cl.lastCmd.Store(spec)
-	if !cl.authed && spec.Flags&NoAuth == 0 && s.acl.authRequired() {
-		spec.reject.Add(1)
+	if !cl.authed && spec.Flags&cmdspec.NoAuth == 0 && s.acl.authRequired() {
+		s.cmd(spec).reject.Add(1)
 		w.Error("NOAUTH Authentication required.")
 		cl.flagTx()
 		return
 	}
-	if spec.Flags&Protected != 0 && !s.Cfg.debugEnabled() {
-		spec.reject.Add(1)
+	if spec.Flags&cmdspec.Protected != 0 && !s.Cfg.debugEnabled() {
+		s.cmd(spec).reject.Add(1)
 		w.Error("ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server.")
 		cl.flagTx()
 		return
 	}
-	if cl.multi && spec.Flags&NoMulti != 0 {
-		spec.reject.Add(1)
+	if cl.multi && spec.Flags&cmdspec.NoMulti != 0 {
+		s.cmd(spec).reject.Add(1)
 		w.Error("Command not allowed inside a transaction")
 		cl.flagTx()
 		return
@@ -371,7 +377,7 @@ func (s *Server) execute(cl *Client, w *resp.Writer, args [][]byte, now int64) {
 	// ACL: nothing to check for a user allowed everything (the default
 	// user's usual rules); the command, its keys and channels for others.
 	if r := cl.aclRules(); r != nil {
-		if res, pos := r.checkCommand(spec, args); res != aclOK {
+		if res, pos := r.Check(spec, args); res != acl.OK {
 			s.reject(cl, w, spec, s.aclDenied(cl, spec, args, res, pos))
 			return
 		}
@@ -379,7 +385,7 @@ func (s *Server) execute(cl *Client, w *resp.Writer, args [][]byte, now int64) {
 	// What a script or function declared stands for EVAL's or FCALL's
 	// own flags in the checks that follow.
 	flags := spec.Flags
-	if flags&RunsScript != 0 {
+	if flags&cmdspec.RunsScript != 0 {
 		flags = s.commandFlags(spec, args)
 	}
 	// maxmemory: evict, then refuse what may grow memory (maxmemory.go).
@@ -407,14 +413,14 @@ func (s *Server) execute(cl *Client, w *resp.Writer, args [][]byte, now int64) {
 	// SHUTDOWN NOSAVE then stops it.
 	// gated: the command counts itself in flight (see scriptEngine); not
 	// for scripts themselves, nor for the commands allowed while one runs.
-	gated := spec.Flags&AllowBusy == 0 && spec.Flags&RunsScript == 0
+	gated := spec.Flags&cmdspec.AllowBusy == 0 && spec.Flags&cmdspec.RunsScript == 0
 	counted := false
 	defer func() {
 		if counted {
 			s.scripts.inFlight.exit(cl.ID)
 		}
 	}()
-	for spec.Flags&AllowBusy == 0 || spec == s.shutdownSpec {
+	for spec.Flags&cmdspec.AllowBusy == 0 || spec == s.shutdownSpec {
 		waited, ok := s.awaitScript()
 		if !ok && (spec != s.shutdownSpec || !s.scripts.stopForShutdown(s, args)) {
 			s.reject(cl, w, spec, s.scripts.busyMsg())
@@ -444,7 +450,7 @@ func (s *Server) execute(cl *Client, w *resp.Writer, args [][]byte, now int64) {
 		}
 	}
 	if cl.multi && !isTxControl(spec) {
-		if flags&DenyOOM != 0 {
+		if flags&cmdspec.DenyOOM != 0 {
 			cl.txDenyOOM = true // EXEC is deny-oom now, as Redis's mstate.cmd_flags
 		}
 		cl.queue(spec, flags, args)
@@ -460,8 +466,8 @@ func (s *Server) execute(cl *Client, w *resp.Writer, args [][]byte, now int64) {
 // reject refuses a request as Redis's rejectCommand does: inside MULTI the
 // transaction is flagged, and an EXEC refused this way discards it (if
 // any), giving the reason.
-func (s *Server) reject(cl *Client, w *resp.Writer, spec *Spec, msg string) {
-	spec.reject.Add(1)
+func (s *Server) reject(cl *Client, w *resp.Writer, spec *cmdspec.Spec, msg string) {
+	s.cmd(spec).reject.Add(1)
 	if spec.Name == "exec" {
 		cl.discardTx()
 		cl.unwatchAll()
@@ -492,8 +498,8 @@ func (s *Server) run(c *Ctx) {
 
 func (s *Server) runLocked(c *Ctx) {
 	spec := c.Spec
-	if spec.Flags&SelfLock != 0 {
-		spec.Run(c) // EXEC, scripts, WATCH: they lock and replicate
+	if spec.Flags&cmdspec.SelfLock != 0 {
+		s.cmd(spec).run(c) // EXEC, scripts, WATCH: they lock and replicate
 		// Clients blocked on keys such a command made (SWAPDB) are served
 		// now; EXEC and scripts serve theirs before they unlock.
 		s.noteWritten(c, nil)
@@ -502,12 +508,13 @@ func (s *Server) runLocked(c *Ctx) {
 		}
 		return
 	}
-	if spec.Prepare != nil {
-		spec.Prepare(c)
+	cmd := s.cmd(spec)
+	if cmd.prepare != nil {
+		cmd.prepare(c)
 	}
 	var m engine.Mask
 	var pos [8]int
-	keys := spec.keyPositions(c.Args, pos[:0])
+	keys := spec.KeyPositions(c.Args, pos[:0])
 	for _, i := range keys {
 		m = s.Eng.Add(m, c.Args[i])
 	}
@@ -522,16 +529,17 @@ func (s *Server) runLocked(c *Ctx) {
 		// Serving blocked clients may lock more shards: m is read at the end.
 		defer func() { s.Eng.Unlock(m) }()
 	}
+	run := cmd.run
 	if !s.Repl.Recording() {
-		spec.Run(c)
+		run(c)
 	} else {
-		if spec.Flags&AsIs != 0 {
+		if spec.Flags&cmdspec.AsIs != 0 {
 			// What others left in these shards (a lazy expiry) goes first:
 			// the command that follows stands for its own changes only.
 			s.propagate(c, m, false)
 		}
-		spec.Run(c)
-		s.propagate(c, m, spec.Flags&AsIs != 0)
+		run(c)
+		s.propagate(c, m, spec.Flags&cmdspec.AsIs != 0)
 	}
 	// Clients blocked on the keys it wrote are served before the locks
 	// go (blocking.go); inside EXEC or a script, at their end.
@@ -554,14 +562,14 @@ func (s *Server) clockAt(t time.Time) int64 {
 // Redis's error text when it cannot. The spec of a known command that has
 // the wrong arity comes back along with the error, so that the refusal
 // counts as that command's rejected call, as in Redis.
-func (s *Server) lookup(args [][]byte) (*Spec, string) {
+func (s *Server) lookup(args [][]byte) (*cmdspec.Spec, string) {
 	spec := s.findSpec(args)
 	switch {
 	case spec == nil && s.Table.Lookup(args[0]) == nil:
 		return nil, unknownCommand(args)
 	case spec == nil:
 		return nil, "unknown subcommand '" + trunc(string(args[1]), 128) + "'. Try " + strings.ToUpper(string(args[0])) + " HELP."
-	case !spec.arityOK(len(args)):
+	case !spec.ArityOK(len(args)):
 		return spec, "wrong number of arguments for '" + spec.FullName() + "' command"
 	}
 	return spec, ""
@@ -586,10 +594,10 @@ func named(b []byte, name string) bool {
 // findSpec finds the command args name, as Redis's lookupCommand does: a
 // container with a second argument is looked into for the subcommand
 // (nil if it has none of that name); the arity is not checked.
-func (s *Server) findSpec(args [][]byte) *Spec {
+func (s *Server) findSpec(args [][]byte) *cmdspec.Spec {
 	spec := s.Table.Lookup(args[0])
 	if spec != nil && len(spec.Sub) > 0 && len(args) >= 2 {
-		return spec.lookupSub(args[1])
+		return spec.LookupSub(args[1])
 	}
 	return spec
 }
@@ -617,7 +625,7 @@ func trunc(s string, n int) string {
 	return s
 }
 
-func isTxControl(s *Spec) bool {
+func isTxControl(s *cmdspec.Spec) bool {
 	switch s.FullName() {
 	case "exec", "discard", "multi", "watch", "quit", "reset":
 		return true

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/limitkv/limitkv/cmdspec"
 )
 
 // The latency monitor, as Redis 7.0's latency.c: with
@@ -376,7 +378,7 @@ func anonHugePages() int64 {
 // distribution of durations; all commands timed so far when none is named.
 // Unknown names are skipped; a container's name covers its subcommands.
 func cmdLatencyHistogram(c *Ctx) {
-	var specs []*Spec
+	var specs []*cmdspec.Spec
 	if len(c.Args) == 2 {
 		for _, spec := range c.Srv.Table.Specs() {
 			specs = append(specs, spec)
@@ -389,7 +391,7 @@ func cmdLatencyHistogram(c *Ctx) {
 				continue
 			}
 			specs = append(specs, spec)
-			if spec.parent == nil {
+			if spec.Parent() == nil {
 				specs = append(specs, spec.Sub...)
 			}
 		}
@@ -401,7 +403,7 @@ func cmdLatencyHistogram(c *Ctx) {
 	var rows []row
 	for _, spec := range specs {
 		snap := new(histSnapshot)
-		if spec.hist.snapshot(snap) {
+		if c.Srv.cmd(spec).hist.snapshot(snap) {
 			rows = append(rows, row{spec.FullName(), snap})
 		}
 	}
@@ -422,13 +424,13 @@ func cmdLatencyHistogram(c *Ctx) {
 }
 
 // lookupName finds a command by its full name ("get", "config|set").
-func (s *Server) lookupName(name []byte) *Spec {
+func (s *Server) lookupName(name []byte) *cmdspec.Spec {
 	if i := bytes.IndexByte(name, '|'); i >= 0 {
 		spec := s.Table.Lookup(name[:i])
 		if spec == nil {
 			return nil
 		}
-		return spec.lookupSub(name[i+1:])
+		return spec.LookupSub(name[i+1:])
 	}
 	return s.Table.Lookup(name)
 }
@@ -456,7 +458,7 @@ func infoLatencyStats(s *Server, b *strings.Builder) {
 	}
 	snap := new(histSnapshot)
 	for _, spec := range s.sortedSpecs() {
-		if !spec.hist.snapshot(snap) {
+		if !s.cmd(spec).hist.snapshot(snap) {
 			continue
 		}
 		b.WriteString("latency_percentiles_usec_")
@@ -473,8 +475,8 @@ func infoLatencyStats(s *Server, b *strings.Builder) {
 }
 
 // sortedSpecs returns every command and subcommand, sorted by full name.
-func (s *Server) sortedSpecs() []*Spec {
-	var specs []*Spec
+func (s *Server) sortedSpecs() []*cmdspec.Spec {
+	var specs []*cmdspec.Spec
 	for _, spec := range s.Table.Specs() {
 		specs = append(specs, spec)
 		specs = append(specs, spec.Sub...)

@@ -115,7 +115,7 @@ func BenchmarkListCommands(b *testing.B) {
 		c.Spec = srv.Table.Lookup(args[0])
 		s := c.Shard(args[1])
 		s.Lock()
-		c.Spec.Run(c)
+		srv.cmd(c.Spec).run(c)
 		s.Unlock()
 		w.Reset()
 	}

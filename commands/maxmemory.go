@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/limitkv/limitkv/cmdspec"
 	"github.com/limitkv/limitkv/engine"
 )
 
@@ -211,7 +212,7 @@ func (c *Config) setMaxMemoryClients(v string) {
 // command but EXEC, DISCARD, QUIT and RESET while queueing a transaction.
 // The state is kept for the scripts' own check. Nothing is evicted while
 // a script runs (it holds every shard): Redis skips this check then too.
-func (s *Server) rejectOOM(cl *Client, spec *Spec, flags Flag, now int64) bool {
+func (s *Server) rejectOOM(cl *Client, spec *cmdspec.Spec, flags cmdspec.Flag, now int64) bool {
 	max := s.Cfg.maxMemory.Load()
 	// While clients are paused nothing is evicted, and nothing refused
 	// for it, as Redis's performEvictions: the dataset stays still.
@@ -233,7 +234,7 @@ func (s *Server) rejectOOM(cl *Client, spec *Spec, flags Flag, now int64) bool {
 		}
 		return true
 	}
-	return flags&DenyOOM != 0
+	return flags&cmdspec.DenyOOM != 0
 }
 
 // admitGrowth is asked by a command about to grow a value by n bytes

@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/limitkv/limitkv/cmdspec"
 	"github.com/limitkv/limitkv/engine"
 	"github.com/limitkv/limitkv/rdb"
 	"github.com/limitkv/limitkv/resp"
@@ -75,7 +76,7 @@ func migrateSecrets(args [][]byte) func(int) bool {
 // next to last argument); then with migrateGetKeys: scanning forwards,
 // skipping AUTH's and AUTH2's arguments, the keys after the first KEYS
 // if the key argument is empty, none if it is not (MIGRATE refuses that).
-func migrateKeys(args [][]byte, out []KeyRef) []KeyRef {
+func migrateKeys(args [][]byte, out []cmdspec.KeyRef) []cmdspec.KeyRef {
 	keys := false
 	for i := len(args) - 2; i >= 2; i-- {
 		if is(args[i], "KEYS") {
@@ -84,7 +85,7 @@ func migrateKeys(args [][]byte, out []KeyRef) []KeyRef {
 		}
 	}
 	if !keys {
-		return append(out, KeyRef{Pos: 3, Spec: 0})
+		return append(out, cmdspec.KeyRef{Pos: 3, Spec: 0})
 	}
 	first, num := 3, 1
 	for j := 6; j < len(args); j++ {
@@ -103,7 +104,7 @@ func migrateKeys(args [][]byte, out []KeyRef) []KeyRef {
 		}
 	}
 	for i := first; i < first+num; i++ {
-		out = append(out, KeyRef{Pos: i, Spec: 0})
+		out = append(out, cmdspec.KeyRef{Pos: i, Spec: 0})
 	}
 	return out
 }
@@ -233,7 +234,7 @@ func cmdMigrate(c *Ctx) {
 
 	// Talk to the target, holding no lock (unless MULTI or a script
 	// holds them all).
-	addr := net.JoinHostPort(string(c.Args[1]), strconv.FormatInt(atoi(c.Args[2]), 10))
+	addr := net.JoinHostPort(string(c.Args[1]), strconv.FormatInt(engine.Atoi(c.Args[2]), 10))
 	acked, reply := c.Srv.migrate.send(addr, wait, authCmd, db, out, len(moving))
 	for i := range acked {
 		moving[i].sent = acked[i]

@@ -2,6 +2,8 @@ package commands
 
 import (
 	"time"
+
+	"github.com/limitkv/limitkv/cmdspec"
 )
 
 // What the server observes about itself: each command's accounting after
@@ -16,7 +18,8 @@ import (
 // unless EXEC or a script holds them all.
 func (s *Server) account(c *Ctx, n int, d int64) {
 	spec := c.Spec
-	spec.calls.Add(c.Client.ID, d)
+	st := s.cmd(spec)
+	st.calls.Add(c.Client.ID, d)
 	b := c.W.Bytes()
 	failed := len(b) > n && b[n] == '-'
 	if c.errorsCounted {
@@ -25,18 +28,18 @@ func (s *Server) account(c *Ctx, n int, d int64) {
 		s.countError(b[n:])
 	}
 	if failed {
-		spec.failed.Add(1)
+		st.failed.Add(1)
 	}
 	cfg := s.Cfg
 	if cfg.latencyTracking.Load() {
-		spec.hist.record(c.Client.ID, d)
+		st.hist.record(c.Client.ID, d)
 	}
-	if t := cfg.slowlogSlower.Load(); t >= 0 && d/1000 >= t && spec.Flags&SkipSlowlog == 0 {
+	if t := cfg.slowlogSlower.Load(); t >= 0 && d/1000 >= t && spec.Flags&cmdspec.SkipSlowlog == 0 {
 		s.slowlog.add(c, d/1000, int(cfg.slowlogMaxLen.Load()))
 	}
 	if t := cfg.latencyThreshold.Load(); t > 0 && d/1e6 >= t {
 		event := "command"
-		if spec.Flags&Fast != 0 {
+		if spec.Flags&cmdspec.Fast != 0 {
 			event = "fast-command"
 		}
 		s.latency.add(event, d/1e6)
@@ -65,12 +68,13 @@ func (s *Server) CommandStats(bounds []time.Duration) []CommandStat {
 	var out []CommandStat
 	snap := new(histSnapshot)
 	for _, spec := range s.sortedSpecs() {
-		calls, nanos := spec.calls.Load()
+		x := s.cmd(spec)
+		calls, nanos := x.calls.Load()
 		st := CommandStat{
 			Name: spec.FullName(), Calls: calls, Duration: time.Duration(nanos),
-			Rejected: spec.reject.Load(), Failed: spec.failed.Load(),
+			Rejected: x.reject.Load(), Failed: x.failed.Load(),
 		}
-		if spec.hist.snapshot(snap) {
+		if x.hist.snapshot(snap) {
 			st.Timed, st.TimedSum = snap.total, time.Duration(snap.sum)
 			st.Below = make([]uint64, len(bounds))
 			for i, b := range bounds {

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/limitkv/limitkv/cmdspec"
 	"github.com/limitkv/limitkv/engine"
 )
 
@@ -163,11 +164,11 @@ func TestErrorStatsCap(t *testing.T) {
 }
 
 func TestSlowlogArgs(t *testing.T) {
-	tab := NewTable(commandTable())
-	spec := func(name string) *Spec {
+	tab := testTable()
+	spec := func(name string) *cmdspec.Spec {
 		s := tab.Lookup([]byte(strings.Split(name, "|")[0]))
 		if _, sub, ok := strings.Cut(name, "|"); ok {
-			s = s.lookupSub([]byte(sub))
+			s = s.LookupSub([]byte(sub))
 		}
 		return s
 	}

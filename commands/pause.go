@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/limitkv/limitkv/cmdspec"
 	"github.com/limitkv/limitkv/engine"
 )
 
@@ -107,17 +108,17 @@ func (p *pauseState) current() (int32, <-chan struct{}) {
 // pausedFor reports whether a pause of kind holds back a request of cl
 // admitted by flags (commandFlags): for WRITE, a write or a command that
 // may replicate, or an EXEC that queued one.
-func pausedFor(kind int32, cl *Client, spec *Spec, flags Flag) bool {
+func pausedFor(kind int32, cl *Client, spec *cmdspec.Spec, flags cmdspec.Flag) bool {
 	switch kind {
 	case pauseAll:
 		return true
 	case pauseWrite:
-		if flags&(Write|MayReplicate) != 0 {
+		if flags&(cmdspec.Write|cmdspec.MayReplicate) != 0 {
 			return true
 		}
 		if spec.Name == "exec" {
 			for _, q := range cl.queued {
-				if q.flags&(Write|MayReplicate) != 0 {
+				if q.flags&(cmdspec.Write|cmdspec.MayReplicate) != 0 {
 					return true
 				}
 			}
@@ -128,7 +129,7 @@ func pausedFor(kind int32, cl *Client, spec *Spec, flags Flag) bool {
 
 // awaitPause holds a request back while a pause covers it. It reports
 // false when the connection closed meanwhile: the request is dropped.
-func (s *Server) awaitPause(cl *Client, spec *Spec, flags Flag) bool {
+func (s *Server) awaitPause(cl *Client, spec *cmdspec.Spec, flags cmdspec.Flag) bool {
 	if cl.master || cl.replica.Load() || cl.conn == nil {
 		return true
 	}

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/limitkv/limitkv/cmdspec"
 	"github.com/limitkv/limitkv/engine"
 	"github.com/limitkv/limitkv/resp"
 )
@@ -523,8 +524,8 @@ var pubsubHelp = []string{
 
 // allowedWhileSubscribed lists the commands a RESP2 client in pub/sub mode
 // may send.
-func allowedWhileSubscribed(s *Spec) bool {
-	if s.parent != nil {
+func allowedWhileSubscribed(s *cmdspec.Spec) bool {
+	if s.Parent() != nil {
 		return false
 	}
 	switch s.Name {
@@ -534,7 +535,7 @@ func allowedWhileSubscribed(s *Spec) bool {
 	return false
 }
 
-func msgSubscribedMode(s *Spec) string {
+func msgSubscribedMode(s *cmdspec.Spec) string {
 	return "Can't execute '" + s.FullName() + "': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context"
 }
 

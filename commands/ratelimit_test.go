@@ -27,12 +27,12 @@ func BenchmarkRLCommands(b *testing.B) {
 		if c.Spec.Name == "rl.check" {
 			key = args[2] // RL.CHECK policy key
 		}
-		if c.Spec.Prepare != nil {
-			c.Spec.Prepare(c)
+		if prepare := srv.cmd(c.Spec).prepare; prepare != nil {
+			prepare(c)
 		}
 		s := c.Shard(key)
 		s.Lock()
-		c.Spec.Run(c)
+		srv.cmd(c.Spec).run(c)
 		s.Unlock()
 		if b := w.Bytes(); len(b) > 0 && b[0] == '-' {
 			panic(string(b))
@@ -174,7 +174,7 @@ func TestRLParsedBeforeLock(t *testing.T) {
 	}
 	at := make(chan seen, 16)
 	h.srv.beforeLock = func(c *Ctx) {
-		if c.Spec.Prepare == nil {
+		if h.srv.cmd(c.Spec).prepare == nil {
 			return
 		}
 		r := &c.Client.rl.req

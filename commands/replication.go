@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/limitkv/limitkv/cmdspec"
 	"github.com/limitkv/limitkv/engine"
 	"github.com/limitkv/limitkv/replication"
 	"github.com/limitkv/limitkv/resp"
@@ -70,9 +71,9 @@ func (s *Server) roleChanged() {
 // replica, min-replicas-to-write or a full sync under way refuses, or "",
 // in the order of Redis's processCommand; flags are the request's
 // (commandFlags).
-func (s *Server) replicationRefusal(cl *Client, spec *Spec, flags Flag) string {
-	write := flags&Write != 0
-	stale := flags&Stale != 0
+func (s *Server) replicationRefusal(cl *Client, spec *cmdspec.Spec, flags cmdspec.Flag) string {
+	write := flags&cmdspec.Write != 0
+	stale := flags&cmdspec.Stale != 0
 	if spec.Name == "exec" {
 		write, stale, _, _ = cl.queuedFlags()
 	}
@@ -96,10 +97,10 @@ func (s *Server) replicationRefusal(cl *Client, spec *Spec, flags Flag) string {
 // it counts itself in flight (dispatch.go): a load that replaces the
 // keyspace waits for the commands in flight (setLoadState), so none reads
 // it half replaced.
-func (s *Server) loadingRefusal(cl *Client, spec *Spec) string {
+func (s *Server) loadingRefusal(cl *Client, spec *cmdspec.Spec) string {
 	switch replication.LoadState(s.loadState.Load()) {
 	case replication.LoadFull:
-		allowed := spec.Flags&Loading != 0
+		allowed := spec.Flags&cmdspec.Loading != 0
 		if spec.Name == "exec" {
 			_, _, allowed, _ = cl.queuedFlags()
 		}
@@ -107,7 +108,7 @@ func (s *Server) loadingRefusal(cl *Client, spec *Spec) string {
 			return msgLoading
 		}
 	case replication.LoadAsync:
-		denied := spec.Flags&NoAsyncLoading != 0
+		denied := spec.Flags&cmdspec.NoAsyncLoading != 0
 		if spec.Name == "exec" {
 			_, _, _, denied = cl.queuedFlags()
 		}
@@ -139,10 +140,10 @@ func (s *Server) setLoadState(st replication.LoadState) {
 func (cl *Client) queuedFlags() (write, stale, loading, noAsync bool) {
 	stale, loading = true, true
 	for _, q := range cl.queued {
-		write = write || q.flags&Write != 0
-		stale = stale && q.flags&Stale != 0
-		loading = loading && q.flags&Loading != 0
-		noAsync = noAsync || q.flags&NoAsyncLoading != 0
+		write = write || q.flags&cmdspec.Write != 0
+		stale = stale && q.flags&cmdspec.Stale != 0
+		loading = loading && q.flags&cmdspec.Loading != 0
+		noAsync = noAsync || q.flags&cmdspec.NoAsyncLoading != 0
 	}
 	return write, stale, loading, noAsync
 }
@@ -162,7 +163,7 @@ func (cl *Client) batch() *replication.Batch {
 // their end.
 func (s *Server) propagate(c *Ctx, m engine.Mask, asIs bool) {
 	b := c.Client.batch()
-	if c.Spec.Flags&TTLOnly != 0 {
+	if c.Spec.Flags&cmdspec.TTLOnly != 0 {
 		for i, mm := 0, m; mm != 0; i, mm = i+1, mm>>1 {
 			if mm&1 != 0 {
 				b.Expiries(s.Eng.Shard(i))

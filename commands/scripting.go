@@ -11,6 +11,7 @@ import (
 
 	lua "github.com/yuin/gopher-lua"
 
+	"github.com/limitkv/limitkv/cmdspec"
 	"github.com/limitkv/limitkv/engine"
 	"github.com/limitkv/limitkv/lua51"
 	"github.com/limitkv/limitkv/resp"
@@ -645,8 +646,8 @@ func parseShebang(body []byte) (scriptFlags, int, string) {
 // PAUSE WRITE and without enough replicas, and one that may write is
 // refused as a write before it starts. A script not known yet (EVALSHA
 // of an unloaded SHA, a shebang that does not parse) keeps the command's.
-func (s *Server) commandFlags(spec *Spec, args [][]byte) Flag {
-	if spec.Flags&RunsScript == 0 || len(args) < 2 {
+func (s *Server) commandFlags(spec *cmdspec.Spec, args [][]byte) cmdspec.Flag {
+	if spec.Flags&cmdspec.RunsScript == 0 || len(args) < 2 {
 		return spec.Flags
 	}
 	var declared scriptFlags
@@ -675,15 +676,15 @@ func (s *Server) commandFlags(spec *Spec, args [][]byte) Flag {
 	if declared&scriptCompat != 0 {
 		return spec.Flags
 	}
-	flags := spec.Flags &^ (Write | DenyOOM | Stale | MayReplicate)
+	flags := spec.Flags &^ (cmdspec.Write | cmdspec.DenyOOM | cmdspec.Stale | cmdspec.MayReplicate)
 	if declared&scriptNoWrites == 0 {
-		flags |= Write
+		flags |= cmdspec.Write
 		if declared&scriptAllowOOM == 0 {
-			flags |= DenyOOM
+			flags |= cmdspec.DenyOOM
 		}
 	}
 	if declared&scriptAllowStale != 0 {
-		flags |= Stale
+		flags |= cmdspec.Stale
 	}
 	return flags
 }

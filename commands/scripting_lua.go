@@ -10,6 +10,8 @@ import (
 
 	lua "github.com/yuin/gopher-lua"
 
+	"github.com/limitkv/limitkv/acl"
+	"github.com/limitkv/limitkv/cmdspec"
 	"github.com/limitkv/limitkv/lua51"
 	"github.com/limitkv/limitkv/resp"
 )
@@ -185,7 +187,7 @@ func (r *luaRunner) call(L *lua.LState, raise bool) int {
 		t.RawSetString("ignore_error_stats_update", lua.LTrue)
 		return callFailed(L, raise, t)
 	}
-	if spec.Flags&Write != 0 && !r.progress.state.CompareAndSwap(runClean, runWrote) && r.progress.state.Load() == runKilled {
+	if spec.Flags&cmdspec.Write != 0 && !r.progress.state.CompareAndSwap(runClean, runWrote) && r.progress.state.Load() == runKilled {
 		L.Error(lua51.ErrorTable(L, "-"+errScriptKilled.Error()), 0)
 	}
 	r.replies.Reset()
@@ -214,57 +216,57 @@ func callFailed(L *lua.LState, raise bool, t *lua.LTable) int {
 
 // resolveCall finds the command a script calls and checks that the script
 // may run it, with Redis's texts and in Redis's order.
-func (r *luaRunner) resolveCall(argv [][]byte) (*Spec, string) {
+func (r *luaRunner) resolveCall(argv [][]byte) (*cmdspec.Spec, string) {
 	spec := r.srv.Table.Lookup(argv[0])
 	if spec != nil && len(spec.Sub) > 0 && len(argv) >= 2 {
-		spec = spec.lookupSub(argv[1])
+		spec = spec.LookupSub(argv[1])
 	}
 	if spec == nil {
 		return nil, "Unknown Redis command called from script"
 	}
-	if !spec.arityOK(len(argv)) {
-		spec.reject.Add(1)
+	if !spec.ArityOK(len(argv)) {
+		r.srv.cmd(spec).reject.Add(1)
 		return nil, "Wrong number of args calling Redis command from script"
 	}
-	if spec.Flags&NoScript != 0 {
-		spec.reject.Add(1)
+	if spec.Flags&cmdspec.NoScript != 0 {
+		r.srv.cmd(spec).reject.Add(1)
 		return nil, "This Redis command is not allowed from script"
 	}
 	// Redis's scriptVerifyAllowStale: a script runs on a stale replica
 	// only if it declared allow-stale, and may call only stale commands.
-	if n := r.srv.Repl; spec.Flags&Stale == 0 && n.Replica() && !n.Set.ServeStale.Load() && !n.LinkUp() {
-		spec.reject.Add(1)
+	if n := r.srv.Repl; spec.Flags&cmdspec.Stale == 0 && n.Replica() && !n.Set.ServeStale.Load() && !n.LinkUp() {
+		r.srv.cmd(spec).reject.Add(1)
 		return nil, "Can not execute the command on a stale replica"
 	}
 	if msg := r.srv.checkScriptCall(r.caller.Client, spec, argv); msg != "" {
-		spec.reject.Add(1)
+		r.srv.cmd(spec).reject.Add(1)
 		return nil, msg
 	}
-	if r.readOnly && spec.Flags&(Write|MayReplicate) != 0 {
-		spec.reject.Add(1)
+	if r.readOnly && spec.Flags&(cmdspec.Write|cmdspec.MayReplicate) != 0 {
+		r.srv.cmd(spec).reject.Add(1)
 		return nil, "Write commands are not allowed from read-only scripts."
 	}
 	// Redis's scriptVerifyWriteCommandAllow: a script that has not written
 	// yet may not start writing on a read-only replica or without enough
 	// good replicas (a script without a shebang, admitted as a read); once
 	// it has written, it must be let finish.
-	if spec.Flags&Write != 0 && r.progress.state.Load() == runClean {
+	if spec.Flags&cmdspec.Write != 0 && r.progress.state.Load() == runClean {
 		n := r.srv.Repl
 		if n.Replica() && n.Set.ReadOnly.Load() && !r.caller.Client.master {
-			spec.reject.Add(1)
+			r.srv.cmd(spec).reject.Add(1)
 			return nil, "-" + msgReadOnlyReplica
 		}
 		if n.Set.MinReplicas.Load() > 0 && !n.WriteAllowed() {
-			spec.reject.Add(1)
+			r.srv.cmd(spec).reject.Add(1)
 			return nil, "-" + msgNoReplicas
 		}
 	}
 	// Redis's scriptVerifyOOM: memory was over maxmemory when the script
 	// began, and this would be its first write: refuse it. After a write
 	// the script must be let finish.
-	if spec.Flags&DenyOOM != 0 && !r.allowOOM && r.caller.Client.oomAtStart &&
+	if spec.Flags&cmdspec.DenyOOM != 0 && !r.allowOOM && r.caller.Client.oomAtStart &&
 		r.srv.Cfg.maxMemory.Load() != 0 && r.progress.state.Load() == runClean {
-		spec.reject.Add(1)
+		r.srv.cmd(spec).reject.Add(1)
 		return nil, "-" + msgOOM
 	}
 	return spec, ""
@@ -404,15 +406,15 @@ func (r *luaRunner) aclCheckCmd(L *lua.LState) int {
 	}
 	spec := r.srv.Table.Lookup(argv[0])
 	if spec != nil && len(spec.Sub) > 0 && len(argv) >= 2 {
-		spec = spec.lookupSub(argv[1])
+		spec = spec.LookupSub(argv[1])
 	}
 	if spec == nil {
 		raiseRedisError(L, "Invalid command passed to redis.acl_check_cmd()")
 	}
 	ok := true
 	if rules := r.caller.Client.aclRules(); rules != nil {
-		res, _ := rules.checkCommand(spec, argv)
-		ok = res == aclOK
+		res, _ := rules.Check(spec, argv)
+		ok = res == acl.OK
 	}
 	L.Push(lua.LBool(ok))
 	return 1

@@ -81,13 +81,12 @@ func cmdConfigResetStat(c *Ctx) {
 	for _, cl := range s.clients.all() {
 		cl.commands.Store(0)
 	}
-	for _, spec := range s.Table.Specs() {
-		for _, x := range append([]*Spec{spec}, spec.Sub...) {
-			x.calls.Reset()
-			x.failed.Store(0)
-			x.reject.Store(0)
-			x.hist.reset()
-		}
+	for i := range s.cmds {
+		x := &s.cmds[i]
+		x.calls.Reset()
+		x.failed.Store(0)
+		x.reject.Store(0)
+		x.hist.reset()
 	}
 	s.Eng.ResetCounters(c.held)
 	c.W.OK()
@@ -762,8 +761,9 @@ func infoKeyspace(s *Server, b *strings.Builder, held bool) {
 
 func infoCommandStats(s *Server, b *strings.Builder) {
 	for _, spec := range s.sortedSpecs() {
-		calls, nanos := spec.calls.Load()
-		rejected, failed := spec.reject.Load(), spec.failed.Load()
+		x := s.cmd(spec)
+		calls, nanos := x.calls.Load()
+		rejected, failed := x.reject.Load(), x.failed.Load()
 		if calls == 0 && rejected == 0 && failed == 0 {
 			continue
 		}

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/limitkv/limitkv/cmdspec"
 	"github.com/limitkv/limitkv/engine"
 )
 
@@ -135,7 +136,7 @@ var redacted = []byte("(redacted)")
 
 // slowlogArgs copies a command's arguments for the slow log, within its
 // limits, with secrets redacted.
-func slowlogArgs(spec *Spec, args [][]byte) [][]byte {
+func slowlogArgs(spec *cmdspec.Spec, args [][]byte) [][]byte {
 	n := min(len(args), slowlogMaxArgs)
 	size := 0
 	for _, a := range args[:n] {
@@ -171,7 +172,7 @@ func slowlogArgs(spec *Spec, args [][]byte) [][]byte {
 // sensitive settings in CONFIG SET, everything ACL SETUSER says. Redis
 // redacts as the command runs, so a request it refuses before that point
 // is kept as sent; the checks below follow the same points.
-func secretArgs(spec *Spec, args [][]byte) func(int) bool {
+func secretArgs(spec *cmdspec.Spec, args [][]byte) func(int) bool {
 	none := func(int) bool { return false }
 	switch spec.FullName() {
 	case "auth":

@@ -3,6 +3,7 @@ package commands
 import (
 	"bytes"
 
+	"github.com/limitkv/limitkv/cmdspec"
 	"github.com/limitkv/limitkv/engine"
 )
 
@@ -122,8 +123,8 @@ func sortReadsPatterns(readOnly bool) func(args [][]byte) bool {
 
 // sortKeys is Redis's sortGetKeys: the key, and the last STORE's
 // destination, found skipping the arguments of LIMIT, GET and BY.
-func sortKeys(args [][]byte, out []KeyRef) []KeyRef {
-	out = append(out, KeyRef{Pos: 1, Spec: 0})
+func sortKeys(args [][]byte, out []cmdspec.KeyRef) []cmdspec.KeyRef {
+	out = append(out, cmdspec.KeyRef{Pos: 1, Spec: 0})
 	store := -1
 	for i := 2; i < len(args); i++ {
 		switch {
@@ -136,39 +137,21 @@ func sortKeys(args [][]byte, out []KeyRef) []KeyRef {
 		}
 	}
 	if store >= 0 {
-		out = append(out, KeyRef{Pos: store, Spec: 2})
+		out = append(out, cmdspec.KeyRef{Pos: store, Spec: 2})
 	}
 	return out
 }
 
 // sortROKeys is Redis's sortROGetKeys: only the key.
-func sortROKeys(args [][]byte, out []KeyRef) []KeyRef {
-	return append(out, KeyRef{Pos: 1, Spec: 0})
+func sortROKeys(args [][]byte, out []cmdspec.KeyRef) []cmdspec.KeyRef {
+	return append(out, cmdspec.KeyRef{Pos: 1, Spec: 0})
 }
 
 // fullKeyRead is ACLUserCheckCmdWithUnrestrictedKeyAccess for reads: some
 // selector allows the command and every key.
 func (c *Ctx) fullKeyRead() bool {
 	r := c.Client.aclRules()
-	if r == nil {
-		return true
-	}
-	var buf [4]aclKey
-	keys := c.Spec.aclKeys(c.Args, buf[:0])
-	for _, s := range r.selectors {
-		if res, _ := s.check(c.Spec, c.Args, keys); res != aclOK {
-			continue
-		}
-		if s.allKeys {
-			return true
-		}
-		for _, k := range s.keys {
-			if k.perm&aclRead != 0 && k.pattern == "*" {
-				return true
-			}
-		}
-	}
-	return false
+	return r == nil || r.FullKeyRead(c.Spec, c.Args)
 }
 
 // sortItem is one element being sorted, with what it sorts by. It holds

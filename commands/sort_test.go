@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/limitkv/limitkv/cmdspec"
 )
 
 func splitArgs(s string) [][]byte {
@@ -22,15 +24,15 @@ func splitArgs(s string) [][]byte {
 func TestSortKeys(t *testing.T) {
 	for _, c := range []struct {
 		args string
-		want []KeyRef
+		want []cmdspec.KeyRef
 	}{
-		{"SORT k", []KeyRef{{1, 0}}},
-		{"SORT k STORE d", []KeyRef{{1, 0}, {3, 2}}},
-		{"SORT k STORE d LIMIT 0 1 GET # BY w STORE e", []KeyRef{{1, 0}, {12, 2}}},
-		{"SORT k LIMIT STORE d STORE", []KeyRef{{1, 0}}},
-		{"SORT k GET STORE", []KeyRef{{1, 0}}},
-		{"SORT k BY STORE STORE x", []KeyRef{{1, 0}, {5, 2}}},
-		{"SORT k STORE", []KeyRef{{1, 0}}},
+		{"SORT k", []cmdspec.KeyRef{{Pos: 1, Spec: 0}}},
+		{"SORT k STORE d", []cmdspec.KeyRef{{Pos: 1, Spec: 0}, {Pos: 3, Spec: 2}}},
+		{"SORT k STORE d LIMIT 0 1 GET # BY w STORE e", []cmdspec.KeyRef{{Pos: 1, Spec: 0}, {Pos: 12, Spec: 2}}},
+		{"SORT k LIMIT STORE d STORE", []cmdspec.KeyRef{{Pos: 1, Spec: 0}}},
+		{"SORT k GET STORE", []cmdspec.KeyRef{{Pos: 1, Spec: 0}}},
+		{"SORT k BY STORE STORE x", []cmdspec.KeyRef{{Pos: 1, Spec: 0}, {Pos: 5, Spec: 2}}},
+		{"SORT k STORE", []cmdspec.KeyRef{{Pos: 1, Spec: 0}}},
 	} {
 		if got := sortKeys(splitArgs(c.args), nil); !slices.Equal(got, c.want) {
 			t.Errorf("%s: %v, want %v", c.args, got, c.want)

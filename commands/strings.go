@@ -32,6 +32,18 @@ const (
 	expPXAT
 )
 
+// setKeyFlags narrows the variable flags of SET's key (its
+// Spec.KeyFlags), as Redis's setGetKeys does: without GET, SET only
+// overwrites the key.
+func setKeyFlags(args [][]byte) string {
+	for _, a := range args[3:] {
+		if is(a, "GET") {
+			return "RW access update"
+		}
+	}
+	return "OW update"
+}
+
 func cmdSet(c *Ctx) {
 	var o engine.SetOptions
 	var kind expiryOpt

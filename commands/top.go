@@ -20,7 +20,7 @@ const maxTopCount = 1000
 // request costs nothing.
 func (c *Ctx) noteDenied() {
 	var pos [2]int
-	keys := c.Spec.keyPositions(c.Args, pos[:0])
+	keys := c.Spec.KeyPositions(c.Args, pos[:0])
 	if len(keys) == 0 {
 		return
 	}

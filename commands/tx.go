@@ -1,6 +1,10 @@
 package commands
 
-import "github.com/limitkv/limitkv/engine"
+import (
+	"github.com/limitkv/limitkv/engine"
+
+	"github.com/limitkv/limitkv/acl"
+)
 
 // Transactions: MULTI EXEC DISCARD WATCH UNWATCH. EXEC runs its queued
 // commands with every shard locked, so no other connection sees any state
@@ -53,9 +57,9 @@ func cmdExec(c *Ctx) {
 		// Permissions are checked again: they may have changed since the
 		// command was queued.
 		if r := cl.aclRules(); r != nil {
-			if res, pos := r.checkCommand(q.spec, q.args); res != aclOK {
+			if res, pos := r.Check(q.spec, q.args); res != acl.OK {
 				object := q.spec.FullName()
-				if res != aclDeniedCmd {
+				if res != acl.DeniedCmd {
 					object = string(q.args[pos])
 				}
 				c.Srv.aclLogAdd(cl, res, aclCtxMulti, object, "")

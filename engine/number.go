@@ -53,6 +53,29 @@ func ParseInt(b []byte) (int64, bool) {
 	return int64(v), true
 }
 
+// Atoi reads a leading decimal number as C's atoi does: spaces, a sign,
+// digits, and whatever follows ignored; 0 when there are none. Redis reads
+// some arguments so (EVAL's numkeys for ACL checks, MIGRATE's port).
+func Atoi(b []byte) int64 {
+	i := 0
+	for i < len(b) && (b[i] == ' ' || b[i] >= '\t' && b[i] <= '\r') {
+		i++
+	}
+	neg := false
+	if i < len(b) && (b[i] == '-' || b[i] == '+') {
+		neg = b[i] == '-'
+		i++
+	}
+	var n int64
+	for ; i < len(b) && b[i] >= '0' && b[i] <= '9' && n < 1<<40; i++ {
+		n = n*10 + int64(b[i]-'0')
+	}
+	if neg {
+		return -n
+	}
+	return n
+}
+
 // ParseFloat parses a double as Redis does with strtod: the whole string
 // must be a number, no leading space, and neither NaN nor a value out of
 // range; "inf" and "-inf" are accepted.

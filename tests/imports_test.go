@@ -12,11 +12,13 @@ import (
 
 // The package boundaries, checked rather than hoped for (as Pebble's
 // TestForbiddenImports does). Imports point one way: cmd -> commands ->
-// engine, resp; persist -> engine; engine -> ratelimit; the engine knows
-// nothing of the wire or the disk, the wire nothing of commands, and the
-// rate-limit core nothing of the keyspace that stores its states. Each
-// package lists the packages of this module its non-test files may import;
-// stdOnly packages may import nothing outside the standard library at all.
+// acl, cmddocs -> cmdspec -> engine; commands -> resp; persist -> engine;
+// engine -> ratelimit; the engine knows nothing of the wire or the disk,
+// the wire nothing of commands, what describes a command (cmdspec, acl,
+// cmddocs) nothing of the server that runs it, and the rate-limit core
+// nothing of the keyspace that stores its states. Each package lists the
+// packages of this module its non-test files may import; stdOnly packages
+// may import nothing outside the standard library at all.
 var allowedImports = map[string]struct {
 	ours    []string
 	stdOnly bool
@@ -29,7 +31,21 @@ var allowedImports = map[string]struct {
 	"lua51":     {ours: []string{"resp"}},
 	"persist":   {ours: []string{"engine"}},
 	"tlsconf":   {stdOnly: true},
-	"commands":  {ours: []string{"engine", "ratelimit", "resp", "lua51", "tlsconf", "replication", "rdb"}},
+	"commands":  {ours: []string{"cmdspec", "acl", "cmddocs", "engine", "ratelimit", "resp", "lua51", "tlsconf", "replication", "rdb"}},
+	// cmdspec is what a command is (name, arity, flags, key specs,
+	// categories), below commands so that what needs a spec and not a
+	// request (ACL rules, the command docs) need not import commands. The
+	// engine's integer parsing is how key counts are read (string2ll).
+	"cmdspec": {ours: []string{"engine"}, stdOnly: true},
+	// acl is the users' rules, over the specs; the users, their clients
+	// and the ACL command are commands'. Key patterns match as the
+	// keyspace's globs do (engine), and a selector's text splits as an
+	// inline request does (resp.SplitArgs).
+	"acl": {ours: []string{"cmdspec", "engine", "resp"}, stdOnly: true},
+	// cmddocs is the data files (key specs for cmdspec, documentation
+	// for COMMAND DOCS and the README), written through an interface that
+	// resp's Writer fills, not resp itself.
+	"cmddocs": {ours: []string{"cmdspec"}, stdOnly: true},
 	// rdb is Redis's RDB value format over plain Go values (DUMP, RESTORE,
 	// MIGRATE, FUNCTION DUMP); commands translates to and from the engine.
 	"rdb": {stdOnly: true},
@@ -180,6 +196,14 @@ func TestForbiddenImportsCatches(t *testing.T) {
 		{"ratelimit", "github.com/limitkv/limitkv/commands"},
 		{"ratelimit", "github.com/limitkv/limitkv/resp"},
 		{"ratelimit", "golang.org/x/exp/slices"},
+		{"cmdspec", "github.com/limitkv/limitkv/commands"},
+		{"cmdspec", "github.com/limitkv/limitkv/resp"},
+		{"cmdspec", "github.com/limitkv/limitkv/acl"},
+		{"acl", "github.com/limitkv/limitkv/commands"},
+		{"acl", "github.com/limitkv/limitkv/replication"},
+		{"cmddocs", "github.com/limitkv/limitkv/commands"},
+		{"cmddocs", "github.com/limitkv/limitkv/resp"},
+		{"cmdspec", "github.com/limitkv/limitkv/cmddocs"},
 		{"resp", "github.com/limitkv/limitkv/commands"},
 		{"persist", "github.com/limitkv/limitkv/resp"},
 		{"persist", "github.com/limitkv/limitkv/commands"},

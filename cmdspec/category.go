@@ -1,4 +1,4 @@
-package commands
+package cmdspec
 
 import "math/bits"
 

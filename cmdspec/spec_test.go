@@ -1,16 +1,6 @@
-package commands
+package cmdspec
 
 import "testing"
-
-func forEachSpec(t *testing.T, f func(*Spec)) {
-	t.Helper()
-	for _, s := range NewTable(commandTable()).Specs() {
-		f(s)
-		for _, sub := range s.Sub {
-			f(sub)
-		}
-	}
-}
 
 // TestLegacyKeyRange runs legacyKeyRange over key specs shaped like those
 // of Redis commands, with the range and movablekeys flag Redis 7.0.15's

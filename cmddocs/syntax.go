@@ -1,4 +1,4 @@
-package commands
+package cmddocs
 
 import (
 	"errors"
@@ -7,7 +7,7 @@ import (
 )
 
 // A command's argument syntax, the "arguments" of its entry in
-// commands/docs/*.json, is written as in Redis's documentation, with a few
+// cmddocs/docs/*.json, is written as in Redis's documentation, with a few
 // marks so that COMMAND DOCS can be generated from it:
 //
 //		key value [condition=NX|XX] [GET] [EX seconds:integer|PX milliseconds:integer]
@@ -27,7 +27,9 @@ import (
 //	    documents ZUNION's "AGGREGATE SUM|MIN|MAX" (a oneof with a
 //	    token); "[name=TOKEN]" names a lone token otherwise than after
 //	    itself (GEOADD's CH is "change").
-type argDoc struct {
+
+// Arg is one argument of a command's syntax, as COMMAND DOCS describes it.
+type Arg struct {
 	Name     string
 	Type     string // string integer double key pattern unix-time pure-token oneof block
 	Token    string
@@ -38,7 +40,7 @@ type argDoc struct {
 	// MultipleToken: the token repeats with each repetition ("[GET
 	// pattern]...": GET a GET b), Redis's multiple_token.
 	MultipleToken bool
-	Args          []*argDoc
+	Args          []*Arg
 	glue          bool // "TOKEN^": the token belongs to the group after it
 }
 
@@ -97,7 +99,7 @@ func tokenizeSyntax(s string) []string {
 	return toks
 }
 
-func parseSyntax(s string) ([]*argDoc, error) {
+func parseSyntax(s string) ([]*Arg, error) {
 	p := &syntaxParser{toks: tokenizeSyntax(s)}
 	args, err := p.seq()
 	if err != nil {
@@ -118,8 +120,8 @@ func (p *syntaxParser) peek() string {
 
 // seq parses items up to a closing bracket, a '|' or the end, joining
 // "TOKEN arg" pairs.
-func (p *syntaxParser) seq() ([]*argDoc, error) {
-	var out []*argDoc
+func (p *syntaxParser) seq() ([]*Arg, error) {
+	var out []*Arg
 	for {
 		t := p.peek()
 		if t == "" || t == "]" || t == ">" || t == "|" {
@@ -133,10 +135,10 @@ func (p *syntaxParser) seq() ([]*argDoc, error) {
 	}
 }
 
-func (p *syntaxParser) item() (*argDoc, error) {
+func (p *syntaxParser) item() (*Arg, error) {
 	t := p.peek()
 	p.pos++
-	var a *argDoc
+	var a *Arg
 	switch {
 	case t == "[" || t == "<":
 		closer := "]"
@@ -157,13 +159,13 @@ func (p *syntaxParser) item() (*argDoc, error) {
 		glue := strings.HasSuffix(word, "^")
 		word = strings.TrimSuffix(word, "^")
 		if strings.ToUpper(word) == word && strings.ToLower(word) != word {
-			a = &argDoc{Name: strings.ToLower(word), Type: "pure-token", Token: word, glue: glue}
+			a = &Arg{Name: strings.ToLower(word), Type: "pure-token", Token: word, glue: glue}
 		} else {
 			name, typ, _ := strings.Cut(word, ":")
 			if typ == "" {
 				typ = inferType(name)
 			}
-			a = &argDoc{Name: name, Type: typ}
+			a = &Arg{Name: name, Type: typ}
 		}
 		a.Since = since
 		if spec != "" {
@@ -187,7 +189,7 @@ func (p *syntaxParser) item() (*argDoc, error) {
 }
 
 // group parses the inside of a bracket: one or more alternatives.
-func (p *syntaxParser) group(closer string) (*argDoc, error) {
+func (p *syntaxParser) group(closer string) (*Arg, error) {
 	name := ""
 	if t := p.peek(); strings.Contains(t, "=") {
 		name, p.toks[p.pos], _ = strings.Cut(t, "=")
@@ -195,7 +197,7 @@ func (p *syntaxParser) group(closer string) (*argDoc, error) {
 			p.pos++
 		}
 	}
-	var alts [][]*argDoc
+	var alts [][]*Arg
 	for {
 		s, err := p.seq()
 		if err != nil {
@@ -224,7 +226,7 @@ func (p *syntaxParser) group(closer string) (*argDoc, error) {
 	if len(alts) == 1 && name != "" && len(alts[0]) == 1 {
 		// "<pattern=pattern>...": a block of one argument, as Redis
 		// documents PSUBSCRIBE's and CONFIG GET's repeated arguments.
-		return &argDoc{Name: name, Type: "block", Args: alts[0]}, nil
+		return &Arg{Name: name, Type: "block", Args: alts[0]}, nil
 	}
 	if len(alts) == 1 {
 		g := collapse(alts[0])
@@ -233,7 +235,7 @@ func (p *syntaxParser) group(closer string) (*argDoc, error) {
 		}
 		return g, nil
 	}
-	g := &argDoc{Name: name, Type: "oneof"}
+	g := &Arg{Name: name, Type: "oneof"}
 	var names []string
 	for _, s := range alts {
 		a := collapse(s)
@@ -250,7 +252,7 @@ func (p *syntaxParser) group(closer string) (*argDoc, error) {
 // the argument seconds with the token EX; "LIMIT offset count" a block with
 // the token LIMIT; tokens alone ("NO ONE") and anything else longer than
 // one item a plain block.
-func collapse(s []*argDoc) *argDoc {
+func collapse(s []*Arg) *Arg {
 	switch {
 	case len(s) == 1:
 		return s[0]
@@ -259,19 +261,19 @@ func collapse(s []*argDoc) *argDoc {
 		a.Token = s[0].Token
 		return a
 	case allTokens(s):
-		return &argDoc{Name: s[0].Name, Type: "block", Args: s}
+		return &Arg{Name: s[0].Name, Type: "block", Args: s}
 	case len(s) == 2 && s[0].Type == "pure-token" && !s[0].Multiple &&
 		s[1].Token == "" && s[1].Type != "pure-token" && s[1].Type != "oneof" && s[1].Type != "block":
 		a := s[1]
 		a.Token = s[0].Token
 		return a
 	case s[0].Type == "pure-token":
-		return &argDoc{Name: s[0].Name, Type: "block", Token: s[0].Token, Args: s[1:]}
+		return &Arg{Name: s[0].Name, Type: "block", Token: s[0].Token, Args: s[1:]}
 	}
-	return &argDoc{Name: s[0].Name, Type: "block", Args: s}
+	return &Arg{Name: s[0].Name, Type: "block", Args: s}
 }
 
-func allTokens(s []*argDoc) bool {
+func allTokens(s []*Arg) bool {
 	for _, a := range s {
 		if a.Type != "pure-token" || a.Multiple {
 			return false

@@ -1,12 +1,23 @@
-package commands
+// Package cmdspec holds what a command is, apart from the code that runs
+// it: its name, arity, flags and subcommands, where its keys are among
+// its arguments (key specs, and the functions some commands find their
+// keys with), its ACL categories, and an id within its table. The table
+// of specs is what dispatch looks commands up in, what the arity check,
+// ACL rules and cluster routing read, and what COMMAND and the command
+// reference are generated from.
+//
+// A spec is made of a row of Go (package commands' command table, where
+// each row also names the handler that runs the command) and the
+// command's entry in the data files (Data). It knows nothing of requests,
+// replies or the server: the handlers and the per-command statistics are
+// package commands', kept by spec id.
+package cmdspec
 
 import (
 	"errors"
 	"math"
 	"slices"
-	"sort"
 	"strings"
-	"sync/atomic"
 
 	"github.com/limitkv/limitkv/engine"
 )
@@ -28,7 +39,7 @@ const (
 	AllowBusy
 	SkipSlowlog
 	// Movable: key positions depend on the arguments. NewTable derives it
-	// from the key specs; rows do not state it.
+	// from the key specs; specs do not state it.
 	Movable
 	// SelfLock: dispatch takes no shard lock; the handler locks what it
 	// needs (whole-keyspace commands, WATCH, EXEC, scripts).
@@ -44,7 +55,7 @@ const (
 	// once no other command is in flight. COMMAND does not show it.
 	RunsScript
 	// AsIs: replicated as the command itself rather than as the states
-	// of the keys it changed (replication.go): a command whose result
+	// of the keys it changed: a command whose result
 	// depends only on its keys' values, not on the time or chance, and
 	// whose keys may be large (LPUSH on a long list). COMMAND does not
 	// show it.
@@ -54,8 +65,8 @@ const (
 	TTLOnly
 	// MayWait: may wait for something other than a shard's lock (the
 	// disk, a timer, another client, the network), so it never runs on an
-	// event loop, where it would hold up every connection of the loop
-	// (Server.Inline). Blocking commands, scripts, pub/sub and the
+	// event loop, where it would hold up every connection of the loop.
+	// Blocking commands, scripts, pub/sub and the
 	// commands that need no authentication (AUTH's penalty sleeps) are
 	// counted as waiting without saying so. So are commands whose run
 	// time a client drives (SORT of a million elements). COMMAND does not
@@ -66,7 +77,7 @@ const (
 	// (the message), EVAL, EVALSHA and FCALL (their scripts may write).
 	// As Redis's CMD_MAY_REPLICATE: a WRITE pause holds them back with
 	// the writes, and read-only scripts refuse them as writes. A script
-	// or function that declares its flags loses it (commandFlags).
+	// or function that declares its flags loses it.
 	// COMMAND does not show it.
 	MayReplicate
 )
@@ -84,24 +95,26 @@ var flagNames = []struct {
 	{AllowBusy, "allow_busy"},
 }
 
-// Spec describes one command or subcommand. The table of Specs drives
-// dispatch, the arity check, COMMAND's replies and the command reference.
-// A row of table.go states the fields a Go reader needs; NewTable attaches
-// the command's entry in the data files (docs.go) and derives the rest.
+// Names returns the names of the flags in f that COMMAND shows, in the
+// order Redis shows them.
+func (f Flag) Names() []string {
+	var names []string
+	for _, n := range flagNames {
+		if f&n.f != 0 {
+			names = append(names, n.name)
+		}
+	}
+	return names
+}
+
+// Spec describes one command or subcommand. A spec states the fields a Go
+// reader needs; NewTable attaches what the data files say of it (Data)
+// and derives the rest.
 type Spec struct {
 	Name  string // lower case; a subcommand's is its own word ("setname")
 	Arity int    // as Redis: n exactly n arguments, -n at least n (name included)
 	Flags Flag   // Movable is derived from the key specs, not stated
-	Run   func(*Ctx)
-	// Prepare, if set, reads and checks the request's arguments before
-	// dispatch takes the shard locks of its keys, keeping what Run needs
-	// in the client's scratch; Run then replies, a refusal included. Work
-	// that may be slow (RL.FIXED's TZ loads a zone's rules the first time)
-	// so never runs under a lock that other clients, and the other
-	// connections of an event loop, wait for. Inside EXEC and scripts,
-	// where the locks are held already, it runs just before Run.
-	Prepare func(*Ctx)
-	Sub     []*Spec
+	Sub   []*Spec
 	// Keys, for a command some of whose keys no key spec can find (SORT's
 	// STORE), is Redis's getkeys_proc: it finds every key of args, for
 	// dispatch's locks, ACL checks and COMMAND GETKEYS.
@@ -110,33 +123,26 @@ type Spec struct {
 	// argument names (SORT's BY and GET patterns): dispatch then locks
 	// every shard.
 	LockAll func(args [][]byte) bool
+	// KeyFlags, for a command whose key spec has variable_flags (SET,
+	// BITFIELD), gives the flags its keys have with these arguments, as
+	// Redis's getkeys_proc narrows them: for COMMAND GETKEYSANDFLAGS and
+	// for what ACL rules require of the keys.
+	KeyFlags func(args [][]byte) string
 
-	parent *Spec
-	doc    *cmdDoc
-	args   []*argDoc
+	parent   *Spec
+	keySpecs []KeySpec
+	tips     []string
 	// first, last, step: the legacy key range COMMAND reports, derived
 	// from the key specs.
 	first, last, step int
 	// keyed: some key spec finds keys, not only not_key arguments.
 	keyed bool
-	acl   Category
+	cats  Category
 	// id numbers the spec within its table (subcommands and containers
-	// included), for the users' bitmaps of allowed commands.
+	// included), so that others keep what they hold per command in a
+	// slice: the server its handlers and statistics, ACL rules their
+	// bitmaps of allowed commands.
 	id int
-	// keyNeed is, per key spec, the permission ACL rules must grant for
-	// the keys it finds (aclRead, aclWrite: see aclNeedOf).
-	keyNeed []uint8
-	// channels tells which arguments are Pub/Sub channels that ACL rules
-	// restrict (PUBLISH, SUBSCRIBE, ...); zero for other commands.
-	channels chanSpec
-	calls    callCounter
-	failed   atomic.Int64
-	reject   atomic.Int64
-	hist     latencyHist
-
-	// absentSub are the subcommands Redis has and limitkv does not, for
-	// ACL rules only (aclabsent.go).
-	absentSub []*Spec
 }
 
 // FullName is the name Redis uses in errors and stats: "get", "client|list".
@@ -147,74 +153,39 @@ func (s *Spec) FullName() string {
 	return s.Name
 }
 
-// Table is the set of commands the server knows.
-type Table struct {
-	byName map[string]*Spec
-	sorted []*Spec
-	// all holds every spec, subcommands included, by id: top-level
-	// commands in name order, each followed by its subcommands.
-	all []*Spec
-	// absent are the Redis commands limitkv does not implement, for ACL
-	// rules only, with ids after all's (aclabsent.go).
-	absent       []*Spec
-	absentByName map[string]*Spec
+// Parent is a subcommand's container, nil for a command.
+func (s *Spec) Parent() *Spec { return s.parent }
+
+// ID is the spec's index in its table, from 0 to Table.Count()-1.
+func (s *Spec) ID() int { return s.id }
+
+// Categories returns the command's ACL categories: those its entry in the
+// data files states and those its flags imply.
+func (s *Spec) Categories() Category { return s.cats }
+
+// KeySpecs returns the command's key specs.
+func (s *Spec) KeySpecs() []KeySpec { return s.keySpecs }
+
+// Tips returns the command's tips, as COMMAND shows them.
+func (s *Spec) Tips() []string { return s.tips }
+
+// KeyRange returns the legacy key range COMMAND reports: the first and
+// last key's indexes (last negative when counted from the end) and the
+// step, derived from the key specs.
+func (s *Spec) KeyRange() (first, last, step int) { return s.first, s.last, s.step }
+
+// LookupSub finds a subcommand of s by name, in any case.
+func (s *Spec) LookupSub(name []byte) *Spec {
+	for _, sub := range s.Sub {
+		if len(sub.Name) == len(name) && strings.EqualFold(sub.Name, string(name)) {
+			return sub
+		}
+	}
+	return nil
 }
 
-// NewTable indexes specs, attaching each its entry in the data files and
-// parsing its syntax. It panics on a malformed table or data file, or on a
-// command without data or data without a command: programming errors the
-// tests catch.
-func NewTable(specs []*Spec) *Table {
-	d, err := loadDocs()
-	if err == nil {
-		var t *Table
-		if t, err = newTable(specs, d); err == nil {
-			return t
-		}
-	}
-	panic(err)
-}
-
-func newTable(specs []*Spec, docs map[string]*cmdDoc) (*Table, error) {
-	t := &Table{byName: make(map[string]*Spec, len(specs))}
-	used := map[string]bool{}
-	for _, s := range specs {
-		if _, dup := t.byName[s.Name]; dup {
-			return nil, errors.New("duplicate command " + s.Name)
-		}
-		if err := s.prepare(nil, docs, used); err != nil {
-			return nil, err
-		}
-		t.byName[s.Name] = s
-		t.sorted = append(t.sorted, s)
-	}
-	if len(used) < len(docs) {
-		var extra []string
-		for name := range docs {
-			if !used[name] {
-				extra = append(extra, name)
-			}
-		}
-		sort.Strings(extra)
-		return nil, errors.New("commands/docs has entries for commands the table lacks: " + strings.Join(extra, ", "))
-	}
-	sort.Slice(t.sorted, func(i, j int) bool { return t.sorted[i].Name < t.sorted[j].Name })
-	for _, s := range t.sorted {
-		s.id = len(t.all)
-		t.all = append(t.all, s)
-		for _, sub := range s.Sub {
-			sub.id = len(t.all)
-			t.all = append(t.all, sub)
-		}
-	}
-	t.addAbsent()
-	return t, nil
-}
-
-// Count returns the number of specs, subcommands and containers included.
-func (t *Table) Count() int { return len(t.all) }
-
-func (s *Spec) prepare(parent *Spec, docs map[string]*cmdDoc, used map[string]bool) error {
+// prepare checks a spec and its subcommands and attaches their data.
+func (s *Spec) prepare(parent *Spec, data map[string]*Data, used map[string]bool) error {
 	if s.Name != strings.ToLower(s.Name) {
 		return errors.New("command names are lower case: " + s.Name)
 	}
@@ -223,66 +194,30 @@ func (s *Spec) prepare(parent *Spec, docs map[string]*cmdDoc, used map[string]bo
 	if used[name] {
 		return errors.New("duplicate command " + name)
 	}
-	s.doc = docs[name]
-	if s.doc == nil {
-		return errors.New("command " + name + " has no entry in commands/docs/*.json")
+	d := data[name]
+	if d == nil {
+		return errors.New("command " + name + " has no entry in the data files")
 	}
 	used[name] = true
 	if s.Flags&Movable != 0 {
 		return errors.New("command " + name + ": movablekeys is derived from the key specs, not stated")
 	}
-	args, err := parseSyntax(s.doc.Syntax)
-	if err != nil {
-		return errors.New("command " + name + ": " + err.Error())
-	}
-	s.args = args
+	s.keySpecs, s.tips = d.KeySpecs, d.Tips
 	var movable bool
-	s.first, s.last, s.step, movable = legacyKeyRange(s.doc.KeySpecs)
+	s.first, s.last, s.step, movable = legacyKeyRange(s.keySpecs)
 	if movable {
 		s.Flags |= Movable
 	}
-	for _, ks := range s.doc.KeySpecs {
+	s.keyed = false
+	for _, ks := range s.keySpecs {
 		if !slices.Contains(strings.Fields(ks.Flags), "not_key") {
 			s.keyed = true
 		}
 	}
-	s.acl = implicitCategories(s.Flags, s.doc.ACL)
-	s.keyNeed = nil
-	for _, ks := range s.doc.KeySpecs {
-		s.keyNeed = append(s.keyNeed, aclNeedOf(ks.Flags))
-	}
-	s.channels = channelSpecs[name]
+	s.cats = implicitCategories(s.Flags, d.Categories)
 	for _, sub := range s.Sub {
-		if err := sub.prepare(s, docs, used); err != nil {
+		if err := sub.prepare(s, data, used); err != nil {
 			return err
-		}
-	}
-	return nil
-}
-
-// Lookup finds a command by name, in any case, without allocating.
-func (t *Table) Lookup(name []byte) *Spec {
-	if len(name) > 32 {
-		return nil
-	}
-	var buf [32]byte
-	for i, c := range name {
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		buf[i] = c
-	}
-	return t.byName[string(buf[:len(name)])]
-}
-
-// Specs returns every top-level command, sorted by name.
-func (t *Table) Specs() []*Spec { return t.sorted }
-
-// lookupSub finds a subcommand of s by name, in any case.
-func (s *Spec) lookupSub(name []byte) *Spec {
-	for _, sub := range s.Sub {
-		if len(sub.Name) == len(name) && strings.EqualFold(sub.Name, string(name)) {
-			return sub
 		}
 	}
 	return nil
@@ -304,9 +239,6 @@ type KeySpec struct {
 	KeyStep             int
 	Unknown             bool
 }
-
-// keySpecs returns the spec's key specs.
-func (s *Spec) keySpecs() []KeySpec { return s.doc.KeySpecs }
 
 // legacyKeyRange derives the first, last and step COMMAND reports from key
 // specs, and whether the command has movable keys, as Redis 7.0's
@@ -351,18 +283,18 @@ func legacyKeyRange(specs []KeySpec) (first, last, step int, movable bool) {
 	return first, last, 1, movable
 }
 
-// arityOK checks the number of arguments, name included.
-func (s *Spec) arityOK(n int) bool {
+// ArityOK checks the number of arguments, name included.
+func (s *Spec) ArityOK(n int) bool {
 	if s.Arity >= 0 {
 		return n == s.Arity
 	}
 	return n >= -s.Arity
 }
 
-// keyPositions returns the argument indexes of the keys in args. Key specs
+// KeyPositions returns the argument indexes of the keys in args. Key specs
 // flagged not_key (the shard channels of SPUBLISH) find no keys, as in
 // Redis's COMMAND GETKEYS, and take no lock.
-func (s *Spec) keyPositions(args [][]byte, out []int) []int {
+func (s *Spec) KeyPositions(args [][]byte, out []int) []int {
 	if !s.keyed {
 		return out
 	}
@@ -373,16 +305,40 @@ func (s *Spec) keyPositions(args [][]byte, out []int) []int {
 		}
 		return out
 	}
-	return keysOf(s.keySpecs(), args, out)
+	return keysOf(s.keySpecs, args, out)
 }
 
 // KeyRef is a key a Spec.Keys function found: its argument, and the index
 // of the key spec that describes it.
 type KeyRef struct{ Pos, Spec int }
 
-// hasKeys reports whether any of the command's key specs finds keys, not
+// HasKeys reports whether any of the command's key specs finds keys, not
 // only not_key arguments.
-func (s *Spec) hasKeys() bool { return s.keyed }
+func (s *Spec) HasKeys() bool { return s.keyed }
+
+// KeyFlagsAt returns the flags of the key spec that covers argument i of
+// args, narrowed by KeyFlags for a command whose keys' flags vary.
+func (s *Spec) KeyFlagsAt(args [][]byte, i int) string {
+	if s.KeyFlags != nil {
+		return s.KeyFlags(args)
+	}
+	if s.Keys != nil {
+		for _, k := range s.Keys(args, nil) {
+			if k.Pos == i {
+				return s.keySpecs[k.Spec].Flags
+			}
+		}
+		return ""
+	}
+	for _, ks := range s.keySpecs {
+		for _, p := range keysOf([]KeySpec{ks}, args, nil) {
+			if p == i {
+				return ks.Flags
+			}
+		}
+	}
+	return ""
+}
 
 // keysOf appends the argument indexes that specs find in args.
 func keysOf(specs []KeySpec, args [][]byte, out []int) []int {
@@ -445,16 +401,4 @@ func keywordBegin(ks KeySpec, args [][]byte) int {
 		}
 	}
 	return 0
-}
-
-// Categories returns the command's ACL categories: those its entry in the
-// data files states and those its flags imply.
-func (s *Spec) Categories() Category { return s.acl }
-
-// group is the command's group; a subcommand's is its container's.
-func (s *Spec) group() string {
-	if s.doc.Group == "" && s.parent != nil {
-		return s.parent.doc.Group
-	}
-	return s.doc.Group
 }

@@ -1,4 +1,10 @@
-package commands
+// Package cmddocs holds the data files: what Redis publishes about each
+// command beyond its name, arity and flags, for limitkv's commands. Part
+// of it is the command's specification, which package cmdspec takes (key
+// specs, ACL categories, tips: COMMAND INFO); the rest is documentation,
+// which this package renders (COMMAND DOCS, and the command list of the
+// README). It knows the commands only through their specs.
+package cmddocs
 
 import (
 	"bytes"
@@ -11,13 +17,15 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/limitkv/limitkv/cmdspec"
 )
 
-// The data files commands/docs/*.json hold what Redis publishes about each
+// The data files cmddocs/docs/*.json hold what Redis publishes about each
 // command apart from its name, arity and flags: the documentation COMMAND
 // DOCS returns, and the key specs, ACL categories and tips COMMAND INFO
-// returns. The Go rows of table.go hold the rest. (They are not the
-// hand-written pages of the repository's docs/ directory.)
+// returns. The Go rows of package commands' table.go hold the rest. (They
+// are not the hand-written pages of the repository's docs/ directory.)
 //
 // Each file is one JSON object whose keys are full command names ("get",
 // "client|list") and whose values have these fields, in COMMAND DOCS's
@@ -41,21 +49,21 @@ import (
 //	                                 or {"keynum": {"keynumidx": 0, "firstkey": 1, "step": 1}}
 //	                                 or {"unknown": {}}}
 //	acl_categories                optional, only the categories the flags
-//	                              do not imply (see implicitCategories),
-//	                              e.g. ["@string"]
+//	                              do not imply (see cmdspec's
+//	                              implicitCategories), e.g. ["@string"]
 //	tips                          optional, e.g. ["nondeterministic_output"]
 //
 // The files are grouped as the rows of table.go are: a row under "Strings
 // (strings.go)" has its entry in docs/strings.json. COMMAND's legacy key
 // range (first, last, step) and the movablekeys flag are derived from the
-// key specs (legacyKeyRange); a command's full ACL categories from these
-// and its flags.
+// key specs (cmdspec's legacyKeyRange); a command's full ACL categories
+// from these and its flags.
 //
 //go:embed docs/*.json
 var docFiles embed.FS
 
-// cmdDoc is one command's entry in the data files.
-type cmdDoc struct {
+// Doc is one command's entry in the data files.
+type Doc struct {
 	Summary         string
 	Since           string
 	Group           string
@@ -64,10 +72,10 @@ type cmdDoc struct {
 	DeprecatedSince string
 	ReplacedBy      string
 	History         [][2]string
-	Syntax          string
-	KeySpecs        []KeySpec
-	ACL             Category // as stated; Spec.Categories adds the implied ones
-	Tips            []string
+	Args            []*Arg // the arguments, parsed
+	// Spec is what the command's spec takes from the entry: key specs,
+	// ACL categories, tips.
+	Spec cmdspec.Data
 }
 
 // docJSON is an entry as the files spell it.
@@ -119,11 +127,46 @@ type keySpecJSON struct {
 var keySpecFlags = []string{"RO", "RW", "OW", "RM", "access", "update", "insert",
 	"delete", "not_key", "incomplete", "variable_flags"}
 
-// loadDocs parses the embedded data files, once.
-var loadDocs = sync.OnceValues(func() (map[string]*cmdDoc, error) { return parseDocs(docFiles) })
+// Docs are the entries of the data files, by full command name ("get",
+// "client|list").
+type Docs map[string]*Doc
 
-// parseDocs reads every docs/*.json of fsys into entries by full name.
-func parseDocs(fsys fs.FS) (map[string]*cmdDoc, error) {
+// load parses the embedded data files, once.
+var load = sync.OnceValues(func() (Docs, error) { return Parse(docFiles) })
+
+// Load returns the entries of the embedded data files. It panics if they
+// are malformed: a programming error, which the tests catch.
+func Load() Docs {
+	d, err := load()
+	if err != nil {
+		panic(err)
+	}
+	return d
+}
+
+// SpecData returns what the commands' specs take from the entries, by
+// full name, for cmdspec.NewTable.
+func (d Docs) SpecData() map[string]*cmdspec.Data {
+	data := make(map[string]*cmdspec.Data, len(d))
+	for name, e := range d {
+		data[name] = &e.Spec
+	}
+	return data
+}
+
+// Of returns the entry of s, a command of a table made with d's SpecData.
+func (d Docs) Of(s *cmdspec.Spec) *Doc { return d[s.FullName()] }
+
+// Group is the command's group; a subcommand's is its container's.
+func (d Docs) Group(s *cmdspec.Spec) string {
+	if g := d.Of(s).Group; g != "" || s.Parent() == nil {
+		return g
+	}
+	return d.Of(s.Parent()).Group
+}
+
+// Parse reads every docs/*.json of fsys into entries by full name.
+func Parse(fsys fs.FS) (Docs, error) {
 	names, err := fs.Glob(fsys, "docs/*.json")
 	if err != nil {
 		return nil, err
@@ -131,14 +174,14 @@ func parseDocs(fsys fs.FS) (map[string]*cmdDoc, error) {
 	if len(names) == 0 {
 		return nil, errors.New("no docs/*.json")
 	}
-	out := map[string]*cmdDoc{}
+	out := Docs{}
 	for _, name := range names {
 		data, err := fs.ReadFile(fsys, name)
 		if err != nil {
 			return nil, err
 		}
 		if err := parseDocFile(data, out); err != nil {
-			return nil, fmt.Errorf("commands/%s: %w", name, err)
+			return nil, fmt.Errorf("cmddocs/%s: %w", name, err)
 		}
 	}
 	return out, nil
@@ -146,7 +189,7 @@ func parseDocs(fsys fs.FS) (map[string]*cmdDoc, error) {
 
 // parseDocFile adds the entries of one file to out. Unknown fields,
 // duplicate names and anything after the object are errors.
-func parseDocFile(data []byte, out map[string]*cmdDoc) error {
+func parseDocFile(data []byte, out Docs) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
@@ -181,7 +224,7 @@ func parseDocFile(data []byte, out map[string]*cmdDoc) error {
 }
 
 // doc checks an entry and converts it.
-func (j *docJSON) doc(sub bool) (*cmdDoc, error) {
+func (j *docJSON) doc(sub bool) (*Doc, error) {
 	switch {
 	case j.Summary == "" || j.Since == "":
 		// Complexity may be left out, as Redis leaves it out for PSYNC
@@ -197,52 +240,56 @@ func (j *docJSON) doc(sub bool) (*cmdDoc, error) {
 			return nil, fmt.Errorf("unknown doc flag %q", f)
 		}
 	}
-	d := &cmdDoc{Summary: j.Summary, Since: j.Since, Group: j.Group, Complexity: j.Complexity,
+	args, err := parseSyntax(j.Arguments)
+	if err != nil {
+		return nil, err
+	}
+	d := &Doc{Summary: j.Summary, Since: j.Since, Group: j.Group, Complexity: j.Complexity,
 		DocFlags: j.DocFlags, DeprecatedSince: j.DeprecatedSince, ReplacedBy: j.ReplacedBy,
-		History: j.History, Syntax: j.Arguments, Tips: j.Tips}
+		History: j.History, Args: args, Spec: cmdspec.Data{Tips: j.Tips}}
 	for _, name := range j.ACLCategories {
-		c := CategoryByName(strings.TrimPrefix(name, "@"))
+		c := cmdspec.CategoryByName(strings.TrimPrefix(name, "@"))
 		if c == 0 || !strings.HasPrefix(name, "@") {
 			return nil, fmt.Errorf("unknown ACL category %q", name)
 		}
-		d.ACL |= c
+		d.Spec.Categories |= c
 	}
 	for i, ks := range j.KeySpecs {
 		k, err := ks.keySpec()
 		if err != nil {
 			return nil, fmt.Errorf("key spec %d: %w", i, err)
 		}
-		d.KeySpecs = append(d.KeySpecs, k)
+		d.Spec.KeySpecs = append(d.Spec.KeySpecs, k)
 	}
 	return d, nil
 }
 
-func (j *keySpecJSON) keySpec() (KeySpec, error) {
+func (j *keySpecJSON) keySpec() (cmdspec.KeySpec, error) {
 	if len(j.Flags) == 0 {
-		return KeySpec{}, errors.New("no flags")
+		return cmdspec.KeySpec{}, errors.New("no flags")
 	}
 	for _, f := range j.Flags {
 		if !slices.Contains(keySpecFlags, f) {
-			return KeySpec{}, fmt.Errorf("unknown flag %q", f)
+			return cmdspec.KeySpec{}, fmt.Errorf("unknown flag %q", f)
 		}
 	}
-	k := KeySpec{Flags: strings.Join(j.Flags, " "), Notes: j.Notes, Begin: -1}
+	k := cmdspec.KeySpec{Flags: strings.Join(j.Flags, " "), Notes: j.Notes, Begin: -1}
 	bs, fk := &j.BeginSearch, &j.FindKeys
 	if count(bs.Index != nil, bs.Keyword != nil, bs.Unknown != nil) != 1 {
-		return KeySpec{}, errors.New("begin_search needs exactly one of index, keyword, unknown")
+		return cmdspec.KeySpec{}, errors.New("begin_search needs exactly one of index, keyword, unknown")
 	}
 	if count(fk.Range != nil, fk.KeyNum != nil, fk.Unknown != nil) != 1 {
-		return KeySpec{}, errors.New("find_keys needs exactly one of range, keynum, unknown")
+		return cmdspec.KeySpec{}, errors.New("find_keys needs exactly one of range, keynum, unknown")
 	}
 	switch {
 	case bs.Index != nil:
 		if bs.Index.Pos < 1 {
-			return KeySpec{}, errors.New("begin_search index below 1")
+			return cmdspec.KeySpec{}, errors.New("begin_search index below 1")
 		}
 		k.Begin = bs.Index.Pos
 	case bs.Keyword != nil:
 		if bs.Keyword.Keyword == "" {
-			return KeySpec{}, errors.New("begin_search keyword without a keyword")
+			return cmdspec.KeySpec{}, errors.New("begin_search keyword without a keyword")
 		}
 		k.Keyword, k.KeywordFrom = bs.Keyword.Keyword, bs.Keyword.StartFrom
 	}
@@ -256,7 +303,7 @@ func (j *keySpecJSON) keySpec() (KeySpec, error) {
 		k.Unknown = true
 	}
 	if !k.Unknown && k.KeyStep < 1 {
-		return KeySpec{}, errors.New("find_keys step below 1")
+		return cmdspec.KeySpec{}, errors.New("find_keys step below 1")
 	}
 	return k, nil
 }

@@ -1,27 +1,34 @@
-package commands
+// Package acl holds the rules of ACL users, as Redis 7.0 has them
+// (src/acl.c): reading them (ACL SETUSER's and the aclfile's syntax),
+// describing them (ACL LIST, GETUSER, SAVE), checking a command, its keys
+// and its channels against them, and the users' passwords. A user has
+// flags (on/off, nopass), SHA-256 hashes of its passwords, and one or
+// more selectors. Each selector allows commands (a bit per command.id),
+// key patterns (read, write or both) and Pub/Sub channel patterns; a
+// command runs if any selector allows all of it. The first selector is
+// the root one, the rules given outside parentheses.
+//
+// Rules name commands by the table's specs (package cmdspec), and also
+// Redis's commands that limitkv lacks (Catalog). The users themselves,
+// the ACL LOG and the ACL command are package commands': they belong to
+// the server and its clients.
+//
+// Rules are immutable once sealed: ACL SETUSER builds new ones and swaps
+// the pointer, so that a connection checks its command against a
+// consistent set without a lock. The default user, whose rules are
+// "+@all ~* &*", is checked with one load and one test (Rules.Open).
+package acl
 
 import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
 	"strings"
-	"sync/atomic"
 
+	"github.com/limitkv/limitkv/cmdspec"
 	"github.com/limitkv/limitkv/engine"
 	"github.com/limitkv/limitkv/resp"
 )
-
-// ACL users and their rules, as Redis 7.0 has them (src/acl.c): a user has
-// flags (on/off, nopass), SHA-256 hashes of its passwords, and one or more
-// selectors. Each selector allows commands (a bit per Spec.id), key
-// patterns (read, write or both) and Pub/Sub channel patterns; a command
-// runs if any selector allows all of it. The first selector is the root
-// one, the rules given outside parentheses.
-//
-// A user's rules are immutable once published: ACL SETUSER builds new ones
-// and swaps the pointer, so that a connection checks its command against a
-// consistent set without a lock. The default user, whose rules are
-// "+@all ~* &*", is checked with one load and one test (userRules.open).
 
 // User flags, in the order ACL LIST shows them.
 const (
@@ -42,33 +49,36 @@ var userFlagNames = []struct {
 
 // Key permissions a pattern grants and a key spec needs.
 const (
-	aclRead  uint8 = 1
-	aclWrite uint8 = 2
-	aclRW          = aclRead | aclWrite
-	// aclNotKey marks a key spec whose "keys" are not keys (not_key).
-	aclNotKey uint8 = 0x80
-	// aclIncomplete marks a key spec that may not find every key
+	permRead  uint8 = 1
+	permWrite uint8 = 2
+	permRW          = permRead | permWrite
+	// needNotKey marks a key spec whose "keys" are not keys (not_key).
+	needNotKey uint8 = 0x80
+	// needIncomplete marks a key spec that may not find every key
 	// (incomplete): Redis then finds the keys with the command's own
 	// function instead.
-	aclIncomplete uint8 = 0x40
+	needIncomplete uint8 = 0x40
 )
 
-// aclNeedOf derives, as ACLSelectorCheckKey does, what a key spec's keys
+// needOf derives, as ACLSelectorCheckKey does, what a key spec's keys
 // need from its flags: access needs read; insert, delete and update need
 // write. A spec with none of these (EXISTS, TOUCH) needs only a pattern
-// that matches.
-func aclNeedOf(flags string) uint8 {
+// that matches. It allocates nothing: the flags of SET's and BITFIELD's
+// keys are read on each check.
+func needOf(flags string) uint8 {
 	var need uint8
-	for _, f := range strings.Fields(flags) {
+	for flags != "" {
+		var f string
+		f, flags, _ = strings.Cut(flags, " ")
 		switch f {
 		case "access":
-			need |= aclRead
+			need |= permRead
 		case "insert", "delete", "update":
-			need |= aclWrite
+			need |= permWrite
 		case "not_key":
-			need |= aclNotKey
+			need |= needNotKey
 		case "incomplete":
-			need |= aclIncomplete
+			need |= needIncomplete
 		}
 	}
 	return need
@@ -113,9 +123,9 @@ type keyPattern struct {
 // String is the pattern as a rule: ~p, %R~p or %W~p.
 func (k keyPattern) String() string {
 	switch k.perm {
-	case aclRead:
+	case permRead:
 		return "%R~" + k.pattern
-	case aclWrite:
+	case permWrite:
 		return "%W~" + k.pattern
 	}
 	return "~" + k.pattern
@@ -130,7 +140,7 @@ type selector struct {
 	// future is Redis's reserved command bit: set by +@all, cleared by
 	// -@all only. ACL LIST starts from +@all when it is set.
 	future bool
-	cmds   []uint64 // a bit per Spec.id, the absent commands' included
+	cmds   []uint64 // a bit per command.id, the absent commands' included
 	// firstArgs: for a command whose bit is clear, the first arguments
 	// with which it may run anyway (+select|0).
 	firstArgs map[int][]string
@@ -138,8 +148,8 @@ type selector struct {
 	channels  []string
 }
 
-func newSelector(t *Table, root, allChannels bool) *selector {
-	return &selector{root: root, allChannels: allChannels, cmds: make([]uint64, (t.aclCount()+63)/64)}
+func newSelector(c *Catalog, root, allChannels bool) *selector {
+	return &selector{root: root, allChannels: allChannels, cmds: make([]uint64, (c.count()+63)/64)}
 }
 
 func (s *selector) clone() *selector {
@@ -172,18 +182,18 @@ func (s *selector) setBit(id int, on bool) {
 
 // changePerm allows or denies a command and, for a container, all its
 // subcommands, forgetting the command's allowed first arguments.
-func (s *selector) changePerm(cmd *Spec, on bool) {
+func (s *selector) changePerm(cmd *command, on bool) {
 	s.setBit(cmd.id, on)
 	delete(s.firstArgs, cmd.id)
-	cmd.aclSubs(func(sub *Spec) { s.setBit(sub.id, on) })
+	cmd.subs(func(sub *command) { s.setBit(sub.id, on) })
 }
 
 // setCategory allows or denies every command in cat, as Redis's
 // ACLSetSelectorCommandBitsForCategory does: a container in the category
 // brings all its subcommands along.
-func (s *selector) setCategory(t *Table, cat Category, on bool) {
-	t.aclCommands(func(cmd *Spec) {
-		if cmd.acl&cat != 0 {
+func (s *selector) setCategory(c *Catalog, cat cmdspec.Category, on bool) {
+	c.commands(func(cmd *command) {
+		if cmd.cats&cat != 0 {
 			s.changePerm(cmd, on)
 		}
 	})
@@ -202,9 +212,9 @@ func (s *selector) setAll(on bool) {
 }
 
 // countCategory counts the commands of cat the selector allows and denies.
-func (s *selector) countCategory(t *Table, cat Category) (on, off int) {
-	t.aclCommands(func(cmd *Spec) {
-		if cmd.acl&cat != 0 {
+func (s *selector) countCategory(c *Catalog, cat cmdspec.Category) (on, off int) {
+	c.commands(func(cmd *command) {
+		if cmd.cats&cat != 0 {
 			if s.bit(cmd.id) {
 				on++
 			} else {
@@ -215,46 +225,46 @@ func (s *selector) countCategory(t *Table, cat Category) (on, off int) {
 	return on, off
 }
 
-// aclError is what a rule can do wrong; Redis reports it through errno.
-type aclError int
+// Error is what a rule can do wrong; Redis reports it through errno.
+type Error int
 
 const (
-	aclErrNoEnt     aclError = iota + 1 // ENOENT
-	aclErrSyntax                        // EINVAL
-	aclErrKeysAll                       // EEXIST
-	aclErrChansAll                      // EISDIR
-	aclErrNoPass                        // ENODEV
-	aclErrBadHash                       // EBADMSG
-	aclErrDupUser                       // EALREADY
-	aclErrFirstArgs                     // ECHILD
+	ErrNoEnt     Error = iota + 1 // ENOENT
+	ErrSyntax                     // EINVAL
+	ErrKeysAll                    // EEXIST
+	ErrChansAll                   // EISDIR
+	ErrNoPass                     // ENODEV
+	ErrBadHash                    // EBADMSG
+	ErrDupUser                    // EALREADY
+	ErrFirstArgs                  // ECHILD
 )
 
 // Error is Redis's ACLSetUserStringError.
-func (e aclError) Error() string {
+func (e Error) Error() string {
 	switch e {
-	case aclErrNoEnt:
+	case ErrNoEnt:
 		return "Unknown command or category name in ACL"
-	case aclErrSyntax:
+	case ErrSyntax:
 		return "Syntax error"
-	case aclErrKeysAll:
+	case ErrKeysAll:
 		return "Adding a pattern after the * pattern (or the 'allkeys' flag) is not valid and does not have any effect. Try 'resetkeys' to start with an empty list of patterns"
-	case aclErrChansAll:
+	case ErrChansAll:
 		return "Adding a pattern after the * pattern (or the 'allchannels' flag) is not valid and does not have any effect. Try 'resetchannels' to start with an empty list of channels"
-	case aclErrNoPass:
+	case ErrNoPass:
 		return "The password you are trying to remove from the user does not exist"
-	case aclErrBadHash:
+	case ErrBadHash:
 		return "The password hash must be exactly 64 characters and contain only lowercase hexadecimal characters"
-	case aclErrDupUser:
+	case ErrDupUser:
 		return "Duplicate user found. A user can only be defined once in config files"
-	case aclErrFirstArgs:
+	case ErrFirstArgs:
 		return "Allowing first-arg of a subcommand is not supported"
 	}
 	return "Wrong format"
 }
 
-// hasSpaces reports whether s has white space or NUL, which user names and
+// HasSpaces reports whether s has white space or NUL, which user names and
 // patterns may not contain.
-func hasSpaces(s string) bool {
+func HasSpaces(s string) bool {
 	for i := 0; i < len(s); i++ {
 		switch s[i] {
 		case ' ', '\t', '\n', '\v', '\f', '\r', 0:
@@ -264,34 +274,8 @@ func hasSpaces(s string) bool {
 	return false
 }
 
-// aclLookup finds a command for a rule: "get" or "client|list", in any
-// case, and nothing deeper; Redis's commands that limitkv lacks are found
-// too (aclabsent.go).
-func aclLookup(t *Table, name string) *Spec {
-	parts := strings.Split(name, "|")
-	if len(parts) > 2 {
-		return nil
-	}
-	base := t.Lookup([]byte(parts[0]))
-	if base == nil {
-		base = t.absentByName[strings.ToLower(parts[0])]
-	}
-	if base == nil || len(parts) == 1 {
-		return base
-	}
-	if sub := base.lookupSub([]byte(parts[1])); sub != nil {
-		return sub
-	}
-	for _, sub := range base.absentSub {
-		if strings.EqualFold(sub.Name, parts[1]) {
-			return sub
-		}
-	}
-	return nil
-}
-
 // set applies one selector rule, as Redis's ACLSetSelector.
-func (s *selector) set(t *Table, op string) error {
+func (s *selector) set(c *Catalog, op string) error {
 	switch {
 	case strings.EqualFold(op, "allkeys") || op == "~*":
 		s.allKeys, s.keys = true, nil
@@ -307,33 +291,33 @@ func (s *selector) set(t *Table, op string) error {
 		s.setAll(false)
 	case op[0] == '~' || op[0] == '%':
 		if s.allKeys {
-			return aclErrKeysAll
+			return ErrKeysAll
 		}
-		perm, i := aclRW, 1
+		perm, i := permRW, 1
 		if op[0] == '%' {
 			perm = 0
 			for ; i < len(op); i++ {
 				c := op[i]
-				if (c == 'R' || c == 'r') && perm&aclRead == 0 {
-					perm |= aclRead
-				} else if (c == 'W' || c == 'w') && perm&aclWrite == 0 {
-					perm |= aclWrite
+				if (c == 'R' || c == 'r') && perm&permRead == 0 {
+					perm |= permRead
+				} else if (c == 'W' || c == 'w') && perm&permWrite == 0 {
+					perm |= permWrite
 				} else if c == '~' {
 					i++
 					break
 				} else {
-					return aclErrSyntax
+					return ErrSyntax
 				}
 			}
 			// Redis 7.0 accepts "%~p", a pattern granting nothing, and
 			// then panics when ACL LIST shows it; refuse it instead.
 			if perm == 0 {
-				return aclErrSyntax
+				return ErrSyntax
 			}
 		}
 		pat := op[i:]
-		if hasSpaces(pat) {
-			return aclErrSyntax
+		if HasSpaces(pat) {
+			return ErrSyntax
 		}
 		found := false
 		for j := range s.keys {
@@ -349,11 +333,11 @@ func (s *selector) set(t *Table, op string) error {
 		s.allKeys = false
 	case op[0] == '&':
 		if s.allChannels {
-			return aclErrChansAll
+			return ErrChansAll
 		}
 		pat := op[1:]
-		if hasSpaces(pat) {
-			return aclErrSyntax
+		if HasSpaces(pat) {
+			return ErrSyntax
 		}
 		found := false
 		for _, c := range s.channels {
@@ -370,25 +354,25 @@ func (s *selector) set(t *Table, op string) error {
 		name := op[1:]
 		bar := strings.LastIndexByte(name, '|')
 		if bar < 0 {
-			cmd := aclLookup(t, name)
+			cmd := c.lookup(name)
 			if cmd == nil {
-				return aclErrNoEnt
+				return ErrNoEnt
 			}
 			s.changePerm(cmd, true)
 			return nil
 		}
-		cmd := aclLookup(t, name[:bar])
+		cmd := c.lookup(name[:bar])
 		switch {
 		case cmd == nil:
-			return aclErrNoEnt
+			return ErrNoEnt
 		case cmd.parent != nil:
-			return aclErrFirstArgs
+			return ErrFirstArgs
 		case bar == len(name)-1:
-			return aclErrSyntax
-		case len(cmd.Sub) > 0 || len(cmd.absentSub) > 0:
-			sub := aclLookup(t, name)
+			return ErrSyntax
+		case len(cmd.sub) > 0 || len(cmd.absentSub) > 0:
+			sub := c.lookup(name)
 			if sub == nil {
-				return aclErrNoEnt
+				return ErrNoEnt
 			}
 			s.changePerm(sub, true)
 		default:
@@ -406,26 +390,28 @@ func (s *selector) set(t *Table, op string) error {
 			s.firstArgs[cmd.id] = append(s.firstArgs[cmd.id], arg)
 		}
 	case op[0] == '-' && (len(op) < 2 || op[1] != '@'):
-		cmd := aclLookup(t, op[1:])
+		cmd := c.lookup(op[1:])
 		if cmd == nil {
-			return aclErrNoEnt
+			return ErrNoEnt
 		}
 		s.changePerm(cmd, false)
 	case op[0] == '+' || op[0] == '-':
-		cat := CategoryByName(strings.ToLower(op[2:]))
+		cat := cmdspec.CategoryByName(strings.ToLower(op[2:]))
 		if cat == 0 {
-			return aclErrNoEnt
+			return ErrNoEnt
 		}
-		s.setCategory(t, cat, op[0] == '+')
+		s.setCategory(c, cat, op[0] == '+')
 	default:
-		return aclErrSyntax
+		return ErrSyntax
 	}
 	return nil
 }
 
-// userRules is a user's state at one moment. Once published (aclUser.rules)
-// it is never changed.
-type userRules struct {
+// Rules are a user's flags, passwords and selectors at one moment. Once
+// sealed they are never changed.
+type Rules struct {
+	// cat is the commands the rules name, by the ids of the bitmaps.
+	cat       *Catalog
 	flags     uint8
 	passwords []string // SHA-256 of each, 64 lower-case hex digits
 	selectors []*selector
@@ -434,39 +420,80 @@ type userRules struct {
 	open bool
 }
 
-func (r *userRules) clone() *userRules {
-	c := &userRules{flags: r.flags, passwords: append([]string(nil), r.passwords...)}
+// Clone returns a copy of r that may be changed, to be sealed anew.
+func (r *Rules) Clone() *Rules {
+	c := &Rules{cat: r.cat, flags: r.flags, passwords: append([]string(nil), r.passwords...)}
 	for _, s := range r.selectors {
 		c.selectors = append(c.selectors, s.clone())
 	}
 	return c
 }
 
-// seal computes what checks need and returns r, ready to publish.
-func (r *userRules) seal() *userRules {
+// Seal computes what checks need and returns r, ready to publish.
+func (r *Rules) Seal() *Rules {
 	root := r.selectors[0]
 	r.open = root.allCommands && root.allKeys && root.allChannels
 	return r
 }
 
-// newUserRules are the rules of a new user: off, no password, nothing
+// NewRules are the rules of a new user: off, no password, nothing
 // allowed (channels as acl-pubsub-default says).
-func newUserRules(t *Table, allChannels bool) *userRules {
-	return &userRules{flags: userOff, selectors: []*selector{newSelector(t, true, allChannels)}}
+func NewRules(c *Catalog, allChannels bool) *Rules {
+	return &Rules{cat: c, flags: userOff, selectors: []*selector{newSelector(c, true, allChannels)}}
 }
 
-// defaultUserRules are the default user's at start-up: on nopass ~* &* +@all.
-func defaultUserRules(t *Table) *userRules {
-	r := newUserRules(t, false)
+// DefaultRules are the default user's at start-up: on nopass ~* &* +@all.
+func DefaultRules(c *Catalog) *Rules {
+	r := NewRules(c, false)
 	root := r.selectors[0]
 	root.setAll(true)
 	root.allKeys, root.allChannels = true, true
 	r.flags = userOn | userNoPass
-	return r.seal()
+	return r.Seal()
 }
 
-// hashPassword is the form passwords are kept in.
-func hashPassword(p string) string {
+// DeniedRules are given to a deleted user, so that a command of one of
+// its clients that runs before the client is gone is refused.
+func DeniedRules(c *Catalog) *Rules { return NewRules(c, false).Seal() }
+
+// Open reports whether the rules allow every command, key and channel, so
+// that commands need no check.
+func (r *Rules) Open() bool { return r.open }
+
+// NoPass reports whether the user needs no password.
+func (r *Rules) NoPass() bool { return r.flags&userNoPass != 0 }
+
+// Off reports whether the user is disabled.
+func (r *Rules) Off() bool { return r.flags&userOff != 0 }
+
+// FlagNames returns the user's flags as ACL GETUSER shows them.
+func (r *Rules) FlagNames() []string {
+	var names []string
+	for _, f := range userFlagNames {
+		if r.flags&f.flag != 0 {
+			names = append(names, f.name)
+		}
+	}
+	return names
+}
+
+// Passwords returns the SHA-256 hashes of the user's passwords, as ACL
+// GETUSER shows them.
+func (r *Rules) Passwords() []string { return r.passwords }
+
+// Selectors returns the number of the user's selectors, the root one
+// included.
+func (r *Rules) Selectors() int { return len(r.selectors) }
+
+// DescribeSelector returns selector i (0 the root one) as ACL GETUSER
+// shows it: its commands, keys and channels rules.
+func (r *Rules) DescribeSelector(i int) (commands, keys, channels string) {
+	s := r.selectors[i]
+	return s.describeCommands(r.cat), s.keysRule(), s.channelsRule()
+}
+
+// HashPassword is the form passwords are kept in.
+func HashPassword(p string) string {
 	sum := sha256.Sum256([]byte(p))
 	return hex.EncodeToString(sum[:])
 }
@@ -483,9 +510,9 @@ func validHash(h string) bool {
 	return true
 }
 
-// set applies one rule to the user, as Redis's ACLSetUser. allChannels is
+// Set applies one rule to the user, as Redis's ACLSetUser. allChannels is
 // acl-pubsub-default, for the selectors the rule creates or resets.
-func (r *userRules) set(t *Table, op string, allChannels bool) error {
+func (r *Rules) Set(op string, allChannels bool) error {
 	if op == "" {
 		return nil
 	}
@@ -507,9 +534,9 @@ func (r *userRules) set(t *Table, op string, allChannels bool) error {
 	case op[0] == '>' || op[0] == '#':
 		h := op[1:]
 		if op[0] == '>' {
-			h = hashPassword(h)
+			h = HashPassword(h)
 		} else if !validHash(h) {
-			return aclErrBadHash
+			return ErrBadHash
 		}
 		if !containsString(r.passwords, h) {
 			r.passwords = append(r.passwords, h)
@@ -518,23 +545,23 @@ func (r *userRules) set(t *Table, op string, allChannels bool) error {
 	case op[0] == '<' || op[0] == '!':
 		h := op[1:]
 		if op[0] == '<' {
-			h = hashPassword(h)
+			h = HashPassword(h)
 		} else if !validHash(h) {
-			return aclErrBadHash
+			return ErrBadHash
 		}
 		i := indexString(r.passwords, h)
 		if i < 0 {
-			return aclErrNoPass
+			return ErrNoPass
 		}
 		r.passwords = append(r.passwords[:i:i], r.passwords[i+1:]...)
 	case op[0] == '(' && op[len(op)-1] == ')':
-		s := newSelector(t, false, allChannels)
+		s := newSelector(r.cat, false, allChannels)
 		args, ok := resp.SplitArgs([]byte(op[1 : len(op)-1]))
 		if !ok {
 			args = nil // as sdssplitargs: an empty selector
 		}
 		for _, a := range args {
-			if err := s.set(t, string(a)); err != nil {
+			if err := s.set(r.cat, string(a)); err != nil {
 				return err
 			}
 		}
@@ -550,7 +577,7 @@ func (r *userRules) set(t *Table, op string, allChannels bool) error {
 		r.selectors = r.selectors[:1]
 		root.setAll(false)
 	default:
-		return r.selectors[0].set(t, op)
+		return r.selectors[0].set(r.cat, op)
 	}
 	return nil
 }
@@ -566,10 +593,10 @@ func indexString(list []string, s string) int {
 	return -1
 }
 
-// mergeSelectorArgs joins a selector written over several arguments
+// MergeSelectorArgs joins a selector written over several arguments
 // ("(~k:*", "+get)") into one, as Redis's ACLMergeSelectorArguments. It
 // returns the index of an opening argument that is never closed.
-func mergeSelectorArgs(ops []string) ([]string, int) {
+func MergeSelectorArgs(ops []string) ([]string, int) {
 	var out []string
 	open := -1
 	var cur string
@@ -594,13 +621,15 @@ func mergeSelectorArgs(ops []string) ([]string, int) {
 	return out, -1
 }
 
-// aclCategoryOrder is the order in which ACL CAT lists the categories and
+// CategoryOrder is the order in which ACL CAT lists the categories and
 // in which ACL LIST tries them when it describes a user: Redis's, then
 // limitkv's @ratelimit.
-var aclCategoryOrder = []Category{
-	CatKeyspace, CatRead, CatWrite, CatSet, CatSortedSet, CatList, CatHash, CatString,
-	CatBitmap, CatHyperLogLog, CatGeo, CatStream, CatPubSub, CatAdmin, CatFast, CatSlow,
-	CatBlocking, CatDangerous, CatConnection, CatTransaction, CatScripting, CatRateLimit,
+var CategoryOrder = []cmdspec.Category{
+	cmdspec.CatKeyspace, cmdspec.CatRead, cmdspec.CatWrite, cmdspec.CatSet, cmdspec.CatSortedSet,
+	cmdspec.CatList, cmdspec.CatHash, cmdspec.CatString, cmdspec.CatBitmap, cmdspec.CatHyperLogLog,
+	cmdspec.CatGeo, cmdspec.CatStream, cmdspec.CatPubSub, cmdspec.CatAdmin, cmdspec.CatFast,
+	cmdspec.CatSlow, cmdspec.CatBlocking, cmdspec.CatDangerous, cmdspec.CatConnection,
+	cmdspec.CatTransaction, cmdspec.CatScripting, cmdspec.CatRateLimit,
 }
 
 // describeCommands writes the selector's command rules as Redis's
@@ -608,9 +637,9 @@ var aclCategoryOrder = []Category{
 // categories that best approach the bitmap, then single commands to make
 // it exact. Single commands come in table order (Redis's follow its hash
 // table, which varies from run to run).
-func (s *selector) describeCommands(t *Table) string {
+func (s *selector) describeCommands(c *Catalog) string {
 	var b strings.Builder
-	fake := newSelector(t, false, false)
+	fake := newSelector(c, false, false)
 	additive := !s.future
 	if additive {
 		b.WriteString("-@all ")
@@ -618,16 +647,16 @@ func (s *selector) describeCommands(t *Table) string {
 		b.WriteString("+@all ")
 		fake.setAll(true)
 	}
-	temp := newSelector(t, false, false)
+	temp := newSelector(c, false, false)
 	copy(temp.cmds, s.cmds)
-	applied := make([]bool, len(aclCategoryOrder))
+	applied := make([]bool, len(CategoryOrder))
 	for {
 		best, minDiff, maxSame := -1, int(^uint(0)>>1), 0
-		for j, cat := range aclCategoryOrder {
+		for j, cat := range CategoryOrder {
 			if applied[j] {
 				continue
 			}
-			on, off := temp.countCategory(t, cat)
+			on, off := temp.countCategory(c, cat)
 			diff, same := on, off
 			if additive {
 				diff, same = off, on
@@ -639,10 +668,10 @@ func (s *selector) describeCommands(t *Table) string {
 		if best < 0 {
 			break
 		}
-		cat := aclCategoryOrder[best]
+		cat := CategoryOrder[best]
 		name := cat.Names()[0]
-		fake.setCategory(t, cat, additive)
-		temp.setCategory(t, cat, !additive)
+		fake.setCategory(c, cat, additive)
+		temp.setCategory(c, cat, !additive)
 		if additive {
 			b.WriteString("+@" + name + " ")
 		} else {
@@ -650,12 +679,12 @@ func (s *selector) describeCommands(t *Table) string {
 		}
 		applied[best] = true
 	}
-	t.aclCommands(func(cmd *Spec) {
+	c.commands(func(cmd *command) {
 		s.describeSingle(cmd, fake, &b)
 		// Only a command without subcommands has first arguments.
 		if !s.bit(cmd.id) {
 			for _, a := range s.firstArgs[cmd.id] {
-				b.WriteString("+" + cmd.FullName() + "|" + a + " ")
+				b.WriteString("+" + cmd.fullName() + "|" + a + " ")
 			}
 		}
 	})
@@ -663,7 +692,7 @@ func (s *selector) describeCommands(t *Table) string {
 	return out[:len(out)-1]
 }
 
-func (s *selector) describeSingle(cmd *Spec, fake *selector, b *strings.Builder) {
+func (s *selector) describeSingle(cmd *command, fake *selector, b *strings.Builder) {
 	user, f := s.bit(cmd.id), fake.bit(cmd.id)
 	if user == f {
 		return
@@ -673,7 +702,7 @@ func (s *selector) describeSingle(cmd *Spec, fake *selector, b *strings.Builder)
 	} else {
 		b.WriteByte('-')
 	}
-	b.WriteString(cmd.FullName())
+	b.WriteString(cmd.fullName())
 	b.WriteByte(' ')
 	fake.changePerm(cmd, user)
 }
@@ -703,7 +732,7 @@ func (s *selector) channelsRule() string {
 }
 
 // describe is the selector as ACL LIST shows it.
-func (s *selector) describe(t *Table) string {
+func (s *selector) describe(c *Catalog) string {
 	var b strings.Builder
 	if s.allKeys {
 		b.WriteString("~* ")
@@ -720,13 +749,13 @@ func (s *selector) describe(t *Table) string {
 			b.WriteString("&" + c + " ")
 		}
 	}
-	b.WriteString(s.describeCommands(t))
+	b.WriteString(s.describeCommands(c))
 	return b.String()
 }
 
-// describe is the user's rules as ACL LIST and ACL SAVE write them, which
+// Describe is the user's rules as ACL LIST and ACL SAVE write them, which
 // ACL SETUSER and ACL LOAD read back to the same rules.
-func (r *userRules) describe(t *Table) string {
+func (r *Rules) Describe() string {
 	var b strings.Builder
 	for _, f := range userFlagNames {
 		if r.flags&f.flag != 0 {
@@ -738,17 +767,17 @@ func (r *userRules) describe(t *Table) string {
 	}
 	for _, s := range r.selectors {
 		if s.root {
-			b.WriteString(s.describe(t))
+			b.WriteString(s.describe(r.cat))
 		} else {
-			b.WriteString(" (" + s.describe(t) + ")")
+			b.WriteString(" (" + s.describe(r.cat) + ")")
 		}
 	}
 	return b.String()
 }
 
-// checkPassword reports whether pass is one of the user's, comparing
+// CheckPassword reports whether pass is one of the user's, comparing
 // hashes in constant time.
-func (r *userRules) checkPassword(pass []byte) bool {
+func (r *Rules) CheckPassword(pass []byte) bool {
 	if r.flags&userOff != 0 {
 		return false
 	}
@@ -765,54 +794,45 @@ func (r *userRules) checkPassword(pass []byte) bool {
 	return ok == 1
 }
 
-// aclUser is a user: a name and its current rules.
-type aclUser struct {
-	name  string
-	rules atomic.Pointer[userRules]
-}
+// Result is what a check found, in Redis's order of precedence
+// (ACL_DENIED_*): the command passes, or what it was denied.
+type Result int
 
-// ACL check results, in Redis's order of precedence (ACL_DENIED_*).
 const (
-	aclOK          = 0
-	aclDeniedCmd   = 1
-	aclDeniedKey   = 2
-	aclDeniedAuth  = 3 // only in ACL LOG
-	aclDeniedChans = 4
+	OK            Result = 0
+	DeniedCmd     Result = 1
+	DeniedKey     Result = 2
+	DeniedAuth    Result = 3 // only in ACL LOG
+	DeniedChannel Result = 4
 )
 
-// aclKey is a key argument and what it needs.
-type aclKey struct {
+// keyArg is a key argument and what it needs.
+type keyArg struct {
 	pos  int
 	need uint8
 }
 
-// aclKeys finds the keys of a command and what each needs, as Redis's
+// keyArgs finds the keys of a command and what each needs, as Redis's
 // getKeysFromCommandWithSpecs does for ACL checks: from the key specs,
-// unless their flags vary with the arguments (SET: with GET it reads too;
-// BITFIELD: with only GETs it only reads) or one of them does not fit the
-// arguments (then from the command's own key function: EVAL's, which
-// reads numkeys as atoi would; other commands have none, and so no keys).
-func (cmd *Spec) aclKeys(args [][]byte, out []aclKey) []aclKey {
-	if cmd.parent == nil && cmd.Name == "set" {
-		need := aclWrite
-		for _, a := range args[3:] {
-			if len(a) == 3 && a[0]|0x20 == 'g' && a[1]|0x20 == 'e' && a[2]|0x20 == 't' {
-				need = aclRW
-				break
-			}
+// unless their flags vary with the arguments (Spec.KeyFlags: SET with GET
+// reads too; BITFIELD with only GETs only reads) or one of them does not
+// fit the arguments (then from the command's own key function: EVAL's,
+// which reads numkeys as atoi would; other commands have none, and so no
+// keys).
+func (cmd *command) keyArgs(args [][]byte, out []keyArg) []keyArg {
+	spec := cmd.spec
+	if spec.KeyFlags != nil {
+		need := needOf(spec.KeyFlags(args)) & permRW
+		var pos [2]int
+		for _, p := range spec.KeyPositions(args, pos[:0]) {
+			out = append(out, keyArg{p, need})
 		}
-		return append(out, aclKey{1, need})
-	}
-	if cmd.parent == nil && cmd.Name == "bitfield" {
-		if bitfieldOnlyReads(args) {
-			return append(out, aclKey{1, aclRead})
-		}
-		return append(out, aclKey{1, aclRW})
+		return out
 	}
 	start := len(out)
 	argc := len(args)
-	for j, ks := range cmd.keySpecs() {
-		if cmd.keyNeed[j]&aclNotKey != 0 {
+	for j, ks := range spec.KeySpecs() {
+		if cmd.keyNeed[j]&needNotKey != 0 {
 			continue
 		}
 		first := ks.Begin
@@ -833,20 +853,20 @@ func (cmd *Spec) aclKeys(args [][]byte, out []aclKey) []aclKey {
 				continue
 			}
 		case ks.Begin <= 0:
-			return cmd.aclKeysFallback(args, out[:start])
+			return cmd.keyArgsFallback(args, out[:start])
 		}
 		var last int
 		step := ks.KeyStep
 		switch {
 		case ks.Unknown:
-			return cmd.aclKeysFallback(args, out[:start])
+			return cmd.keyArgsFallback(args, out[:start])
 		case ks.KeyNum:
 			if first+ks.KeyNumIdx >= argc {
-				return cmd.aclKeysFallback(args, out[:start])
+				return cmd.keyArgsFallback(args, out[:start])
 			}
 			n, ok := engine.ParseInt(args[first+ks.KeyNumIdx])
 			if !ok || n < 0 || n > int64(argc) {
-				return cmd.aclKeysFallback(args, out[:start])
+				return cmd.keyArgsFallback(args, out[:start])
 			}
 			first += ks.FirstKey
 			last = first + int(n) - 1
@@ -858,73 +878,52 @@ func (cmd *Spec) aclKeys(args [][]byte, out []aclKey) []aclKey {
 			last = first + ((argc-first)/ks.Limit + ks.LastKey)
 		}
 		if last >= argc || last < first || first >= argc {
-			return cmd.aclKeysFallback(args, out[:start])
+			return cmd.keyArgsFallback(args, out[:start])
 		}
 		for i := first; i <= last; i += step {
-			out = append(out, aclKey{i, cmd.keyNeed[j] & aclRW})
+			out = append(out, keyArg{i, cmd.keyNeed[j] & permRW})
 		}
 		// A spec that found keys but may have missed some: the command's
 		// own function finds them all.
-		if cmd.keyNeed[j]&aclIncomplete != 0 {
-			return cmd.aclKeysFallback(args, out[:start])
+		if cmd.keyNeed[j]&needIncomplete != 0 {
+			return cmd.keyArgsFallback(args, out[:start])
 		}
 	}
 	return out
 }
 
-// aclKeysFallback is Redis's key function for the commands limitkv has
+// keyArgsFallback is Redis's key function for the commands limitkv has
 // that have one, EVAL and its kin: numkeys read as atoi would, no keys if
 // it is out of range. Other commands have no keys then.
-func (cmd *Spec) aclKeysFallback(args [][]byte, out []aclKey) []aclKey {
-	if cmd.Keys != nil {
-		var buf [4]KeyRef
-		for _, k := range cmd.Keys(args, buf[:0]) {
-			out = append(out, aclKey{k.Pos, cmd.keyNeed[k.Spec] & aclRW})
+func (cmd *command) keyArgsFallback(args [][]byte, out []keyArg) []keyArg {
+	if keys := cmd.spec.Keys; keys != nil {
+		var buf [4]cmdspec.KeyRef
+		for _, k := range keys(args, buf[:0]) {
+			out = append(out, keyArg{k.Pos, cmd.keyNeed[k.Spec] & permRW})
 		}
 		return out
 	}
-	specs := cmd.keySpecs()
+	specs := cmd.spec.KeySpecs()
 	if len(specs) != 1 || !specs[0].KeyNum || len(args) < 3 {
 		return out
 	}
-	n := atoi(args[2])
+	n := engine.Atoi(args[2])
 	if n < 1 || n > int64(len(args)-3) {
 		return out
 	}
 	for i := 3; i < 3+int(n); i++ {
-		out = append(out, aclKey{i, cmd.keyNeed[0] & aclRW})
+		out = append(out, keyArg{i, cmd.keyNeed[0] & permRW})
 	}
 	return out
 }
 
-// atoi reads a leading decimal number as C's atoi does.
-func atoi(b []byte) int64 {
-	i := 0
-	for i < len(b) && (b[i] == ' ' || b[i] >= '\t' && b[i] <= '\r') {
-		i++
-	}
-	neg := false
-	if i < len(b) && (b[i] == '-' || b[i] == '+') {
-		neg = b[i] == '-'
-		i++
-	}
-	var n int64
-	for ; i < len(b) && b[i] >= '0' && b[i] <= '9' && n < 1<<40; i++ {
-		n = n*10 + int64(b[i]-'0')
-	}
-	if neg {
-		return -n
-	}
-	return n
-}
-
 // keyAllowed is ACLSelectorCheckKey.
-func (s *selector) keyAllowed(key []byte, need uint8) bool {
+func (s *selector) keyAllowed(name []byte, need uint8) bool {
 	if s.allKeys {
 		return true
 	}
 	for _, k := range s.keys {
-		if k.perm&need == need && engine.Match([]byte(k.pattern), key, false) {
+		if k.perm&need == need && engine.Match([]byte(k.pattern), name, false) {
 			return true
 		}
 	}
@@ -946,9 +945,9 @@ func (s *selector) channelAllowed(ch []byte, isPattern bool) bool {
 }
 
 // check is ACLSelectorCheckCmd: whether the selector allows cmd with args,
-// whose keys (cmd.aclKeys) are keys, and if not why and at which argument.
-func (s *selector) check(cmd *Spec, args [][]byte, keys []aclKey) (int, int) {
-	if !s.allCommands && cmd.Flags&NoAuth == 0 && !s.bit(cmd.id) {
+// whose keys (cmd.keyArgs) are keys, and if not why and at which argument.
+func (s *selector) check(cmd *command, args [][]byte, keys []keyArg) (Result, int) {
+	if !s.allCommands && cmd.spec.Flags&cmdspec.NoAuth == 0 && !s.bit(cmd.id) {
 		allowed := false
 		if len(args) >= 2 {
 			idx := 1
@@ -965,13 +964,13 @@ func (s *selector) check(cmd *Spec, args [][]byte, keys []aclKey) (int, int) {
 			}
 		}
 		if !allowed {
-			return aclDeniedCmd, 0
+			return DeniedCmd, 0
 		}
 	}
 	if !s.allKeys {
 		for _, k := range keys {
 			if !s.keyAllowed(args[k.pos], k.need) {
-				return aclDeniedKey, k.pos
+				return DeniedKey, k.pos
 			}
 		}
 	}
@@ -982,33 +981,36 @@ func (s *selector) check(cmd *Spec, args [][]byte, keys []aclKey) (int, int) {
 		}
 		for i := cs.start; i < stop; i++ {
 			if !s.channelAllowed(args[i], cs.flags&chanPattern != 0) {
-				return aclDeniedChans, i
+				return DeniedChannel, i
 			}
 		}
 	}
-	return aclOK, 0
+	return OK, 0
 }
 
-// checkCommand is ACLCheckAllUserCommandPerm: OK if any selector allows
-// the command; otherwise the denial to report: the command, unless some
-// selector got past it, then the last key or channel none allowed.
-func (r *userRules) checkCommand(cmd *Spec, args [][]byte) (int, int) {
+// Check is ACLCheckAllUserCommandPerm: OK if any selector allows the
+// command; otherwise the denial to report: the command, unless some
+// selector got past it, then the last key or channel none allowed, and
+// that argument's index. spec is a command of the table the rules'
+// catalog was made from.
+func (r *Rules) Check(spec *cmdspec.Spec, args [][]byte) (Result, int) {
 	if r.open {
-		return aclOK, 0
+		return OK, 0
 	}
+	cmd := r.cat.byID[spec.ID()]
 	// The keys are found once for all selectors, and only if one of them
 	// restricts keys.
-	var buf [8]aclKey
-	var keys []aclKey
+	var buf [8]keyArg
+	var keys []keyArg
 	found := false
-	relevant, last := aclDeniedCmd, 0
+	relevant, last := DeniedCmd, 0
 	for _, s := range r.selectors {
 		if !found && !s.allKeys {
-			keys, found = cmd.aclKeys(args, buf[:0]), true
+			keys, found = cmd.keyArgs(args, buf[:0]), true
 		}
 		res, pos := s.check(cmd, args, keys)
-		if res == aclOK {
-			return aclOK, 0
+		if res == OK {
+			return OK, 0
 		}
 		if res > relevant || res == relevant && pos > last {
 			relevant, last = res, pos
@@ -1017,9 +1019,9 @@ func (r *userRules) checkCommand(cmd *Spec, args [][]byte) (int, int) {
 	return relevant, last
 }
 
-// channelAllowed is ACLUserCheckChannelPerm: whether some selector allows
+// ChannelAllowed is ACLUserCheckChannelPerm: whether some selector allows
 // one channel (or, isPattern, one PSUBSCRIBE pattern).
-func (r *userRules) channelAllowed(ch []byte, isPattern bool) bool {
+func (r *Rules) ChannelAllowed(ch []byte, isPattern bool) bool {
 	for _, s := range r.selectors {
 		if s.allChannels || s.channelAllowed(ch, isPattern) {
 			return true
@@ -1029,10 +1031,58 @@ func (r *userRules) channelAllowed(ch []byte, isPattern bool) bool {
 }
 
 // allChannelsAllowed reports whether some selector allows every channel.
-func (r *userRules) allChannelsAllowed() bool {
+func (r *Rules) allChannelsAllowed() bool {
 	for _, s := range r.selectors {
 		if s.allChannels {
 			return true
+		}
+	}
+	return false
+}
+
+// FullKeyRead is ACLUserCheckCmdWithUnrestrictedKeyAccess for reads:
+// whether some selector allows the command with args and reading every
+// key (SORT's BY and GET patterns read keys no argument names).
+func (r *Rules) FullKeyRead(spec *cmdspec.Spec, args [][]byte) bool {
+	var buf [4]keyArg
+	cmd := r.cat.byID[spec.ID()]
+	keys := cmd.keyArgs(args, buf[:0])
+	for _, s := range r.selectors {
+		if res, _ := s.check(cmd, args, keys); res != OK {
+			continue
+		}
+		if s.allKeys {
+			return true
+		}
+		for _, k := range s.keys {
+			if k.perm&permRead != 0 && k.pattern == "*" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// ChannelsShrunk reports whether new allows fewer channels than old, as
+// Redis's ACLKillPubsubClientsIfNeeded decides before it disconnects the
+// user's subscribers: unless some new selector allows every channel, or
+// every channel pattern of the old selectors is among the new ones.
+func ChannelsShrunk(old, new *Rules) bool {
+	if new.allChannelsAllowed() {
+		return false
+	}
+	var upcoming []string
+	for _, s := range new.selectors {
+		upcoming = append(upcoming, s.channels...)
+	}
+	for _, s := range old.selectors {
+		if s.allChannels {
+			return true
+		}
+		for _, c := range s.channels {
+			if !containsString(upcoming, c) {
+				return true
+			}
 		}
 	}
 	return false
