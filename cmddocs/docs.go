@@ -2,8 +2,8 @@
 // command beyond its name, arity and flags, for limitkv's commands. Part
 // of it is the command's specification, which package cmdspec takes (key
 // specs, ACL categories, tips: COMMAND INFO); the rest is documentation,
-// which this package renders (COMMAND DOCS, and the command list of the
-// README). It knows the commands only through their specs.
+// which this package renders (COMMAND DOCS, and the command list of
+// docs/command-list.md). It knows the commands only through their specs.
 package cmddocs
 
 import (

@@ -29,7 +29,7 @@ var groupTitles = []struct{ group, title string }{
 
 // CommandList renders the commands of t, a table made with d's SpecData,
 // grouped, as Markdown: one line per command with its syntax and summary.
-// README.md embeds it between markers and a test of package commands
+// docs/command-list.md embeds it between markers and a test of package commands
 // keeps the copy in step with the table.
 func (d Docs) CommandList(t *cmdspec.Table) string {
 	byGroup := map[string][]*cmdspec.Spec{}

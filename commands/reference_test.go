@@ -9,31 +9,31 @@ import (
 )
 
 const (
-	readmeListBegin = "<!-- commands:begin (generated from commands/table.go; go test ./commands -run TestReadmeCommandList -update) -->"
-	readmeListEnd   = "<!-- commands:end -->"
+	commandListBegin = "<!-- commands:begin (generated from commands/table.go; go test ./commands -run TestDocsCommandList -update) -->"
+	commandListEnd   = "<!-- commands:end -->"
 )
 
-// TestReadmeCommandList keeps the README's command list generated from the
-// command table.
-func TestReadmeCommandList(t *testing.T) {
-	path := "../README.md"
-	data, err := os.ReadFile(path)
+// TestDocsCommandList keeps the command list of docs/command-list.md
+// generated from the command table.
+func TestDocsCommandList(t *testing.T) {
+	path := "../docs/command-list.md"
+	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	text := string(data)
-	i, j := strings.Index(text, readmeListBegin), strings.Index(text, readmeListEnd)
+	text := string(b)
+	i, j := strings.Index(text, commandListBegin), strings.Index(text, commandListEnd)
 	if i < 0 || j < i {
-		t.Fatalf("README.md lacks the command list markers")
+		t.Fatalf("%s lacks the command list markers", path)
 	}
-	want := readmeListBegin + "\n" + cmddocs.Load().CommandList(testTable()) + "\n" + readmeListEnd
-	got := text[i : j+len(readmeListEnd)]
+	want := commandListBegin + "\n" + cmddocs.Load().CommandList(testTable()) + "\n" + commandListEnd
+	got := text[i : j+len(commandListEnd)]
 	if got == want {
 		return
 	}
 	if *update {
-		os.WriteFile(path, []byte(text[:i]+want+text[j+len(readmeListEnd):]), 0o644)
+		os.WriteFile(path, []byte(text[:i]+want+text[j+len(commandListEnd):]), 0o644)
 		return
 	}
-	t.Fatal("README.md's command list is out of date: run go test ./commands -run TestReadmeCommandList -update")
+	t.Fatalf("%s's command list is out of date: run go test ./commands -run TestDocsCommandList -update", path)
 }

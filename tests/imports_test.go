@@ -43,7 +43,7 @@ var allowedImports = map[string]struct {
 	// inline request does (resp.SplitArgs).
 	"acl": {ours: []string{"cmdspec", "engine", "resp"}, stdOnly: true},
 	// cmddocs is the data files (key specs for cmdspec, documentation
-	// for COMMAND DOCS and the README), written through an interface that
+	// for COMMAND DOCS and docs/command-list.md), written through an interface that
 	// resp's Writer fills, not resp itself.
 	"cmddocs": {ours: []string{"cmdspec"}, stdOnly: true},
 	// rdb is Redis's RDB value format over plain Go values (DUMP, RESTORE,
