@@ -17,6 +17,7 @@ import (
 	"errors"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/limitkv/limitkv/engine"
@@ -93,6 +94,42 @@ var flagNames = []struct {
 	{Fast, "fast"}, {NoAuth, "no_auth"}, {NoMandatoryKeys, "no_mandatory_keys"},
 	{NoAsyncLoading, "no_async_loading"}, {NoMulti, "no_multi"}, {Movable, "movablekeys"},
 	{AllowBusy, "allow_busy"},
+}
+
+// internalFlagNames are the flags COMMAND does not show, by the names a
+// command row states them with.
+var internalFlagNames = []struct {
+	f    Flag
+	name string
+}{
+	{SelfLock, "selflock"}, {Protected, "protected"}, {RunsScript, "runs_script"},
+	{AsIs, "as_is"}, {TTLOnly, "ttl_only"}, {MayWait, "may_wait"}, {MayReplicate, "may_replicate"},
+}
+
+// ParseFlags reads a row's flags: names separated by spaces, COMMAND's
+// ("write denyoom fast") and the internal ones ("selflock", "as_is",
+// ...), as Redis's own command table once stated them and kvrocks's still
+// does, so that a command's row fits on one line. Movablekeys is derived
+// from the key specs, never stated.
+func ParseFlags(s string) (Flag, error) {
+	var f Flag
+next:
+	for _, w := range strings.Fields(s) {
+		for _, n := range flagNames {
+			if n.name == w && n.f != Movable {
+				f |= n.f
+				continue next
+			}
+		}
+		for _, n := range internalFlagNames {
+			if n.name == w {
+				f |= n.f
+				continue next
+			}
+		}
+		return 0, errors.New("unknown command flag " + strconv.Quote(w))
+	}
+	return f, nil
 }
 
 // Names returns the names of the flags in f that COMMAND shows, in the

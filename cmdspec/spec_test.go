@@ -41,3 +41,37 @@ func TestLegacyKeyRange(t *testing.T) {
 		}
 	}
 }
+
+func TestParseFlags(t *testing.T) {
+	f, err := ParseFlags("write denyoom fast  as_is")
+	if err != nil || f != Write|DenyOOM|Fast|AsIs {
+		t.Fatalf("ParseFlags = %b, %v", f, err)
+	}
+	if f, err := ParseFlags(""); err != nil || f != 0 {
+		t.Fatalf("empty: %b, %v", f, err)
+	}
+	for _, bad := range []string{"movablekeys", "Write", "deny-oom", "fast,write"} {
+		if _, err := ParseFlags(bad); err == nil {
+			t.Errorf("ParseFlags(%q) accepted", bad)
+		}
+	}
+	// Every flag has a name a row can state, but Movable, and the names
+	// read back.
+	for b := Flag(1); b != 0 && b <= MayReplicate; b <<= 1 {
+		if b == Movable {
+			continue
+		}
+		var name string
+		for _, n := range append(append([]struct {
+			f    Flag
+			name string
+		}{}, flagNames...), internalFlagNames...) {
+			if n.f == b {
+				name = n.name
+			}
+		}
+		if got, err := ParseFlags(name); name == "" || err != nil || got != b {
+			t.Errorf("flag %b: name %q parses to %b, %v", b, name, got, err)
+		}
+	}
+}
