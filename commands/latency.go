@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/limitkv/limitkv/cmdspec"
+	"github.com/limitkv/limitkv/observe"
 )
 
 // The latency monitor, as Redis 7.0's latency.c: with
@@ -22,7 +23,7 @@ import (
 // flag, as Redis samples them), "expire-cycle" (a round of active expiry),
 // "snapshot" (the longest time a snapshot held one shard while capturing
 // it) and whatever else reports through LatencyEvent. LATENCY HISTOGRAM
-// reads the per-command histograms instead (latencyhist.go).
+// reads the per-command histograms instead (observe.Histogram).
 
 const latencySeriesLen = 160
 
@@ -398,12 +399,12 @@ func cmdLatencyHistogram(c *Ctx) {
 	}
 	type row struct {
 		name string
-		snap *histSnapshot
+		snap *observe.HistogramSnapshot
 	}
 	var rows []row
 	for _, spec := range specs {
-		snap := new(histSnapshot)
-		if c.Srv.cmd(spec).hist.snapshot(snap) {
+		snap := new(observe.HistogramSnapshot)
+		if c.Srv.cmd(spec).hist.Snapshot(snap) {
 			rows = append(rows, row{spec.FullName(), snap})
 		}
 	}
@@ -412,13 +413,13 @@ func cmdLatencyHistogram(c *Ctx) {
 		c.W.BulkString(r.name)
 		c.W.Map(2)
 		c.W.BulkString("calls")
-		c.W.Int(int64(r.snap.total))
+		c.W.Int(int64(r.snap.Total))
 		c.W.BulkString("histogram_usec")
-		levels := r.snap.cdf()
+		levels := r.snap.CDF()
 		c.W.Map(len(levels))
 		for _, l := range levels {
-			c.W.Int(l.usec)
-			c.W.Int(int64(l.count))
+			c.W.Int(l.Usec)
+			c.W.Int(int64(l.Count))
 		}
 	}
 }
@@ -456,9 +457,9 @@ func infoLatencyStats(s *Server, b *strings.Builder) {
 	if p := s.Cfg.percentiles.Load(); p != nil {
 		pcts = *p
 	}
-	snap := new(histSnapshot)
+	snap := new(observe.HistogramSnapshot)
 	for _, spec := range s.sortedSpecs() {
-		if !s.cmd(spec).hist.snapshot(snap) {
+		if !s.cmd(spec).hist.Snapshot(snap) {
 			continue
 		}
 		b.WriteString("latency_percentiles_usec_")
@@ -468,7 +469,7 @@ func infoLatencyStats(s *Server, b *strings.Builder) {
 			if i > 0 {
 				b.WriteByte(',')
 			}
-			fmt.Fprintf(b, "p%s=%.3f", formatPercentile(p), float64(snap.percentile(p))/1000)
+			fmt.Fprintf(b, "p%s=%.3f", formatPercentile(p), float64(snap.Percentile(p))/1000)
 		}
 		b.WriteString("\r\n")
 	}

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/limitkv/limitkv/cmdspec"
+	"github.com/limitkv/limitkv/observe"
 )
 
 // What the server observes about itself: each command's accounting after
@@ -32,7 +33,7 @@ func (s *Server) account(c *Ctx, n int, d int64) {
 	}
 	cfg := s.Cfg
 	if cfg.latencyTracking.Load() {
-		st.hist.record(c.Client.ID, d)
+		st.hist.Record(c.Client.ID, d)
 	}
 	if t := cfg.slowlogSlower.Load(); t >= 0 && d/1000 >= t && spec.Flags&cmdspec.SkipSlowlog == 0 {
 		s.slowlog.add(c, d/1000, int(cfg.slowlogMaxLen.Load()))
@@ -66,7 +67,7 @@ type CommandStat struct {
 // sorted by name, with its latency histogram read at bounds (ascending).
 func (s *Server) CommandStats(bounds []time.Duration) []CommandStat {
 	var out []CommandStat
-	snap := new(histSnapshot)
+	snap := new(observe.HistogramSnapshot)
 	for _, spec := range s.sortedSpecs() {
 		x := s.cmd(spec)
 		calls, nanos := x.calls.Load()
@@ -74,11 +75,11 @@ func (s *Server) CommandStats(bounds []time.Duration) []CommandStat {
 			Name: spec.FullName(), Calls: calls, Duration: time.Duration(nanos),
 			Rejected: x.reject.Load(), Failed: x.failed.Load(),
 		}
-		if x.hist.snapshot(snap) {
-			st.Timed, st.TimedSum = snap.total, time.Duration(snap.sum)
+		if x.hist.Snapshot(snap) {
+			st.Timed, st.TimedSum = snap.Total, time.Duration(snap.Sum)
 			st.Below = make([]uint64, len(bounds))
 			for i, b := range bounds {
-				st.Below[i] = snap.below(b)
+				st.Below[i] = snap.Below(b)
 			}
 		}
 		if st.Calls == 0 && st.Rejected == 0 && st.Failed == 0 && st.Timed == 0 {

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math/rand/v2"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -13,108 +11,6 @@ import (
 	"github.com/limitkv/limitkv/cmdspec"
 	"github.com/limitkv/limitkv/engine"
 )
-
-// TestHistBuckets: every duration falls in the bucket whose bounds hold
-// it, buckets follow each other without gaps, and none is wider than
-// 1/32 of its lower bound past the exact ones.
-func TestHistBuckets(t *testing.T) {
-	prevHi := int64(0)
-	for i := 0; i < histBuckets; i++ {
-		lo, hi := histBounds(i)
-		if lo != prevHi {
-			t.Fatalf("bucket %d starts at %d, the previous ended at %d", i, lo, prevHi)
-		}
-		if lo >= 2*histSub && (hi-lo)*histSub > lo {
-			t.Fatalf("bucket %d [%d, %d) is wider than 1/%d of its start", i, lo, hi, histSub)
-		}
-		if histIndex(lo) != i || histIndex(hi-1) != i {
-			t.Fatalf("bucket %d [%d, %d): its ends map to %d and %d", i, lo, hi, histIndex(lo), histIndex(hi-1))
-		}
-		prevHi = hi
-	}
-	if prevHi != histMax+1 {
-		t.Fatalf("the last bucket ends at %d, want %d", prevHi, int64(histMax+1))
-	}
-	for _, v := range []int64{-5, 0} {
-		if histIndex(v) != 0 {
-			t.Errorf("histIndex(%d) = %d", v, histIndex(v))
-		}
-	}
-	if histIndex(1<<62) != histBuckets-1 {
-		t.Errorf("a huge duration is not in the last bucket")
-	}
-}
-
-// TestHistPercentiles checks percentiles against the exact ones of a
-// skewed sample: within the buckets' 1/32.
-func TestHistPercentiles(t *testing.T) {
-	var h latencyHist
-	r := rand.New(rand.NewPCG(1, 2))
-	var all []int64
-	for i := 0; i < 20000; i++ {
-		d := int64(200 + r.ExpFloat64()*5000)
-		if i%100 == 0 {
-			d *= 1000 // a slow tail
-		}
-		all = append(all, d)
-		h.record(int64(i), d)
-	}
-	slices.Sort(all)
-	var s histSnapshot
-	if !h.snapshot(&s) || s.total != uint64(len(all)) {
-		t.Fatalf("snapshot: total %d", s.total)
-	}
-	var sum int64
-	for _, d := range all {
-		sum += d
-	}
-	if s.sum != sum {
-		t.Errorf("sum %d, want %d", s.sum, sum)
-	}
-	for _, p := range []float64{1, 50, 90, 99, 99.9, 100} {
-		rank := max(int(p/100*float64(len(all))+0.5), 1)
-		exact := all[rank-1]
-		got := s.percentile(p)
-		if got < exact || float64(got-exact) > float64(exact)/histSub {
-			t.Errorf("p%v = %d, exact %d", p, got, exact)
-		}
-	}
-	if lo := s.percentile(0); lo > all[0] {
-		t.Errorf("p0 = %d above the smallest, %d", lo, all[0])
-	}
-	if n := s.below(time.Duration(all[len(all)/2])); n < uint64(len(all)/2)-uint64(len(all)/20) || n > uint64(len(all)/2) {
-		t.Errorf("below the median: %d of %d", n, len(all))
-	}
-	h.reset()
-	if h.snapshot(&s) {
-		t.Error("a reset histogram still has counts")
-	}
-}
-
-// TestHistCDF: LATENCY HISTOGRAM's levels carry Redis's labels and
-// cumulative counts, and skip levels that add nothing.
-func TestHistCDF(t *testing.T) {
-	var h latencyHist
-	for _, d := range []int64{10, 900, 1500, 1500, 40_000, 3 << 35} {
-		h.record(1, d)
-	}
-	var s histSnapshot
-	h.snapshot(&s)
-	got := fmt.Sprint(s.cdf())
-	want := "[{1 2} {2 4} {66 5} {69256347 6}]"
-	if got != want {
-		t.Errorf("cdf %s, want %s", got, want)
-	}
-	// Redis's labels: an HdrHistogram bucket's highest value at 1024 ns,
-	// 2048 ns, ...
-	var labels []int64
-	for level := int64(1024); level <= 1<<20; level *= 2 {
-		labels = append(labels, (level+level>>7-1)/1000)
-	}
-	if fmt.Sprint(labels) != "[1 2 4 8 16 33 66 132 264 528 1056]" {
-		t.Errorf("labels %v", labels)
-	}
-}
 
 func TestErrorCode(t *testing.T) {
 	for _, c := range []struct{ reply, code string }{

@@ -86,7 +86,7 @@ func cmdConfigResetStat(c *Ctx) {
 		x.calls.Reset()
 		x.failed.Store(0)
 		x.reject.Store(0)
-		x.hist.reset()
+		x.hist.Reset()
 	}
 	s.Eng.ResetCounters(c.held)
 	c.W.OK()

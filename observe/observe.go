@@ -1,0 +1,9 @@
+// Package observe holds what the server observes about itself, as data
+// structures that know nothing of requests: each command's call counts
+// and latency histogram (INFO commandstats and latencystats, LATENCY
+// HISTOGRAM, the metrics endpoint's duration histograms).
+//
+// Package commands decides what to record, records it after each command
+// and answers the commands that read it; recording allocates nothing
+// once a command has been timed on its stripe.
+package observe
