@@ -12,6 +12,7 @@ import (
 	"github.com/limitkv/limitkv/acl"
 	"github.com/limitkv/limitkv/cmdspec"
 	"github.com/limitkv/limitkv/engine"
+	"github.com/limitkv/limitkv/observe"
 	"github.com/limitkv/limitkv/replication"
 	"github.com/limitkv/limitkv/resp"
 )
@@ -53,7 +54,7 @@ type Server struct {
 
 	// Observability: error replies by code (INFO errorstats), SLOWLOG,
 	// LATENCY, and requests naming no command (for the metrics).
-	errors       errorStats
+	errors       observe.ErrorStats
 	slowlog      slowLog
 	latency      latencyMonitor
 	unknownCalls atomic.Int64

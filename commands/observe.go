@@ -96,8 +96,8 @@ func (s *Server) UnknownCommands() int64 { return s.unknownCalls.Load() }
 
 // ErrorStats returns the number of error replies sent, and their counts
 // by code as INFO errorstats lists them (at most 128 codes).
-func (s *Server) ErrorStats() (total int64, byCode []ErrorCount) {
-	return s.errors.total.Load(), s.errors.snapshot()
+func (s *Server) ErrorStats() (total int64, byCode []observe.ErrorCount) {
+	return s.errors.Total(), s.errors.Snapshot()
 }
 
 // RateLimitStat counts the decisions of one rate-limit command.

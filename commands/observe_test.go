@@ -12,53 +12,6 @@ import (
 	"github.com/limitkv/limitkv/engine"
 )
 
-func TestErrorCode(t *testing.T) {
-	for _, c := range []struct{ reply, code string }{
-		{"-ERR unknown command\r\n", "ERR"},
-		{"-WRONGTYPE Operation against a key\r\n", "WRONGTYPE"},
-		{"-NOSPACE\r\n", "ERR"},
-		{"-" + strings.Repeat("A", 31) + " x\r\n", "ERR"},
-		{"-" + strings.Repeat("A", 30) + " x\r\n", strings.Repeat("A", 30)},
-		{"- leading space\r\n", ""},
-		{"-EXECABORT Transaction discarded", "EXECABORT"},
-		{"ERR", "ERR"},
-	} {
-		if got := string(errorCode([]byte(c.reply))); got != c.code {
-			t.Errorf("%q: code %q, want %q", c.reply, got, c.code)
-		}
-	}
-}
-
-// TestErrorStatsCap: distinct codes stop being counted at 128, as Redis
-// 7.4 stops them, until a reset; the total goes on.
-func TestErrorStatsCap(t *testing.T) {
-	var e errorStats
-	for i := 0; i < maxErrorCodes; i++ {
-		if e.count([]byte(fmt.Sprintf("-E%d x\r\n", i))) != nil {
-			t.Fatalf("overflow at %d codes", i)
-		}
-	}
-	e.count([]byte("-E0 again\r\n"))
-	overflow := e.count([]byte("-ONEMORE x\r\n"))
-	if len(overflow) != maxErrorCodes {
-		t.Fatalf("overflow reported %d codes", len(overflow))
-	}
-	for i := 0; i < 1000; i++ {
-		e.count([]byte(fmt.Sprintf("-X%d y\r\n", i)))
-	}
-	if got := fmt.Sprint(e.snapshot()); got != "[{ERRORSTATS_DISABLED 1}]" {
-		t.Errorf("after the cap: %s", got)
-	}
-	if n := e.total.Load(); n != maxErrorCodes+2+1000 {
-		t.Errorf("total %d", n)
-	}
-	e.reset()
-	e.count([]byte("-WRONGTYPE x\r\n"))
-	if got := fmt.Sprint(e.snapshot()); got != "[{WRONGTYPE 1}]" {
-		t.Errorf("after a reset: %s", got)
-	}
-}
-
 func TestSlowlogArgs(t *testing.T) {
 	tab := testTable()
 	spec := func(name string) *cmdspec.Spec {
