@@ -55,7 +55,7 @@ type Server struct {
 	// Observability: error replies by code (INFO errorstats), SLOWLOG,
 	// LATENCY, and requests naming no command (for the metrics).
 	errors       observe.ErrorStats
-	slowlog      slowLog
+	slowlog      observe.SlowLog
 	latency      latencyMonitor
 	unknownCalls atomic.Int64
 

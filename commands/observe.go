@@ -36,7 +36,7 @@ func (s *Server) account(c *Ctx, n int, d int64) {
 		st.hist.Record(c.Client.ID, d)
 	}
 	if t := cfg.slowlogSlower.Load(); t >= 0 && d/1000 >= t && spec.Flags&cmdspec.SkipSlowlog == 0 {
-		s.slowlog.add(c, d/1000, int(cfg.slowlogMaxLen.Load()))
+		s.logSlow(c, d/1000, int(cfg.slowlogMaxLen.Load()))
 	}
 	if t := cfg.latencyThreshold.Load(); t > 0 && d/1e6 >= t {
 		event := "command"
@@ -157,7 +157,7 @@ func (s *Server) Stats() ServerStats {
 		CommandsProcessed:   s.commandsProcessed(),
 		UsedMemory:          m.used, PeakMemory: m.peak, RSS: m.rss, DatasetBytes: m.dataset,
 		MaxMemory:  s.Cfg.maxMemory.Load(),
-		SlowlogLen: s.slowlog.len(),
+		SlowlogLen: s.slowlog.Len(),
 	}
 	st.NetInputBytes, st.NetOutBytes = s.Net.NetBytes()
 	st.EvictedKeys = s.Eng.EvictedKeys()

@@ -10,6 +10,7 @@ import (
 
 	"github.com/limitkv/limitkv/cmdspec"
 	"github.com/limitkv/limitkv/engine"
+	"github.com/limitkv/limitkv/observe"
 )
 
 func TestSlowlogArgs(t *testing.T) {
@@ -57,56 +58,22 @@ func TestSlowlogArgs(t *testing.T) {
 		{"config|set", args("CONFIG", "SET", "maxclients", "5", "REQUIREPASS", "pw"), "CONFIG SET maxclients 5 REQUIREPASS (redacted)"},
 		{"config|set", args("CONFIG", "SET", "requirepass"), "CONFIG SET requirepass"},
 	} {
-		if got := show(slowlogArgs(spec(c.cmd), c.args)); got != c.want {
+		if got := show(observe.SlowlogArgs(c.args, secretArgs(spec(c.cmd), c.args))); got != c.want {
 			t.Errorf("%s:\n got %s\nwant %s", c.cmd, got, c.want)
 		}
 	}
 }
 
-// TestSlowlogRing: newest first, ids going on across resets, and the
-// length bound applied as entries come and when it shrinks.
-func TestSlowlogRing(t *testing.T) {
+// TestSlowlogEntry: an entry holds a copy of what the client sent, and
+// a script's client, which has no connection, shows as "?:0".
+func TestSlowlogEntry(t *testing.T) {
 	srv := New(engine.New(engine.Config{Databases: 1}), NewConfig(), slog.New(slog.NewTextHandler(io.Discard, nil)))
 	cl := &Client{srv: srv}
-	var l slowLog
-	add := func(i, maxLen int) {
-		c := &Ctx{Client: cl, Spec: srv.Table.Lookup([]byte("get")), Args: [][]byte{[]byte("GET"), []byte(fmt.Sprint(i))}}
-		l.add(c, int64(i), maxLen)
-	}
-	ids := func(n int) string {
-		var s []string
-		for _, e := range l.newest(n) {
-			s = append(s, fmt.Sprintf("%d:%s", e.id, e.args[1]))
-		}
-		return strings.Join(s, " ")
-	}
-	for i := 0; i < 20; i++ {
-		add(i, 5)
-	}
-	if got := ids(10); got != "19:19 18:18 17:17 16:16 15:15" {
-		t.Errorf("newest: %s", got)
-	}
-	if l.len() != 5 || ids(2) != "19:19 18:18" {
-		t.Errorf("len %d, newest 2: %s", l.len(), ids(2))
-	}
-	add(20, 100)
-	if l.len() != 6 || ids(1) != "20:20" {
-		t.Errorf("grown: len %d, newest %s", l.len(), ids(1))
-	}
-	l.trim(2)
-	if ids(10) != "20:20 19:19" {
-		t.Errorf("trimmed: %s", ids(10))
-	}
-	add(21, 0)
-	if l.len() != 0 {
-		t.Errorf("max-len 0 keeps %d", l.len())
-	}
-	l.reset()
-	add(22, 3)
-	if ids(10) != "22:22" {
-		t.Errorf("after a reset: %s", ids(10))
-	}
-	if e := l.newest(1)[0]; e.addr != "?:0" || e.micros != 22 {
+	args := [][]byte{[]byte("GET"), []byte("k")}
+	srv.logSlow(&Ctx{Client: cl, Spec: srv.Table.Lookup([]byte("get")), Args: args}, 22, 10)
+	args[1][0] = 'x'
+	e := srv.slowlog.Newest(1)[0]
+	if e.Addr != "?:0" || e.Micros != 22 || string(e.Args[1]) != "k" || e.Unix == 0 {
 		t.Errorf("entry %+v", e)
 	}
 }
