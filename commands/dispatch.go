@@ -56,7 +56,7 @@ type Server struct {
 	// LATENCY, and requests naming no command (for the metrics).
 	errors       observe.ErrorStats
 	slowlog      observe.SlowLog
-	latency      latencyMonitor
+	latency      observe.LatencyMonitor
 	unknownCalls atomic.Int64
 
 	// loadState: what a full sync under way lets commands do, a

@@ -43,7 +43,7 @@ func (s *Server) account(c *Ctx, n int, d int64) {
 		if spec.Flags&cmdspec.Fast != 0 {
 			event = "fast-command"
 		}
-		s.latency.add(event, d/1e6)
+		s.latency.Add(event, d/1e6)
 	}
 }
 

@@ -78,32 +78,6 @@ func TestSlowlogEntry(t *testing.T) {
 	}
 }
 
-// TestLatencyMonitor: one sample a second, the worst; LATEST shows the
-// last and the all-time worst; RESET matches names in any case.
-func TestLatencyMonitor(t *testing.T) {
-	var m latencyMonitor
-	m.add("command", 5)
-	m.add("command", 3)
-	m.add("command", 9)
-	m.add("fast-command", 1)
-	v, ok := m.view("command")
-	if !ok || len(v.samples) != 1 || v.samples[0].ms != 9 || v.max != 9 || v.last.ms != 9 {
-		t.Fatalf("view %+v", v)
-	}
-	if vs := m.views(); len(vs) != 2 || vs[0].event != "command" || vs[1].event != "fast-command" {
-		t.Fatalf("views %+v", vs)
-	}
-	if n := m.reset([][]byte{[]byte("COMMAND"), []byte("nosuch")}); n != 1 {
-		t.Errorf("reset %d", n)
-	}
-	if _, ok := m.view("command"); ok {
-		t.Error("command still there after its reset")
-	}
-	if n := m.reset(nil); n != 1 {
-		t.Errorf("reset all: %d", n)
-	}
-}
-
 func TestPercentilesSetting(t *testing.T) {
 	for _, c := range []struct{ in, out, err string }{
 		{"50 99 99.9", "50 99 99.9", ""},
@@ -133,18 +107,18 @@ func TestPercentilesSetting(t *testing.T) {
 func TestLatencyEvent(t *testing.T) {
 	srv := New(engine.New(engine.Config{Databases: 1}), NewConfig(), slog.New(slog.NewTextHandler(io.Discard, nil)))
 	srv.LatencyEvent("snapshot", time.Second)
-	if len(srv.latency.views()) != 0 {
+	if len(srv.latency.Views()) != 0 {
 		t.Fatal("recorded with the monitor off")
 	}
 	if err := srv.Cfg.Set([][2]string{{"latency-monitor-threshold", "5"}}, false); err != nil {
 		t.Fatal(err)
 	}
 	srv.LatencyEvent("snapshot", 4*time.Millisecond)
-	if len(srv.latency.views()) != 0 {
+	if len(srv.latency.Views()) != 0 {
 		t.Fatal("recorded below the threshold")
 	}
 	srv.LatencyEvent("snapshot", 7*time.Millisecond)
-	if v, ok := srv.latency.view("snapshot"); !ok || v.max != 7 {
+	if v, ok := srv.latency.View("snapshot"); !ok || v.Max != 7 {
 		t.Fatalf("view %+v", v)
 	}
 }

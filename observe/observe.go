@@ -2,7 +2,9 @@
 // structures that know nothing of requests: each command's call counts
 // and latency histogram (INFO commandstats and latencystats, LATENCY
 // HISTOGRAM, the metrics endpoint's duration histograms), the error
-// replies by code (INFO errorstats) and the slow log (SLOWLOG).
+// replies by code (INFO errorstats), the slow log (SLOWLOG) and the
+// latency monitor's events (LATENCY), with the texts LATENCY DOCTOR and
+// LATENCY GRAPH show, which depend on the events and a few settings only.
 //
 // Package commands decides what to record, records it after each command
 // and answers the commands that read it; recording allocates nothing
