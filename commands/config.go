@@ -252,14 +252,14 @@ func configParams() []*param {
 			apply: func(c *Config, _ string, n int64) {
 				c.slowlogSlower.Store(n)
 				if c.srv != nil && n >= 0 {
-					c.srv.slowlog.trim(int(c.slowlogMaxLen.Load()))
+					c.srv.slowlog.Trim(int(c.slowlogMaxLen.Load()))
 				}
 			}},
 		{name: "slowlog-max-len", kind: pInt, def: "128", min: 0, max: 1<<63 - 1, help: "entries SLOWLOG keeps",
 			apply: func(c *Config, _ string, n int64) {
 				c.slowlogMaxLen.Store(n)
 				if c.srv != nil && c.slowlogSlower.Load() >= 0 {
-					c.srv.slowlog.trim(int(n))
+					c.srv.slowlog.Trim(int(n))
 				}
 			}},
 		{name: "latency-monitor-threshold", kind: pInt, def: "0", min: 0, max: 1<<63 - 1,

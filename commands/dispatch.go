@@ -12,6 +12,7 @@ import (
 	"github.com/limitkv/limitkv/acl"
 	"github.com/limitkv/limitkv/cmdspec"
 	"github.com/limitkv/limitkv/engine"
+	"github.com/limitkv/limitkv/observe"
 	"github.com/limitkv/limitkv/replication"
 	"github.com/limitkv/limitkv/resp"
 )
@@ -53,9 +54,9 @@ type Server struct {
 
 	// Observability: error replies by code (INFO errorstats), SLOWLOG,
 	// LATENCY, and requests naming no command (for the metrics).
-	errors       errorStats
-	slowlog      slowLog
-	latency      latencyMonitor
+	errors       observe.ErrorStats
+	slowlog      observe.SlowLog
+	latency      observe.LatencyMonitor
 	unknownCalls atomic.Int64
 
 	// loadState: what a full sync under way lets commands do, a

@@ -1,377 +1,83 @@
 package commands
 
 import (
-	"bufio"
 	"bytes"
 	"fmt"
-	"os"
 	"sort"
-	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/limitkv/limitkv/cmdspec"
+	"github.com/limitkv/limitkv/observe"
 )
 
-// The latency monitor, as Redis 7.0's latency.c: with
-// latency-monitor-threshold set (milliseconds), every event that lasts at
-// least that long is recorded in its event's series, one sample per
-// second (the worst), 160 samples per event, plus the event's all-time
-// worst. Events: "command" and "fast-command" (a command, by its fast
-// flag, as Redis samples them), "expire-cycle" (a round of active expiry),
-// "snapshot" (the longest time a snapshot held one shard while capturing
-// it) and whatever else reports through LatencyEvent. LATENCY HISTOGRAM
-// reads the per-command histograms instead (latencyhist.go).
-
-const latencySeriesLen = 160
-
-type latencySample struct {
-	unix, ms int64
-}
-
-type latencySeries struct {
-	samples [latencySeriesLen]latencySample
-	idx     int
-	max     int64
-}
-
-type latencyMonitor struct {
-	mu     sync.Mutex
-	events map[string]*latencySeries
-}
+// LATENCY, as Redis 7.0's latency.c: with latency-monitor-threshold set
+// (milliseconds), every event that lasts at least that long is recorded
+// in the latency monitor (observe.LatencyMonitor). Events: "command" and
+// "fast-command" (a command, by its fast flag, as Redis samples them),
+// "expire-cycle" (a round of active expiry), "snapshot" (the longest time
+// a snapshot held one shard while capturing it) and whatever else reports
+// through LatencyEvent. LATENCY HISTOGRAM reads the per-command histograms
+// instead (observe.Histogram).
 
 // LatencyEvent records that event lasted d, if the latency monitor is on
 // and d reaches its threshold. Parts of the server outside this package
 // (snapshots) report through it.
 func (s *Server) LatencyEvent(event string, d time.Duration) {
 	if t := s.Cfg.latencyThreshold.Load(); t > 0 && d.Milliseconds() >= t {
-		s.latency.add(event, d.Milliseconds())
+		s.latency.Add(event, d.Milliseconds())
 	}
-}
-
-func (m *latencyMonitor) add(event string, ms int64) {
-	now := time.Now().Unix()
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	ts := m.events[event]
-	if ts == nil {
-		if m.events == nil {
-			m.events = map[string]*latencySeries{}
-		}
-		ts = &latencySeries{}
-		m.events[event] = ts
-	}
-	ts.max = max(ts.max, ms)
-	prev := &ts.samples[(ts.idx+latencySeriesLen-1)%latencySeriesLen]
-	if prev.unix == now {
-		prev.ms = max(prev.ms, ms)
-		return
-	}
-	ts.samples[ts.idx] = latencySample{now, ms}
-	ts.idx = (ts.idx + 1) % latencySeriesLen
-}
-
-// reset forgets the named events (all of them when none is named; names
-// match in any case) and returns how many it forgot.
-func (m *latencyMonitor) reset(names [][]byte) int {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	n := 0
-	for ev := range m.events {
-		match := len(names) == 0
-		for _, name := range names {
-			if strings.EqualFold(ev, string(name)) {
-				match = true
-			}
-		}
-		if match {
-			delete(m.events, ev)
-			n++
-		}
-	}
-	return n
-}
-
-// latencyView is a copy of one event's series, oldest sample first.
-type latencyView struct {
-	event   string
-	samples []latencySample
-	last    latencySample
-	max     int64
-}
-
-func (ts *latencySeries) view(event string) latencyView {
-	v := latencyView{event: event, max: ts.max, last: ts.samples[(ts.idx+latencySeriesLen-1)%latencySeriesLen]}
-	for j := 0; j < latencySeriesLen; j++ {
-		if s := ts.samples[(ts.idx+j)%latencySeriesLen]; s.unix != 0 {
-			v.samples = append(v.samples, s)
-		}
-	}
-	return v
-}
-
-// views returns every event's series, sorted by event name.
-func (m *latencyMonitor) views() []latencyView {
-	m.mu.Lock()
-	out := make([]latencyView, 0, len(m.events))
-	for ev, ts := range m.events {
-		out = append(out, ts.view(ev))
-	}
-	m.mu.Unlock()
-	sort.Slice(out, func(i, j int) bool { return out[i].event < out[j].event })
-	return out
-}
-
-func (m *latencyMonitor) view(event string) (latencyView, bool) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	ts := m.events[event]
-	if ts == nil {
-		return latencyView{}, false
-	}
-	return ts.view(event), true
 }
 
 // LATENCY LATEST: every event's last sample and all-time worst.
 func cmdLatencyLatest(c *Ctx) {
-	views := c.Srv.latency.views()
+	views := c.Srv.latency.Views()
 	c.W.Array(len(views))
 	for _, v := range views {
 		c.W.Array(4)
-		c.W.BulkString(v.event)
-		c.W.Int(v.last.unix)
-		c.W.Int(v.last.ms)
-		c.W.Int(v.max)
+		c.W.BulkString(v.Event)
+		c.W.Int(v.Last.Unix)
+		c.W.Int(v.Last.MS)
+		c.W.Int(v.Max)
 	}
 }
 
 // LATENCY HISTORY event: the event's samples, oldest first.
 func cmdLatencyHistory(c *Ctx) {
-	v, _ := c.Srv.latency.view(string(c.Args[2]))
-	c.W.Array(len(v.samples))
-	for _, s := range v.samples {
+	v, _ := c.Srv.latency.View(string(c.Args[2]))
+	c.W.Array(len(v.Samples))
+	for _, s := range v.Samples {
 		c.W.Array(2)
-		c.W.Int(s.unix)
-		c.W.Int(s.ms)
+		c.W.Int(s.Unix)
+		c.W.Int(s.MS)
 	}
 }
 
 // LATENCY RESET [event ...]
 func cmdLatencyReset(c *Ctx) {
-	c.W.Int(int64(c.Srv.latency.reset(c.Args[2:])))
+	c.W.Int(int64(c.Srv.latency.Reset(c.Args[2:])))
 }
 
 // LATENCY GRAPH event: the event's samples as an ASCII chart, one column
 // per sample, labelled with how long ago it was.
 func cmdLatencyGraph(c *Ctx) {
-	v, ok := c.Srv.latency.view(string(c.Args[2]))
+	v, ok := c.Srv.latency.View(string(c.Args[2]))
 	if !ok {
 		c.W.Error("No samples available for event '" + string(c.Args[2]) + "'")
 		return
 	}
-	c.W.Verbatim("txt", latencyGraph(v, time.Now().Unix()))
-}
-
-const latencyGraphCols, latencyGraphRows = 80, 4
-
-func latencyGraph(v latencyView, now int64) string {
-	var b strings.Builder
-	lo, hi := int64(0), int64(0)
-	for i, s := range v.samples {
-		if i == 0 || s.ms < lo {
-			lo = s.ms
-		}
-		hi = max(hi, s.ms)
-	}
-	fmt.Fprintf(&b, "%s - high %d ms, low %d ms (all time high %d ms)\n", v.event, hi, lo, v.max)
-	b.WriteString(strings.Repeat("-", latencyGraphCols))
-	b.WriteByte('\n')
-	for start := 0; start < len(v.samples); start += latencyGraphCols {
-		if start > 0 {
-			b.WriteByte('\n')
-		}
-		part := v.samples[start:min(start+latencyGraphCols, len(v.samples))]
-		// Bars: a sample's height is its place between the low and the
-		// high, in rows of latencyGraphRows.
-		for row := latencyGraphRows; row >= 1; row-- {
-			for _, s := range part {
-				h := latencyGraphRows
-				if hi > lo {
-					h = 1 + int((s.ms-lo)*(latencyGraphRows-1)/(hi-lo))
-				}
-				if h >= row {
-					b.WriteByte('#')
-				} else {
-					b.WriteByte(' ')
-				}
-			}
-			b.WriteByte('\n')
-		}
-		// Labels, written downwards: how long ago each sample was.
-		labels := make([]string, len(part))
-		longest := 0
-		for i, s := range part {
-			labels[i] = agoLabel(now - s.unix)
-			longest = max(longest, len(labels[i]))
-		}
-		b.WriteByte('\n')
-		for r := 0; r < longest; r++ {
-			for _, l := range labels {
-				if r < len(l) {
-					b.WriteByte(l[r])
-				} else {
-					b.WriteByte(' ')
-				}
-			}
-			b.WriteByte('\n')
-		}
-	}
-	return b.String()
-}
-
-func agoLabel(sec int64) string {
-	switch {
-	case sec < 60:
-		return strconv.FormatInt(sec, 10) + "s"
-	case sec < 3600:
-		return strconv.FormatInt(sec/60, 10) + "m"
-	case sec < 86400:
-		return strconv.FormatInt(sec/3600, 10) + "h"
-	}
-	return strconv.FormatInt(sec/86400, 10) + "d"
+	c.W.Verbatim("txt", observe.LatencyGraph(v, time.Now().Unix()))
 }
 
 // LATENCY DOCTOR: a report on the events recorded, with advice.
 func cmdLatencyDoctor(c *Ctx) {
-	c.W.Verbatim("txt", latencyReport(c.Srv, c.Srv.latency.views(), time.Now().Unix()))
-}
-
-func latencyReport(s *Server, views []latencyView, now int64) string {
-	threshold := s.Cfg.latencyThreshold.Load()
-	if len(views) == 0 && threshold == 0 {
-		return "I'm sorry, Dave, I can't do that. Latency monitoring is disabled in this Redis instance. " +
-			"You may use \"CONFIG SET latency-monitor-threshold <milliseconds>.\" in order to enable it. " +
-			"If we weren't in a deep space mission I'd suggest to take a look at https://redis.io/topics/latency-monitor.\n"
-	}
-	var b strings.Builder
-	advice := map[string]bool{}
-	var order []string
-	advise := func(key string) {
-		if !advice[key] {
-			advice[key] = true
-			order = append(order, key)
-		}
-	}
-	for i, v := range views {
-		if i == 0 {
-			b.WriteString("Dave, I have observed latency spikes in this Redis instance. You don't mind talking about it, do you Dave?\n\n")
-		}
-		var sum, oldest int64
-		for _, sm := range v.samples {
-			sum += sm.ms
-			if oldest == 0 || sm.unix < oldest {
-				oldest = sm.unix
-			}
-		}
-		n := int64(len(v.samples))
-		var avg, mad, period int64
-		if n > 0 {
-			avg = sum / n
-			period = max(now-oldest, 1)
-			var dev int64
-			for _, sm := range v.samples {
-				dev += abs64(avg - sm.ms)
-			}
-			mad = dev / n
-		}
-		fmt.Fprintf(&b, "%d. %s: %d latency spikes (average %dms, mean deviation %dms, period %.2f sec). Worst all time event %dms.\n",
-			i+1, v.event, n, avg, mad, float64(period)/float64(max(n, 1)), v.max)
-		switch v.event {
-		case "command":
-			slower := s.Cfg.slowlogSlower.Load()
-			if slower < 0 {
-				advise("slowlog-enable")
-			} else if slower/1000 > threshold {
-				advise("slowlog-tune")
-			}
-			advise("slowlog-inspect")
-			advise("big-values")
-		case "fast-command":
-			advise("scheduler")
-		case "expire-cycle":
-			advise("hz")
-			advise("big-values")
-		case "eviction-cycle":
-			advise("eviction")
-		case "snapshot":
-			advise("snapshot")
-		}
-	}
-	if anonHugePages() > 0 {
-		advise("thp")
-	}
-	switch {
-	case len(views) == 0 && len(order) == 0:
-		b.WriteString("Dave, no latency spike was observed during the lifetime of this Redis instance, not in the slightest bit. " +
-			"I honestly think you ought to sit down calmly, take a stress pill, and think things over.\n")
-		return b.String()
-	case len(order) == 0:
-		b.WriteString("\nWhile there are latency events logged, I'm not able to suggest any easy fix. " +
-			"Please use the Redis community to get some help, providing this report in your help request.\n")
-		return b.String()
-	}
-	b.WriteString("\nI have a few advices for you:\n\n")
-	for _, key := range order {
-		switch key {
-		case "slowlog-enable":
-			fmt.Fprintf(&b, "- Commands were slow, but the slow log is off: 'CONFIG SET slowlog-log-slower-than %d' keeps those slower than the latency threshold, so that SLOWLOG GET shows which they were.\n", threshold*1000)
-		case "slowlog-tune":
-			fmt.Fprintf(&b, "- The slow log keeps only commands slower than it is set for, which is more than the latency threshold: 'CONFIG SET slowlog-log-slower-than %d' makes it keep the ones the latency monitor sees.\n", threshold*1000)
-		case "slowlog-inspect":
-			b.WriteString("- SLOWLOG GET shows the slowest commands with their arguments; LATENCY HISTOGRAM and INFO latencystats show which commands are slow in general.\n")
-		case "big-values":
-			b.WriteString("- Commands on big values (long lists, big sorted sets and hashes, whole-keyspace commands such as KEYS or FLUSHALL) take time in proportion to their size, and so do deleting or expiring such values: split them into smaller keys.\n")
-		case "scheduler":
-			b.WriteString("- Fast commands took long: the machine does not give limitkv the CPU it needs, or its threads waited for each other. Lower the load on the machine, look for noisy neighbours, and check that GOMAXPROCS matches the CPUs the process may use.\n")
-		case "hz":
-			if s.Cfg.Hz() < 100 {
-				b.WriteString("- Active expiry ran long rounds: 'CONFIG SET hz 100' makes it run more often, in smaller steps.\n")
-			}
-		case "eviction":
-			b.WriteString("- Evicting keys for maxmemory took long: a sudden drop of maxmemory, or a burst of writes of big values, forces many evictions at once.\n")
-		case "snapshot":
-			b.WriteString("- A snapshot held a shard long while capturing its changes: the commands on that shard waited. Very big values and very many changes between snapshots make the capture longer; a shorter snapshot-interval makes each smaller.\n")
-		case "thp":
-			b.WriteString("- The process uses transparent huge pages, which can stall it when memory is touched for the first time. 'echo never > /sys/kernel/mm/transparent_hugepage/enabled' turns them off (restart limitkv afterwards).\n")
-		}
-	}
-	return b.String()
-}
-
-func abs64(n int64) int64 {
-	if n < 0 {
-		return -n
-	}
-	return n
-}
-
-// anonHugePages returns the bytes of transparent huge pages the process
-// uses, from /proc (0 where there is none).
-func anonHugePages() int64 {
-	data, err := os.ReadFile("/proc/self/smaps_rollup")
-	if err != nil {
-		return 0
-	}
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		if len(f) >= 2 && f[0] == "AnonHugePages:" {
-			kb, _ := strconv.ParseInt(f[1], 10, 64)
-			return kb * 1024
-		}
-	}
-	return 0
+	cfg := c.Srv.Cfg
+	c.W.Verbatim("txt", observe.LatencyDoctor(c.Srv.latency.Views(), time.Now().Unix(), observe.DoctorFacts{
+		Threshold:     cfg.latencyThreshold.Load(),
+		SlowlogSlower: cfg.slowlogSlower.Load(),
+		Hz:            cfg.Hz(),
+		HugePages:     observe.AnonHugePages() > 0,
+	}))
 }
 
 // LATENCY HISTOGRAM [command ...]: each command's calls and cumulative
@@ -398,12 +104,12 @@ func cmdLatencyHistogram(c *Ctx) {
 	}
 	type row struct {
 		name string
-		snap *histSnapshot
+		snap *observe.HistogramSnapshot
 	}
 	var rows []row
 	for _, spec := range specs {
-		snap := new(histSnapshot)
-		if c.Srv.cmd(spec).hist.snapshot(snap) {
+		snap := new(observe.HistogramSnapshot)
+		if c.Srv.cmd(spec).hist.Snapshot(snap) {
 			rows = append(rows, row{spec.FullName(), snap})
 		}
 	}
@@ -412,13 +118,13 @@ func cmdLatencyHistogram(c *Ctx) {
 		c.W.BulkString(r.name)
 		c.W.Map(2)
 		c.W.BulkString("calls")
-		c.W.Int(int64(r.snap.total))
+		c.W.Int(int64(r.snap.Total))
 		c.W.BulkString("histogram_usec")
-		levels := r.snap.cdf()
+		levels := r.snap.CDF()
 		c.W.Map(len(levels))
 		for _, l := range levels {
-			c.W.Int(l.usec)
-			c.W.Int(int64(l.count))
+			c.W.Int(l.Usec)
+			c.W.Int(int64(l.Count))
 		}
 	}
 }
@@ -456,9 +162,9 @@ func infoLatencyStats(s *Server, b *strings.Builder) {
 	if p := s.Cfg.percentiles.Load(); p != nil {
 		pcts = *p
 	}
-	snap := new(histSnapshot)
+	snap := new(observe.HistogramSnapshot)
 	for _, spec := range s.sortedSpecs() {
-		if !s.cmd(spec).hist.snapshot(snap) {
+		if !s.cmd(spec).hist.Snapshot(snap) {
 			continue
 		}
 		b.WriteString("latency_percentiles_usec_")
@@ -468,7 +174,7 @@ func infoLatencyStats(s *Server, b *strings.Builder) {
 			if i > 0 {
 				b.WriteByte(',')
 			}
-			fmt.Fprintf(b, "p%s=%.3f", formatPercentile(p), float64(snap.percentile(p))/1000)
+			fmt.Fprintf(b, "p%s=%.3f", formatPercentile(p), float64(snap.Percentile(p))/1000)
 		}
 		b.WriteString("\r\n")
 	}

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/limitkv/limitkv/cmdspec"
+	"github.com/limitkv/limitkv/observe"
 )
 
 // What the server observes about itself: each command's accounting after
@@ -32,17 +33,17 @@ func (s *Server) account(c *Ctx, n int, d int64) {
 	}
 	cfg := s.Cfg
 	if cfg.latencyTracking.Load() {
-		st.hist.record(c.Client.ID, d)
+		st.hist.Record(c.Client.ID, d)
 	}
 	if t := cfg.slowlogSlower.Load(); t >= 0 && d/1000 >= t && spec.Flags&cmdspec.SkipSlowlog == 0 {
-		s.slowlog.add(c, d/1000, int(cfg.slowlogMaxLen.Load()))
+		s.logSlow(c, d/1000, int(cfg.slowlogMaxLen.Load()))
 	}
 	if t := cfg.latencyThreshold.Load(); t > 0 && d/1e6 >= t {
 		event := "command"
 		if spec.Flags&cmdspec.Fast != 0 {
 			event = "fast-command"
 		}
-		s.latency.add(event, d/1e6)
+		s.latency.Add(event, d/1e6)
 	}
 }
 
@@ -66,7 +67,7 @@ type CommandStat struct {
 // sorted by name, with its latency histogram read at bounds (ascending).
 func (s *Server) CommandStats(bounds []time.Duration) []CommandStat {
 	var out []CommandStat
-	snap := new(histSnapshot)
+	snap := new(observe.HistogramSnapshot)
 	for _, spec := range s.sortedSpecs() {
 		x := s.cmd(spec)
 		calls, nanos := x.calls.Load()
@@ -74,11 +75,11 @@ func (s *Server) CommandStats(bounds []time.Duration) []CommandStat {
 			Name: spec.FullName(), Calls: calls, Duration: time.Duration(nanos),
 			Rejected: x.reject.Load(), Failed: x.failed.Load(),
 		}
-		if x.hist.snapshot(snap) {
-			st.Timed, st.TimedSum = snap.total, time.Duration(snap.sum)
+		if x.hist.Snapshot(snap) {
+			st.Timed, st.TimedSum = snap.Total, time.Duration(snap.Sum)
 			st.Below = make([]uint64, len(bounds))
 			for i, b := range bounds {
-				st.Below[i] = snap.below(b)
+				st.Below[i] = snap.Below(b)
 			}
 		}
 		if st.Calls == 0 && st.Rejected == 0 && st.Failed == 0 && st.Timed == 0 {
@@ -95,8 +96,8 @@ func (s *Server) UnknownCommands() int64 { return s.unknownCalls.Load() }
 
 // ErrorStats returns the number of error replies sent, and their counts
 // by code as INFO errorstats lists them (at most 128 codes).
-func (s *Server) ErrorStats() (total int64, byCode []ErrorCount) {
-	return s.errors.total.Load(), s.errors.snapshot()
+func (s *Server) ErrorStats() (total int64, byCode []observe.ErrorCount) {
+	return s.errors.Total(), s.errors.Snapshot()
 }
 
 // RateLimitStat counts the decisions of one rate-limit command.
@@ -156,7 +157,7 @@ func (s *Server) Stats() ServerStats {
 		CommandsProcessed:   s.commandsProcessed(),
 		UsedMemory:          m.used, PeakMemory: m.peak, RSS: m.rss, DatasetBytes: m.dataset,
 		MaxMemory:  s.Cfg.maxMemory.Load(),
-		SlowlogLen: s.slowlog.len(),
+		SlowlogLen: s.slowlog.Len(),
 	}
 	st.NetInputBytes, st.NetOutBytes = s.Net.NetBytes()
 	st.EvictedKeys = s.Eng.EvictedKeys()

@@ -4,164 +4,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math/rand/v2"
-	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/limitkv/limitkv/cmdspec"
 	"github.com/limitkv/limitkv/engine"
+	"github.com/limitkv/limitkv/observe"
 )
-
-// TestHistBuckets: every duration falls in the bucket whose bounds hold
-// it, buckets follow each other without gaps, and none is wider than
-// 1/32 of its lower bound past the exact ones.
-func TestHistBuckets(t *testing.T) {
-	prevHi := int64(0)
-	for i := 0; i < histBuckets; i++ {
-		lo, hi := histBounds(i)
-		if lo != prevHi {
-			t.Fatalf("bucket %d starts at %d, the previous ended at %d", i, lo, prevHi)
-		}
-		if lo >= 2*histSub && (hi-lo)*histSub > lo {
-			t.Fatalf("bucket %d [%d, %d) is wider than 1/%d of its start", i, lo, hi, histSub)
-		}
-		if histIndex(lo) != i || histIndex(hi-1) != i {
-			t.Fatalf("bucket %d [%d, %d): its ends map to %d and %d", i, lo, hi, histIndex(lo), histIndex(hi-1))
-		}
-		prevHi = hi
-	}
-	if prevHi != histMax+1 {
-		t.Fatalf("the last bucket ends at %d, want %d", prevHi, int64(histMax+1))
-	}
-	for _, v := range []int64{-5, 0} {
-		if histIndex(v) != 0 {
-			t.Errorf("histIndex(%d) = %d", v, histIndex(v))
-		}
-	}
-	if histIndex(1<<62) != histBuckets-1 {
-		t.Errorf("a huge duration is not in the last bucket")
-	}
-}
-
-// TestHistPercentiles checks percentiles against the exact ones of a
-// skewed sample: within the buckets' 1/32.
-func TestHistPercentiles(t *testing.T) {
-	var h latencyHist
-	r := rand.New(rand.NewPCG(1, 2))
-	var all []int64
-	for i := 0; i < 20000; i++ {
-		d := int64(200 + r.ExpFloat64()*5000)
-		if i%100 == 0 {
-			d *= 1000 // a slow tail
-		}
-		all = append(all, d)
-		h.record(int64(i), d)
-	}
-	slices.Sort(all)
-	var s histSnapshot
-	if !h.snapshot(&s) || s.total != uint64(len(all)) {
-		t.Fatalf("snapshot: total %d", s.total)
-	}
-	var sum int64
-	for _, d := range all {
-		sum += d
-	}
-	if s.sum != sum {
-		t.Errorf("sum %d, want %d", s.sum, sum)
-	}
-	for _, p := range []float64{1, 50, 90, 99, 99.9, 100} {
-		rank := max(int(p/100*float64(len(all))+0.5), 1)
-		exact := all[rank-1]
-		got := s.percentile(p)
-		if got < exact || float64(got-exact) > float64(exact)/histSub {
-			t.Errorf("p%v = %d, exact %d", p, got, exact)
-		}
-	}
-	if lo := s.percentile(0); lo > all[0] {
-		t.Errorf("p0 = %d above the smallest, %d", lo, all[0])
-	}
-	if n := s.below(time.Duration(all[len(all)/2])); n < uint64(len(all)/2)-uint64(len(all)/20) || n > uint64(len(all)/2) {
-		t.Errorf("below the median: %d of %d", n, len(all))
-	}
-	h.reset()
-	if h.snapshot(&s) {
-		t.Error("a reset histogram still has counts")
-	}
-}
-
-// TestHistCDF: LATENCY HISTOGRAM's levels carry Redis's labels and
-// cumulative counts, and skip levels that add nothing.
-func TestHistCDF(t *testing.T) {
-	var h latencyHist
-	for _, d := range []int64{10, 900, 1500, 1500, 40_000, 3 << 35} {
-		h.record(1, d)
-	}
-	var s histSnapshot
-	h.snapshot(&s)
-	got := fmt.Sprint(s.cdf())
-	want := "[{1 2} {2 4} {66 5} {69256347 6}]"
-	if got != want {
-		t.Errorf("cdf %s, want %s", got, want)
-	}
-	// Redis's labels: an HdrHistogram bucket's highest value at 1024 ns,
-	// 2048 ns, ...
-	var labels []int64
-	for level := int64(1024); level <= 1<<20; level *= 2 {
-		labels = append(labels, (level+level>>7-1)/1000)
-	}
-	if fmt.Sprint(labels) != "[1 2 4 8 16 33 66 132 264 528 1056]" {
-		t.Errorf("labels %v", labels)
-	}
-}
-
-func TestErrorCode(t *testing.T) {
-	for _, c := range []struct{ reply, code string }{
-		{"-ERR unknown command\r\n", "ERR"},
-		{"-WRONGTYPE Operation against a key\r\n", "WRONGTYPE"},
-		{"-NOSPACE\r\n", "ERR"},
-		{"-" + strings.Repeat("A", 31) + " x\r\n", "ERR"},
-		{"-" + strings.Repeat("A", 30) + " x\r\n", strings.Repeat("A", 30)},
-		{"- leading space\r\n", ""},
-		{"-EXECABORT Transaction discarded", "EXECABORT"},
-		{"ERR", "ERR"},
-	} {
-		if got := string(errorCode([]byte(c.reply))); got != c.code {
-			t.Errorf("%q: code %q, want %q", c.reply, got, c.code)
-		}
-	}
-}
-
-// TestErrorStatsCap: distinct codes stop being counted at 128, as Redis
-// 7.4 stops them, until a reset; the total goes on.
-func TestErrorStatsCap(t *testing.T) {
-	var e errorStats
-	for i := 0; i < maxErrorCodes; i++ {
-		if e.count([]byte(fmt.Sprintf("-E%d x\r\n", i))) != nil {
-			t.Fatalf("overflow at %d codes", i)
-		}
-	}
-	e.count([]byte("-E0 again\r\n"))
-	overflow := e.count([]byte("-ONEMORE x\r\n"))
-	if len(overflow) != maxErrorCodes {
-		t.Fatalf("overflow reported %d codes", len(overflow))
-	}
-	for i := 0; i < 1000; i++ {
-		e.count([]byte(fmt.Sprintf("-X%d y\r\n", i)))
-	}
-	if got := fmt.Sprint(e.snapshot()); got != "[{ERRORSTATS_DISABLED 1}]" {
-		t.Errorf("after the cap: %s", got)
-	}
-	if n := e.total.Load(); n != maxErrorCodes+2+1000 {
-		t.Errorf("total %d", n)
-	}
-	e.reset()
-	e.count([]byte("-WRONGTYPE x\r\n"))
-	if got := fmt.Sprint(e.snapshot()); got != "[{WRONGTYPE 1}]" {
-		t.Errorf("after a reset: %s", got)
-	}
-}
 
 func TestSlowlogArgs(t *testing.T) {
 	tab := testTable()
@@ -208,83 +58,23 @@ func TestSlowlogArgs(t *testing.T) {
 		{"config|set", args("CONFIG", "SET", "maxclients", "5", "REQUIREPASS", "pw"), "CONFIG SET maxclients 5 REQUIREPASS (redacted)"},
 		{"config|set", args("CONFIG", "SET", "requirepass"), "CONFIG SET requirepass"},
 	} {
-		if got := show(slowlogArgs(spec(c.cmd), c.args)); got != c.want {
+		if got := show(observe.SlowlogArgs(c.args, secretArgs(spec(c.cmd), c.args))); got != c.want {
 			t.Errorf("%s:\n got %s\nwant %s", c.cmd, got, c.want)
 		}
 	}
 }
 
-// TestSlowlogRing: newest first, ids going on across resets, and the
-// length bound applied as entries come and when it shrinks.
-func TestSlowlogRing(t *testing.T) {
+// TestSlowlogEntry: an entry holds a copy of what the client sent, and
+// a script's client, which has no connection, shows as "?:0".
+func TestSlowlogEntry(t *testing.T) {
 	srv := New(engine.New(engine.Config{Databases: 1}), NewConfig(), slog.New(slog.NewTextHandler(io.Discard, nil)))
 	cl := &Client{srv: srv}
-	var l slowLog
-	add := func(i, maxLen int) {
-		c := &Ctx{Client: cl, Spec: srv.Table.Lookup([]byte("get")), Args: [][]byte{[]byte("GET"), []byte(fmt.Sprint(i))}}
-		l.add(c, int64(i), maxLen)
-	}
-	ids := func(n int) string {
-		var s []string
-		for _, e := range l.newest(n) {
-			s = append(s, fmt.Sprintf("%d:%s", e.id, e.args[1]))
-		}
-		return strings.Join(s, " ")
-	}
-	for i := 0; i < 20; i++ {
-		add(i, 5)
-	}
-	if got := ids(10); got != "19:19 18:18 17:17 16:16 15:15" {
-		t.Errorf("newest: %s", got)
-	}
-	if l.len() != 5 || ids(2) != "19:19 18:18" {
-		t.Errorf("len %d, newest 2: %s", l.len(), ids(2))
-	}
-	add(20, 100)
-	if l.len() != 6 || ids(1) != "20:20" {
-		t.Errorf("grown: len %d, newest %s", l.len(), ids(1))
-	}
-	l.trim(2)
-	if ids(10) != "20:20 19:19" {
-		t.Errorf("trimmed: %s", ids(10))
-	}
-	add(21, 0)
-	if l.len() != 0 {
-		t.Errorf("max-len 0 keeps %d", l.len())
-	}
-	l.reset()
-	add(22, 3)
-	if ids(10) != "22:22" {
-		t.Errorf("after a reset: %s", ids(10))
-	}
-	if e := l.newest(1)[0]; e.addr != "?:0" || e.micros != 22 {
+	args := [][]byte{[]byte("GET"), []byte("k")}
+	srv.logSlow(&Ctx{Client: cl, Spec: srv.Table.Lookup([]byte("get")), Args: args}, 22, 10)
+	args[1][0] = 'x'
+	e := srv.slowlog.Newest(1)[0]
+	if e.Addr != "?:0" || e.Micros != 22 || string(e.Args[1]) != "k" || e.Unix == 0 {
 		t.Errorf("entry %+v", e)
-	}
-}
-
-// TestLatencyMonitor: one sample a second, the worst; LATEST shows the
-// last and the all-time worst; RESET matches names in any case.
-func TestLatencyMonitor(t *testing.T) {
-	var m latencyMonitor
-	m.add("command", 5)
-	m.add("command", 3)
-	m.add("command", 9)
-	m.add("fast-command", 1)
-	v, ok := m.view("command")
-	if !ok || len(v.samples) != 1 || v.samples[0].ms != 9 || v.max != 9 || v.last.ms != 9 {
-		t.Fatalf("view %+v", v)
-	}
-	if vs := m.views(); len(vs) != 2 || vs[0].event != "command" || vs[1].event != "fast-command" {
-		t.Fatalf("views %+v", vs)
-	}
-	if n := m.reset([][]byte{[]byte("COMMAND"), []byte("nosuch")}); n != 1 {
-		t.Errorf("reset %d", n)
-	}
-	if _, ok := m.view("command"); ok {
-		t.Error("command still there after its reset")
-	}
-	if n := m.reset(nil); n != 1 {
-		t.Errorf("reset all: %d", n)
 	}
 }
 
@@ -317,18 +107,18 @@ func TestPercentilesSetting(t *testing.T) {
 func TestLatencyEvent(t *testing.T) {
 	srv := New(engine.New(engine.Config{Databases: 1}), NewConfig(), slog.New(slog.NewTextHandler(io.Discard, nil)))
 	srv.LatencyEvent("snapshot", time.Second)
-	if len(srv.latency.views()) != 0 {
+	if len(srv.latency.Views()) != 0 {
 		t.Fatal("recorded with the monitor off")
 	}
 	if err := srv.Cfg.Set([][2]string{{"latency-monitor-threshold", "5"}}, false); err != nil {
 		t.Fatal(err)
 	}
 	srv.LatencyEvent("snapshot", 4*time.Millisecond)
-	if len(srv.latency.views()) != 0 {
+	if len(srv.latency.Views()) != 0 {
 		t.Fatal("recorded below the threshold")
 	}
 	srv.LatencyEvent("snapshot", 7*time.Millisecond)
-	if v, ok := srv.latency.view("snapshot"); !ok || v.max != 7 {
+	if v, ok := srv.latency.View("snapshot"); !ok || v.Max != 7 {
 		t.Fatalf("view %+v", v)
 	}
 }

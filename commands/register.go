@@ -5,6 +5,7 @@ import (
 
 	"github.com/limitkv/limitkv/cmddocs"
 	"github.com/limitkv/limitkv/cmdspec"
+	"github.com/limitkv/limitkv/observe"
 )
 
 // command is a row of the command table (table.go): what a Go reader of
@@ -57,10 +58,10 @@ func (r *command) attach(s *cmdspec.Spec, cmds []cmdState) {
 type cmdState struct {
 	run     func(*Ctx)
 	prepare func(*Ctx)
-	calls   callCounter
+	calls   observe.CallCounter
 	failed  atomic.Int64
 	reject  atomic.Int64
-	hist    latencyHist
+	hist    observe.Histogram
 }
 
 // newTable makes the table of rows with their entries in the data files

@@ -76,7 +76,7 @@ func cmdConfigResetStat(c *Ctx) {
 	s.Eng.ResetEvicted()
 	s.rl.reset()
 	s.policies.resetCounts()
-	s.errors.reset()
+	s.errors.Reset()
 	s.unknownCalls.Store(0)
 	for _, cl := range s.clients.all() {
 		cl.commands.Store(0)
@@ -86,7 +86,7 @@ func cmdConfigResetStat(c *Ctx) {
 		x.calls.Reset()
 		x.failed.Store(0)
 		x.reject.Store(0)
-		x.hist.reset()
+		x.hist.Reset()
 	}
 	s.Eng.ResetCounters(c.held)
 	c.W.OK()
@@ -730,7 +730,7 @@ func infoStats(s *Server, b *strings.Builder, held bool) {
 	kv(b, "pubsubshard_channels", s.pubsub.counts[psShard].Load())
 	kv(b, "migrate_cached_sockets", s.migrate.cached())
 	kv(b, "total_protocol_errors", s.stats.ProtocolErrors.Load())
-	kv(b, "total_error_replies", s.errors.total.Load())
+	kv(b, "total_error_replies", s.errors.Total())
 	kv(b, "acl_access_denied_auth", s.auth.denied.Load())
 }
 

@@ -1,126 +1,35 @@
 package commands
 
 import (
-	"strconv"
-	"sync"
 	"time"
 
 	"github.com/limitkv/limitkv/cmdspec"
 	"github.com/limitkv/limitkv/engine"
+	"github.com/limitkv/limitkv/observe"
 )
 
 // SLOWLOG, as Redis 7.0's slowlog.c: commands that took at least
-// slowlog-log-slower-than microseconds, newest first, at most
-// slowlog-max-len of them. An entry keeps 32 arguments at most (the last
-// saying how many more there were) and 128 bytes of each (with how many
-// more there were), secrets replaced by "(redacted)" as Redis redacts
-// them, and the client's address and name. EXEC is not logged but the
-// commands it runs are; EVAL is logged and so are the commands its script
-// calls (with the address "?:0", the script's client).
+// slowlog-log-slower-than microseconds, in observe.SlowLog, which keeps
+// their arguments within Redis's limits; here, which arguments are
+// secrets (replaced by "(redacted)" as Redis redacts them) and the
+// client's address and name. EXEC is not logged but the commands it runs
+// are; EVAL is logged and so are the commands its script calls (with the
+// address "?:0", the script's client).
 
-const (
-	slowlogMaxArgs  = 32
-	slowlogMaxBytes = 128
-)
-
-type slowEntry struct {
-	id, unix, micros int64
-	args             [][]byte
-	addr, name       string
-}
-
-// slowLog is a ring of entries that grows up to slowlog-max-len.
-type slowLog struct {
-	mu     sync.Mutex
-	ring   []slowEntry
-	head   int // the oldest entry
-	n      int
-	nextID int64
-}
-
-// add logs the command c ran, which took micros microseconds.
-func (l *slowLog) add(c *Ctx, micros int64, maxLen int) {
+// logSlow adds the command c ran, which took micros microseconds, to the
+// slow log, keeping at most maxLen entries.
+func (s *Server) logSlow(c *Ctx, micros int64, maxLen int) {
 	args := c.Args
 	if c.sent != nil {
 		args = c.sent
 	}
-	e := slowEntry{
-		unix:   time.Now().Unix(),
-		micros: micros,
-		args:   slowlogArgs(c.Spec, args),
-		addr:   clientAddr(c.Client),
-		name:   c.Client.Name(),
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	e.id = l.nextID
-	l.nextID++
-	if maxLen <= 0 {
-		l.trimLocked(0)
-		return
-	}
-	if l.n == len(l.ring) {
-		if len(l.ring) < maxLen {
-			l.resizeLocked(min(max(2*len(l.ring), 8), maxLen))
-		} else {
-			l.ring[l.head] = slowEntry{}
-			l.head = (l.head + 1) % len(l.ring)
-			l.n--
-		}
-	}
-	l.ring[(l.head+l.n)%len(l.ring)] = e
-	l.n++
-	l.trimLocked(maxLen)
-}
-
-// resizeLocked moves the entries to a ring of size n >= l.n.
-func (l *slowLog) resizeLocked(n int) {
-	ring := make([]slowEntry, n)
-	for i := 0; i < l.n; i++ {
-		ring[i] = l.ring[(l.head+i)%len(l.ring)]
-	}
-	l.ring, l.head = ring, 0
-}
-
-// trim drops the oldest entries beyond maxLen (a smaller slowlog-max-len).
-func (l *slowLog) trim(maxLen int) {
-	l.mu.Lock()
-	l.trimLocked(maxLen)
-	l.mu.Unlock()
-}
-
-func (l *slowLog) trimLocked(maxLen int) {
-	for l.n > maxLen {
-		l.ring[l.head] = slowEntry{}
-		l.head = (l.head + 1) % len(l.ring)
-		l.n--
-	}
-	if len(l.ring) > 2*max(maxLen, 8) {
-		l.resizeLocked(max(l.n, 8))
-	}
-}
-
-func (l *slowLog) reset() {
-	l.mu.Lock()
-	l.ring, l.head, l.n = nil, 0, 0
-	l.mu.Unlock()
-}
-
-func (l *slowLog) len() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.n
-}
-
-// newest returns up to count entries, newest first.
-func (l *slowLog) newest(count int) []slowEntry {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	out := make([]slowEntry, min(count, l.n))
-	for i := range out {
-		out[i] = l.ring[(l.head+l.n-1-i)%len(l.ring)]
-	}
-	return out
+	s.slowlog.Add(observe.SlowEntry{
+		Unix:   time.Now().Unix(),
+		Micros: micros,
+		Args:   observe.SlowlogArgs(args, secretArgs(c.Spec, args)),
+		Addr:   clientAddr(c.Client),
+		Name:   c.Client.Name(),
+	}, maxLen)
 }
 
 // clientAddr is the address SLOWLOG shows for a client: "?:0" for a
@@ -130,41 +39,6 @@ func clientAddr(cl *Client) string {
 		return "?:0"
 	}
 	return cl.conn.RemoteAddr()
-}
-
-var redacted = []byte("(redacted)")
-
-// slowlogArgs copies a command's arguments for the slow log, within its
-// limits, with secrets redacted.
-func slowlogArgs(spec *cmdspec.Spec, args [][]byte) [][]byte {
-	n := min(len(args), slowlogMaxArgs)
-	size := 0
-	for _, a := range args[:n] {
-		size += min(len(a), slowlogMaxBytes) + 24
-	}
-	buf := make([]byte, 0, size)
-	out := make([][]byte, n)
-	secret := secretArgs(spec, args)
-	for j := 0; j < n; j++ {
-		start := len(buf)
-		switch a := args[j]; {
-		case n < len(args) && j == n-1:
-			buf = append(buf, "... ("...)
-			buf = strconv.AppendInt(buf, int64(len(args)-n+1), 10)
-			buf = append(buf, " more arguments)"...)
-		case secret(j):
-			buf = append(buf, redacted...)
-		case len(a) > slowlogMaxBytes:
-			buf = append(buf, a[:slowlogMaxBytes]...)
-			buf = append(buf, "... ("...)
-			buf = strconv.AppendInt(buf, int64(len(a)-slowlogMaxBytes), 10)
-			buf = append(buf, " more bytes)"...)
-		default:
-			buf = append(buf, a...)
-		}
-		out[j] = buf[start:len(buf):len(buf)]
-	}
-	return out
 }
 
 // secretArgs returns which arguments of a command Redis redacts from the
@@ -252,28 +126,28 @@ func cmdSlowlogGet(c *Ctx) {
 	}
 	l := &c.Srv.slowlog
 	if count == -1 {
-		count = int64(l.len())
+		count = int64(l.Len())
 	}
-	entries := l.newest(int(min(count, 1<<31)))
+	entries := l.Newest(int(min(count, 1<<31)))
 	c.W.Array(len(entries))
 	for _, e := range entries {
 		c.W.Array(6)
-		c.W.Int(e.id)
-		c.W.Int(e.unix)
-		c.W.Int(e.micros)
-		c.W.Array(len(e.args))
-		for _, a := range e.args {
+		c.W.Int(e.ID)
+		c.W.Int(e.Unix)
+		c.W.Int(e.Micros)
+		c.W.Array(len(e.Args))
+		for _, a := range e.Args {
 			c.W.Bulk(a)
 		}
-		c.W.BulkString(e.addr)
-		c.W.BulkString(e.name)
+		c.W.BulkString(e.Addr)
+		c.W.BulkString(e.Name)
 	}
 }
 
-func cmdSlowlogLen(c *Ctx) { c.W.Int(int64(c.Srv.slowlog.len())) }
+func cmdSlowlogLen(c *Ctx) { c.W.Int(int64(c.Srv.slowlog.Len())) }
 
 func cmdSlowlogReset(c *Ctx) {
-	c.Srv.slowlog.reset()
+	c.Srv.slowlog.Reset()
 	c.W.OK()
 }
 

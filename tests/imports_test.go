@@ -12,11 +12,12 @@ import (
 
 // The package boundaries, checked rather than hoped for (as Pebble's
 // TestForbiddenImports does). Imports point one way: cmd -> commands ->
-// acl, cmddocs -> cmdspec -> engine; commands -> resp; persist -> engine;
-// engine -> ratelimit; the engine knows nothing of the wire or the disk,
-// the wire nothing of commands, what describes a command (cmdspec, acl,
-// cmddocs) nothing of the server that runs it, and the rate-limit core
-// nothing of the keyspace that stores its states. Each package lists the
+// acl, cmddocs -> cmdspec -> engine; commands -> resp, observe; persist ->
+// engine; engine -> ratelimit; the engine knows nothing of the wire or the
+// disk, the wire nothing of commands, what describes a command (cmdspec,
+// acl, cmddocs) nothing of the server that runs it, what the server
+// observes about itself (observe) nothing of requests, and the rate-limit
+// core nothing of the keyspace that stores its states. Each package lists the
 // packages of this module its non-test files may import; stdOnly packages
 // may import nothing outside the standard library at all.
 var allowedImports = map[string]struct {
@@ -31,7 +32,7 @@ var allowedImports = map[string]struct {
 	"lua51":     {ours: []string{"resp"}},
 	"persist":   {ours: []string{"engine"}},
 	"tlsconf":   {stdOnly: true},
-	"commands":  {ours: []string{"cmdspec", "acl", "cmddocs", "engine", "ratelimit", "resp", "lua51", "tlsconf", "replication", "rdb"}},
+	"commands":  {ours: []string{"cmdspec", "acl", "cmddocs", "engine", "ratelimit", "resp", "lua51", "tlsconf", "replication", "rdb", "observe"}},
 	// cmdspec is what a command is (name, arity, flags, key specs,
 	// categories), below commands so that what needs a spec and not a
 	// request (ACL rules, the command docs) need not import commands. The
@@ -46,6 +47,11 @@ var allowedImports = map[string]struct {
 	// for COMMAND DOCS and docs/command-list.md), written through an interface that
 	// resp's Writer fills, not resp itself.
 	"cmddocs": {ours: []string{"cmdspec"}, stdOnly: true},
+	// observe is what the server observes about itself, as data
+	// structures below commands, which records into them and answers the
+	// commands that read them. They need no request, spec or key: the
+	// standard library only.
+	"observe": {stdOnly: true},
 	// rdb is Redis's RDB value format over plain Go values (DUMP, RESTORE,
 	// MIGRATE, FUNCTION DUMP); commands translates to and from the engine.
 	"rdb": {stdOnly: true},
@@ -213,6 +219,11 @@ func TestForbiddenImportsCatches(t *testing.T) {
 		{"metrics", "github.com/limitkv/limitkv/persist"},
 		{"replication", "github.com/limitkv/limitkv/commands"},
 		{"replication", "github.com/limitkv/limitkv/persist"},
+		{"observe", "github.com/limitkv/limitkv/commands"},
+		{"observe", "github.com/limitkv/limitkv/cmdspec"},
+		{"observe", "github.com/limitkv/limitkv/resp"},
+		{"observe", "github.com/limitkv/limitkv/engine"},
+		{"observe", "github.com/prometheus/client_golang/prometheus"},
 		{"rdb", "github.com/limitkv/limitkv/engine"},
 		{"rdb", "github.com/limitkv/limitkv/commands"},
 		{"client", "github.com/limitkv/limitkv/engine"},

@@ -1,4 +1,4 @@
-package commands
+package observe
 
 import "sync/atomic"
 
@@ -8,8 +8,9 @@ import "sync/atomic"
 // and forth on each one.
 const callStripes = 8
 
-// callCounter counts a command's calls and the nanoseconds they took.
-type callCounter struct {
+// CallCounter counts a command's calls and the nanoseconds they took
+// (INFO commandstats). The zero value is ready.
+type CallCounter struct {
 	stripe [callStripes]struct {
 		calls, nanos atomic.Int64
 		_            [48]byte // the rest of the cache line
@@ -18,14 +19,14 @@ type callCounter struct {
 
 // Add counts one call of d nanoseconds on the stripe picked by who (a
 // client ID: a connection keeps to one stripe).
-func (c *callCounter) Add(who int64, d int64) {
+func (c *CallCounter) Add(who int64, d int64) {
 	s := &c.stripe[who&(callStripes-1)]
 	s.calls.Add(1)
 	s.nanos.Add(d)
 }
 
 // Load sums the stripes; concurrent adds may or may not be seen.
-func (c *callCounter) Load() (calls, nanos int64) {
+func (c *CallCounter) Load() (calls, nanos int64) {
 	for i := range c.stripe {
 		calls += c.stripe[i].calls.Load()
 		nanos += c.stripe[i].nanos.Load()
@@ -33,14 +34,8 @@ func (c *callCounter) Load() (calls, nanos int64) {
 	return calls, nanos
 }
 
-// Calls returns the number of calls.
-func (c *callCounter) Calls() int64 {
-	n, _ := c.Load()
-	return n
-}
-
 // Reset zeroes the counts (CONFIG RESETSTAT).
-func (c *callCounter) Reset() {
+func (c *CallCounter) Reset() {
 	for i := range c.stripe {
 		c.stripe[i].calls.Store(0)
 		c.stripe[i].nanos.Store(0)

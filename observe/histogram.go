@@ -1,4 +1,4 @@
-package commands
+package observe
 
 import (
 	"math/bits"
@@ -6,17 +6,21 @@ import (
 	"time"
 )
 
-// Per-command latency histograms, behind INFO latencystats, LATENCY
-// HISTOGRAM and the metrics endpoint's duration histograms. Redis keeps
-// an HdrHistogram per command; limitkv keeps a log-linear histogram of
-// nanoseconds: exact below 64 ns, then each power of two split into 32
-// equal buckets, so a bucket is at most 1/32 of its lower bound wide and
-// a percentile read from it is within 3.2% of the true duration. Durations
+// Histogram is one command's latency histogram, behind INFO latencystats,
+// LATENCY HISTOGRAM and the metrics endpoint's duration histograms. Redis
+// keeps an HdrHistogram per command; limitkv keeps a log-linear histogram
+// of nanoseconds: exact below 64 ns, then each power of two split into 32
+// equal buckets, so a bucket is at most 1/32 of its lower bound wide and a
+// percentile read from it is within 3.2% of the true duration. Durations
 // of 2^36 ns (about 69 s) or more count as 2^36-1. Recording is one atomic
-// add, on one of histStripes copies picked by client ID, as the call
-// counters are striped; a copy is allocated (8 KiB) the first time a
-// command is timed on its stripe. Each copy also sums the durations, for
-// the metrics endpoint's histograms.
+// add, on one of histStripes copies picked by client ID, as CallCounter
+// stripes its counts; a copy is allocated (8 KiB) the first time a command
+// is timed on its stripe, so a command never timed costs nothing. Each
+// copy also sums the durations, for the metrics endpoint's histograms.
+// The zero value is empty and ready.
+type Histogram struct {
+	stripe [histStripes]atomic.Pointer[histCounts]
+}
 
 const (
 	histSubBits = 5
@@ -33,10 +37,6 @@ const (
 type histCounts struct {
 	counts [histBuckets]atomic.Uint64
 	sum    atomic.Int64
-}
-
-type latencyHist struct {
-	stripe [histStripes]atomic.Pointer[histCounts]
 }
 
 // histIndex returns the bucket of a duration in nanoseconds.
@@ -59,8 +59,8 @@ func histBounds(i int) (lo, hi int64) {
 	return m << shift, (m + 1) << shift
 }
 
-// record counts one duration of ns nanoseconds for client who.
-func (h *latencyHist) record(who, ns int64) {
+// Record counts one duration of ns nanoseconds for client who.
+func (h *Histogram) Record(who, ns int64) {
 	s := &h.stripe[who&(histStripes-1)]
 	p := s.Load()
 	if p == nil {
@@ -73,25 +73,25 @@ func (h *latencyHist) record(who, ns int64) {
 	p.sum.Add(ns)
 }
 
-// reset forgets every duration, as Redis frees a command's histogram on
+// Reset forgets every duration, as Redis frees a command's histogram on
 // CONFIG RESETSTAT.
-func (h *latencyHist) reset() {
+func (h *Histogram) Reset() {
 	for i := range h.stripe {
 		h.stripe[i].Store(nil)
 	}
 }
 
-// histSnapshot is a histogram's counts summed over its stripes.
-type histSnapshot struct {
+// HistogramSnapshot is a histogram's counts summed over its stripes.
+type HistogramSnapshot struct {
 	counts [histBuckets]uint64
-	total  uint64
-	sum    int64 // nanoseconds
+	Total  uint64 // durations recorded
+	Sum    int64  // their total, in nanoseconds
 }
 
-// snapshot sums the stripes into dst; it reports false when nothing was
+// Snapshot sums the stripes into dst; it reports false when nothing was
 // ever recorded (Redis then has no histogram for the command).
-func (h *latencyHist) snapshot(dst *histSnapshot) bool {
-	*dst = histSnapshot{}
+func (h *Histogram) Snapshot(dst *HistogramSnapshot) bool {
+	*dst = HistogramSnapshot{}
 	seen := false
 	for i := range h.stripe {
 		p := h.stripe[i].Load()
@@ -102,19 +102,19 @@ func (h *latencyHist) snapshot(dst *histSnapshot) bool {
 		for j := range p.counts {
 			n := p.counts[j].Load()
 			dst.counts[j] += n
-			dst.total += n
+			dst.Total += n
 		}
-		dst.sum += p.sum.Load()
+		dst.Sum += p.sum.Load()
 	}
 	return seen
 }
 
-// percentile returns the duration in nanoseconds at percentile p (0-100)
+// Percentile returns the duration in nanoseconds at percentile p (0-100)
 // as HdrHistogram's hdr_value_at_percentile does: the highest duration of
 // the bucket holding that rank, or for p 0 the lowest.
-func (s *histSnapshot) percentile(p float64) int64 {
+func (s *HistogramSnapshot) Percentile(p float64) int64 {
 	p = min(p, 100)
-	rank := uint64(p/100*float64(s.total) + 0.5)
+	rank := uint64(p/100*float64(s.Total) + 0.5)
 	rank = max(rank, 1)
 	var seen uint64
 	for i, n := range s.counts {
@@ -130,8 +130,9 @@ func (s *histSnapshot) percentile(p float64) int64 {
 	return 0
 }
 
-// below returns the number of durations shorter than d.
-func (s *histSnapshot) below(d time.Duration) uint64 {
+// Below returns the number of durations shorter than d. It is exact when
+// d is a bucket boundary, as every power of two from 64 ns is.
+func (s *HistogramSnapshot) Below(d time.Duration) uint64 {
 	var n uint64
 	for i, c := range s.counts {
 		if _, hi := histBounds(i); hi > int64(d) {
@@ -142,23 +143,23 @@ func (s *histSnapshot) below(d time.Duration) uint64 {
 	return n
 }
 
-// cdfLevel is one point of LATENCY HISTOGRAM's cumulative distribution.
-type cdfLevel struct {
-	usec  int64  // the label Redis gives the level
-	count uint64 // calls at or below it
+// CDFLevel is one point of LATENCY HISTOGRAM's cumulative distribution.
+type CDFLevel struct {
+	Usec  int64  // the label Redis gives the level
+	Count uint64 // calls at or below it
 }
 
-// cdf returns LATENCY HISTOGRAM's points: levels 1024 ns, 2048 ns, and
+// CDF returns LATENCY HISTOGRAM's points: levels 1024 ns, 2048 ns, and
 // so on, each with the calls up to it (a level's own bucket included, as
 // HdrHistogram's logarithmic iterator counts it), skipping levels that
 // add none and stopping at the last call. A level is labelled as Redis
 // labels it: its HdrHistogram bucket's highest value in microseconds
 // (1, 2, 4, 8, 16, 33, 66, ...).
-func (s *histSnapshot) cdf() []cdfLevel {
-	var out []cdfLevel
+func (s *HistogramSnapshot) CDF() []CDFLevel {
+	var out []CDFLevel
 	var seen, prev uint64
 	i := 0
-	for level := int64(1024); prev < s.total && level <= 1<<histMaxBits; level *= 2 {
+	for level := int64(1024); prev < s.Total && level <= 1<<histMaxBits; level *= 2 {
 		for ; i < histBuckets; i++ {
 			if lo, _ := histBounds(i); lo > level {
 				break
@@ -166,7 +167,7 @@ func (s *histSnapshot) cdf() []cdfLevel {
 			seen += s.counts[i]
 		}
 		if seen > prev {
-			out = append(out, cdfLevel{usec: (level + level>>7 - 1) / 1000, count: seen})
+			out = append(out, CDFLevel{Usec: (level + level>>7 - 1) / 1000, Count: seen})
 			prev = seen
 		}
 	}
