@@ -34,7 +34,7 @@ func (c *Config) tlsEffects() map[string]config.Effect {
 	effects := map[string]config.Effect{
 		// Redis's applyTLSPort: opens and closes the TLS listeners.
 		"tls-port":         {Reconf: &config.Reconfigurer{Apply: c.applyTLSPort}},
-		"tls-auth-clients": {Apply: func(v string, _ int64) { c.tlsAuth.Store(int32(tlsAuthMode(v))) }},
+		"tls-auth-clients": {Apply: func(v string, _ int64) { c.tlsAuth.Store(int32(tlsconf.ParseAuthClients(v))) }},
 	}
 	for _, name := range []string{"tls-cert-file", "tls-key-file", "tls-key-file-pass", "tls-client-cert-file",
 		"tls-client-key-file", "tls-client-key-file-pass", "tls-ca-cert-file", "tls-ca-cert-dir", "tls-dh-params-file",
@@ -45,48 +45,11 @@ func (c *Config) tlsEffects() map[string]config.Effect {
 	return effects
 }
 
-func tlsAuthMode(v string) tlsconf.AuthClients {
-	switch v {
-	case "no":
-		return tlsconf.AuthNo
-	case "optional":
-		return tlsconf.AuthOptional
-	}
-	return tlsconf.AuthYes
-}
-
-// tlsWanted reports whether TLS must be configured: something uses it.
-func tlsWanted(v config.Values) bool {
-	return v.Get("tls-port") != "0" || v.Get("tls-replication") == "yes" || v.Get("tls-cluster") == "yes"
-}
-
-// tlsSettings collects the tls-* values.
-func tlsSettings(v config.Values) tlsconf.Settings {
-	timeout := v.Int("tls-session-cache-timeout")
-	return tlsconf.Settings{
-		CertFile:            v.Get("tls-cert-file"),
-		KeyFile:             v.Get("tls-key-file"),
-		KeyFilePass:         v.Get("tls-key-file-pass"),
-		ClientCertFile:      v.Get("tls-client-cert-file"),
-		ClientKeyFile:       v.Get("tls-client-key-file"),
-		ClientKeyFilePass:   v.Get("tls-client-key-file-pass"),
-		CACertFile:          v.Get("tls-ca-cert-file"),
-		CACertDir:           v.Get("tls-ca-cert-dir"),
-		DHParamsFile:        v.Get("tls-dh-params-file"),
-		Protocols:           v.Get("tls-protocols"),
-		Ciphers:             v.Get("tls-ciphers"),
-		CipherSuites:        v.Get("tls-ciphersuites"),
-		SessionCaching:      v.Get("tls-session-caching") == "yes",
-		SessionCacheTimeout: time.Duration(timeout) * time.Second,
-		NeedCA:              v.Get("tls-auth-clients") != "no" || v.Get("tls-replication") == "yes" || v.Get("tls-cluster") == "yes",
-	}
-}
-
 // configureTLS builds the TLS configuration from the current values and
 // puts it in place, or logs why it cannot and changes nothing. The caller
 // holds the config's lock (v).
 func (c *Config) configureTLS(v config.Values) error {
-	set, err := tlsconf.Build(tlsSettings(v))
+	set, err := tlsconf.Build(tlsconf.SettingsOf(v.Get))
 	if err != nil {
 		if c.srv != nil && c.srv.Log != nil {
 			c.srv.Log.Warn(err.Error())
@@ -104,7 +67,7 @@ func (c *Config) configureTLS(v config.Values) error {
 
 // applyTLS is Redis's applyTlsCfg: rebuild if anything uses TLS.
 func (c *Config) applyTLS(v config.Values) error {
-	if tlsWanted(v) && c.configureTLS(v) != nil {
+	if tlsconf.Wanted(v.Get) && c.configureTLS(v) != nil {
 		return errors.New(msgTLSFailed)
 	}
 	return nil
@@ -138,7 +101,7 @@ func (c *Config) applyTLSPort(v config.Values) error {
 // Its error says why (Redis's log line).
 func (c *Config) ConfigureTLS() (err error) {
 	c.Do(func(v config.Values) {
-		if tlsWanted(v) {
+		if tlsconf.Wanted(v.Get) {
 			err = c.configureTLS(v)
 		}
 	})
