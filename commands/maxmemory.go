@@ -1,7 +1,6 @@
 package commands
 
 import (
-	"errors"
 	"math"
 	"os"
 	"runtime/debug"
@@ -167,29 +166,8 @@ func (s *Server) evictClients(total int64) {
 	}
 }
 
-// mergeMaxMemoryClients reads a maxmemory-clients value as Redis does: a
-// memory value, or a percentage of maxmemory from 0% to 100%; it returns
-// it as CONFIG GET shows it (bytes, or the percentage; 0% is 0).
-func mergeMaxMemoryClients(_, v string) (string, error) {
-	if n, ok := parseMemory(v); ok {
-		return strconv.FormatInt(n, 10), nil
-	}
-	if len(v) > 1 && v[len(v)-1] == '%' {
-		if n, ok := engine.ParseInt([]byte(v[:len(v)-1])); ok && n >= 0 {
-			if n > 100 {
-				return "", errors.New("percentage argument must be less or equal to 100")
-			}
-			if n == 0 {
-				return "0", nil
-			}
-			return strconv.FormatInt(n, 10) + "%", nil
-		}
-	}
-	return "", errors.New("argument must be a memory or percent value")
-}
-
-// setMaxMemoryClients applies maxmemory-clients (as mergeMaxMemoryClients
-// wrote it).
+// setMaxMemoryClients applies maxmemory-clients, as CONFIG GET shows it:
+// bytes, or a percentage of maxmemory.
 func (c *Config) setMaxMemoryClients(v string) {
 	if c.srv == nil {
 		return

@@ -2,12 +2,12 @@ package commands
 
 import (
 	"errors"
-	"math"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/limitkv/limitkv/cmdspec"
+	"github.com/limitkv/limitkv/config"
 	"github.com/limitkv/limitkv/engine"
 	"github.com/limitkv/limitkv/replication"
 	"github.com/limitkv/limitkv/resp"
@@ -576,112 +576,47 @@ func infoReplication(s *Server, b *strings.Builder) {
 	}
 }
 
-// replicationParams are the replication settings, with Redis 7.0's names,
-// aliases, defaults and ranges.
-func replicationParams() []*param {
-	set := func(f func(s *replication.Settings, n int64)) func(c *Config, _ string, n int64) {
-		return func(c *Config, _ string, n int64) { f(c.repl, n) }
+// replicationEffects hand the replication settings to the replication
+// node, which reads them as it runs.
+func (c *Config) replicationEffects() map[string]config.Effect {
+	set := func(f func(s *replication.Settings, n int64)) config.Effect {
+		return config.Effect{Apply: func(_ string, n int64) { f(c.repl, n) }}
 	}
-	str := func(f func(s *replication.Settings, v *string)) func(c *Config, v string, _ int64) {
-		return func(c *Config, v string, _ int64) { f(c.repl, &v) }
+	str := func(f func(s *replication.Settings, v *string)) config.Effect {
+		return config.Effect{Apply: func(v string, _ int64) { f(c.repl, &v) }}
 	}
-	maxInt := int64(math.MaxInt32)
-	return []*param{
-		{name: "replicaof", alias: "slaveof", def: "", immutable: true, merge: parseReplicaOf,
-			help: "\"host port\" of the master to replicate at start-up (REPLICAOF changes it at run time)"},
-		{name: "masterauth", def: "", help: "password to authenticate to the master with",
-			apply: str(func(s *replication.Settings, v *string) { s.MasterAuth.Store(v) })},
-		{name: "masteruser", def: "", help: "ACL user to authenticate to the master as (empty: the default user)",
-			apply: str(func(s *replication.Settings, v *string) { s.MasterUser.Store(v) })},
-		{name: "replica-read-only", alias: "slave-read-only", kind: pBool, def: "yes",
-			help:  "a replica refuses writes from its clients",
-			apply: set(func(s *replication.Settings, n int64) { s.ReadOnly.Store(n != 0) })},
-		{name: "replica-serve-stale-data", alias: "slave-serve-stale-data", kind: pBool, def: "yes",
-			help:  "a replica whose link is down still answers reads (no: MASTERDOWN)",
-			apply: set(func(s *replication.Settings, n int64) { s.ServeStale.Store(n != 0) })},
-		{name: "replica-priority", alias: "slave-priority", kind: pInt, def: "100", min: 0, max: maxInt,
-			help:  "Sentinel promotes replicas of lower priority first (0: never)",
-			apply: set(func(s *replication.Settings, n int64) { s.Priority.Store(n) })},
-		{name: "replica-announce-ip", alias: "slave-announce-ip", def: "", help: "address a replica tells its master (empty: the one it connects from)",
-			apply: str(func(s *replication.Settings, v *string) { s.AnnounceIP.Store(v) })},
-		{name: "replica-announce-port", alias: "slave-announce-port", kind: pInt, def: "0", min: 0, max: 65535,
-			help:  "port a replica tells its master (0: the one it listens on)",
-			apply: set(func(s *replication.Settings, n int64) { s.AnnouncePort.Store(n) })},
-		{name: "replica-announced", kind: pBool, def: "yes", help: "Sentinel announces this replica to its clients",
-			apply: set(func(s *replication.Settings, n int64) { s.Announced.Store(n != 0) })},
-		{name: "repl-backlog-size", kind: pMemory, def: "1048576", min: 1, max: math.MaxInt64,
-			help: "bytes of the stream kept for replicas that reconnect",
-			apply: func(c *Config, _ string, n int64) {
-				c.repl.BacklogSize.Store(n)
-				if c.srv != nil {
-					c.srv.Repl.SetBacklogSize(n)
-				}
-			}},
-		{name: "repl-backlog-ttl", kind: pInt, def: "3600", min: 0, max: math.MaxInt64,
-			help:  "seconds without replicas after which a master frees its backlog (0: never)",
-			apply: set(func(s *replication.Settings, n int64) { s.BacklogTTL.Store(n) })},
-		{name: "repl-timeout", kind: pInt, def: "60", min: 1, max: maxInt,
-			help:  "seconds of silence after which a link to a master or a replica is dropped",
-			apply: set(func(s *replication.Settings, n int64) { s.Timeout.Store(n) })},
-		{name: "repl-ping-replica-period", alias: "repl-ping-slave-period", kind: pInt, def: "10", min: 1, max: maxInt,
-			help:  "seconds between a master's heartbeats to its replicas",
-			apply: set(func(s *replication.Settings, n int64) { s.PingPeriod.Store(n) })},
-		{name: "min-replicas-to-write", alias: "min-slaves-to-write", kind: pInt, def: "0", min: 0, max: maxInt,
-			help:  "refuse writes (NOREPLICAS) unless this many replicas are in sync (0: off)",
-			apply: set(func(s *replication.Settings, n int64) { s.MinReplicas.Store(n) })},
-		{name: "min-replicas-max-lag", alias: "min-slaves-max-lag", kind: pInt, def: "10", min: 0, max: maxInt,
-			help:  "seconds since its last acknowledgement for a replica to count as in sync",
-			apply: set(func(s *replication.Settings, n int64) { s.MinReplicasLag.Store(n) })},
-		{name: "repl-disable-tcp-nodelay", kind: pBool, def: "no", help: "accepted for compatibility"},
-		{name: "repl-diskless-sync", kind: pBool, def: "yes", help: "accepted for compatibility: limitkv's full syncs never touch the disk"},
-		{name: "repl-diskless-sync-delay", kind: pInt, def: "5", min: 0, max: maxInt, help: "accepted for compatibility"},
-		{name: "repl-diskless-sync-max-replicas", kind: pInt, def: "0", min: 0, max: maxInt, help: "accepted for compatibility"},
-		{name: "repl-diskless-load", kind: pEnum, def: "disabled", enum: []string{"disabled", "on-empty-db", "swapdb"},
-			help: "where a replica puts its master's copy while it arrives: disabled, a file in dir (memory: one dataset); swapdb, a second dataset in memory (memory: two at the peak); on-empty-db, the keyspace itself when it is empty, else as disabled",
-			apply: func(c *Config, v string, _ int64) {
-				mode := replication.LoadDisk
-				switch v {
-				case "on-empty-db":
-					mode = replication.LoadOnEmpty
-				case "swapdb":
-					mode = replication.LoadSwap
-				}
-				c.repl.DisklessLoad.Store(int32(mode))
-			}},
-		{name: "replica-lazy-flush", alias: "slave-lazy-flush", kind: pBool, def: "no", help: "accepted for compatibility"},
-		{name: "replica-ignore-maxmemory", alias: "slave-ignore-maxmemory", kind: pBool, def: "yes",
-			help:  "a replica evicts nothing by itself: its master's evictions reach it as deletions",
-			apply: set(func(s *replication.Settings, n int64) { s.IgnoreMaxmemory.Store(n != 0) })},
+	return map[string]config.Effect{
+		"masterauth":               str(func(s *replication.Settings, v *string) { s.MasterAuth.Store(v) }),
+		"masteruser":               str(func(s *replication.Settings, v *string) { s.MasterUser.Store(v) }),
+		"replica-read-only":        set(func(s *replication.Settings, n int64) { s.ReadOnly.Store(n != 0) }),
+		"replica-serve-stale-data": set(func(s *replication.Settings, n int64) { s.ServeStale.Store(n != 0) }),
+		"replica-priority":         set(func(s *replication.Settings, n int64) { s.Priority.Store(n) }),
+		"replica-announce-ip":      str(func(s *replication.Settings, v *string) { s.AnnounceIP.Store(v) }),
+		"replica-announce-port":    set(func(s *replication.Settings, n int64) { s.AnnouncePort.Store(n) }),
+		"replica-announced":        set(func(s *replication.Settings, n int64) { s.Announced.Store(n != 0) }),
+		"repl-backlog-size": {Apply: func(_ string, n int64) {
+			c.repl.BacklogSize.Store(n)
+			if c.srv != nil {
+				c.srv.Repl.SetBacklogSize(n)
+			}
+		}},
+		"repl-backlog-ttl":         set(func(s *replication.Settings, n int64) { s.BacklogTTL.Store(n) }),
+		"repl-timeout":             set(func(s *replication.Settings, n int64) { s.Timeout.Store(n) }),
+		"repl-ping-replica-period": set(func(s *replication.Settings, n int64) { s.PingPeriod.Store(n) }),
+		"min-replicas-to-write":    set(func(s *replication.Settings, n int64) { s.MinReplicas.Store(n) }),
+		"min-replicas-max-lag":     set(func(s *replication.Settings, n int64) { s.MinReplicasLag.Store(n) }),
+		"repl-diskless-load": {Apply: func(v string, _ int64) {
+			mode := replication.LoadDisk
+			switch v {
+			case "on-empty-db":
+				mode = replication.LoadOnEmpty
+			case "swapdb":
+				mode = replication.LoadSwap
+			}
+			c.repl.DisklessLoad.Store(int32(mode))
+		}},
+		"replica-ignore-maxmemory": set(func(s *replication.Settings, n int64) { s.IgnoreMaxmemory.Store(n != 0) }),
 	}
-}
-
-// parseReplicaOf checks a replicaof value: "host port", or "" (none).
-func parseReplicaOf(_, v string) (string, error) {
-	f := strings.Fields(v)
-	if len(f) == 0 {
-		return "", nil
-	}
-	if len(f) != 2 {
-		return "", errors.New("wrong number of arguments")
-	}
-	if strings.EqualFold(f[0], "no") && strings.EqualFold(f[1], "one") {
-		return "", nil
-	}
-	p, err := strconv.Atoi(f[1])
-	if err != nil || p < 0 || p > 65535 {
-		return "", errors.New("Invalid master port")
-	}
-	return f[0] + " " + f[1], nil
-}
-
-// ReplicaOf returns the replicaof setting's master, if any.
-func (c *Config) ReplicaOf() (string, int, bool) {
-	f := strings.Fields(c.Get("replicaof"))
-	if len(f) != 2 {
-		return "", 0, false
-	}
-	p, _ := strconv.Atoi(f[1])
-	return f[0], p, true
 }
 
 // noteMaster records the master in the replicaof setting, for CONFIG GET
@@ -691,7 +626,5 @@ func (c *Config) noteMaster(host string, port int) {
 	if host != "" {
 		v = host + " " + strconv.Itoa(port)
 	}
-	c.mu.Lock()
-	c.values[c.byName["replicaof"]] = v
-	c.mu.Unlock()
+	c.Record("replicaof", v)
 }

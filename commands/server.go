@@ -93,7 +93,7 @@ func cmdConfigResetStat(c *Ctx) {
 }
 
 func cmdConfigRewrite(c *Ctx) {
-	if c.Srv.Cfg.file == "" {
+	if c.Srv.Cfg.File() == "" {
 		c.W.Error("The server is running without a config file")
 		return
 	}
@@ -565,7 +565,7 @@ func infoServer(s *Server, b *strings.Builder) {
 	kv(b, "configured_hz", s.Cfg.Get("hz"))
 	exe, _ := os.Executable()
 	kv(b, "executable", exe)
-	kv(b, "config_file", s.Cfg.file)
+	kv(b, "config_file", s.Cfg.File())
 	kv(b, "io_threads_active", 0)
 }
 

@@ -12,14 +12,15 @@ import (
 
 // The package boundaries, checked rather than hoped for (as Pebble's
 // TestForbiddenImports does). Imports point one way: cmd -> commands ->
-// acl, cmddocs -> cmdspec -> engine; commands -> resp, observe; persist ->
-// engine; engine -> ratelimit; the engine knows nothing of the wire or the
-// disk, the wire nothing of commands, what describes a command (cmdspec,
-// acl, cmddocs) nothing of the server that runs it, what the server
-// observes about itself (observe) nothing of requests, and the rate-limit
-// core nothing of the keyspace that stores its states. Each package lists the
-// packages of this module its non-test files may import; stdOnly packages
-// may import nothing outside the standard library at all.
+// acl, cmddocs -> cmdspec -> engine; commands -> resp and the subsystems
+// it drives (config, observe, ...); persist -> engine; engine ->
+// ratelimit; the engine knows nothing of the wire or the disk, the wire
+// nothing of commands, what describes a command (cmdspec, acl, cmddocs)
+// nothing of the server that runs it, a subsystem nothing of requests,
+// and the rate-limit core nothing of the keyspace that stores its states.
+// Each package lists the packages of this module its non-test files may
+// import; stdOnly packages may import nothing outside the standard
+// library at all.
 var allowedImports = map[string]struct {
 	ours    []string
 	stdOnly bool
@@ -32,7 +33,14 @@ var allowedImports = map[string]struct {
 	"lua51":     {ours: []string{"resp"}},
 	"persist":   {ours: []string{"engine"}},
 	"tlsconf":   {stdOnly: true},
-	"commands":  {ours: []string{"cmdspec", "acl", "cmddocs", "engine", "ratelimit", "resp", "lua51", "tlsconf", "replication", "rdb", "observe"}},
+	"commands":  {ours: []string{"cmdspec", "acl", "cmddocs", "engine", "ratelimit", "resp", "lua51", "tlsconf", "replication", "rdb", "observe", "config"}},
+	// config is what a setting is and how files, flags and CONFIG read and
+	// write it; what a setting does to the server, commands hands it as
+	// callbacks. CONFIG GET's patterns match as the keyspace's globs do
+	// (engine.Match); a config-file line splits as an inline request does
+	// (resp.SplitArgs), and client-output-buffer-limit is the wire's
+	// syntax (resp.ParseOutputLimits).
+	"config": {ours: []string{"engine", "resp"}, stdOnly: true},
 	// cmdspec is what a command is (name, arity, flags, key specs,
 	// categories), below commands so that what needs a spec and not a
 	// request (ACL rules, the command docs) need not import commands. The
@@ -226,6 +234,9 @@ func TestForbiddenImportsCatches(t *testing.T) {
 		{"observe", "github.com/prometheus/client_golang/prometheus"},
 		{"rdb", "github.com/limitkv/limitkv/engine"},
 		{"rdb", "github.com/limitkv/limitkv/commands"},
+		{"config", "github.com/limitkv/limitkv/commands"},
+		{"config", "github.com/limitkv/limitkv/replication"},
+		{"config", "github.com/limitkv/limitkv/tlsconf"},
 		{"client", "github.com/limitkv/limitkv/engine"},
 		{"client", "github.com/limitkv/limitkv/resp"},
 		{"internal/testserver", "github.com/limitkv/limitkv/engine"},

@@ -37,6 +37,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -75,6 +76,50 @@ const (
 	AuthYes                         // a valid certificate is required
 	AuthOptional                    // a certificate, if given, must be valid
 )
+
+// ParseAuthClients reads a tls-auth-clients value ("no", "yes" or
+// "optional", as the setting checks it); anything else is yes, the
+// strictest.
+func ParseAuthClients(v string) AuthClients {
+	switch v {
+	case "no":
+		return AuthNo
+	case "optional":
+		return AuthOptional
+	}
+	return AuthYes
+}
+
+// Wanted reports whether the settings ask for TLS at all: a TLS port,
+// TLS replication or TLS cluster links. Redis builds no configuration
+// otherwise, so files named but unused are not read. get returns a
+// setting's value by its Redis name.
+func Wanted(get func(name string) string) bool {
+	return get("tls-port") != "0" || get("tls-replication") == "yes" || get("tls-cluster") == "yes"
+}
+
+// SettingsOf collects the Settings from the tls-* values, which get
+// returns by their Redis names, as the config checked them.
+func SettingsOf(get func(name string) string) Settings {
+	timeout, _ := strconv.ParseInt(get("tls-session-cache-timeout"), 10, 64)
+	return Settings{
+		CertFile:            get("tls-cert-file"),
+		KeyFile:             get("tls-key-file"),
+		KeyFilePass:         get("tls-key-file-pass"),
+		ClientCertFile:      get("tls-client-cert-file"),
+		ClientKeyFile:       get("tls-client-key-file"),
+		ClientKeyFilePass:   get("tls-client-key-file-pass"),
+		CACertFile:          get("tls-ca-cert-file"),
+		CACertDir:           get("tls-ca-cert-dir"),
+		DHParamsFile:        get("tls-dh-params-file"),
+		Protocols:           get("tls-protocols"),
+		Ciphers:             get("tls-ciphers"),
+		CipherSuites:        get("tls-ciphersuites"),
+		SessionCaching:      get("tls-session-caching") == "yes",
+		SessionCacheTimeout: time.Duration(timeout) * time.Second,
+		NeedCA:              get("tls-auth-clients") != "no" || get("tls-replication") == "yes" || get("tls-cluster") == "yes",
+	}
+}
 
 // Set is the configurations built from one Settings: the server's, for
 // each tls-auth-clients mode (that setting applies to new connections

@@ -445,3 +445,30 @@ func TestEncryptedKeys(t *testing.T) {
 		check(name, out, "", false)
 	}
 }
+
+// The tls-* values, by Redis's names, make the Settings: a CA is needed
+// as soon as anything checks a peer's certificate, and TLS is wanted as
+// soon as anything uses it.
+func TestSettingsOf(t *testing.T) {
+	vals := map[string]string{
+		"tls-port": "0", "tls-replication": "no", "tls-cluster": "no", "tls-auth-clients": "no",
+		"tls-cert-file": "c.pem", "tls-session-caching": "yes", "tls-session-cache-timeout": "300",
+	}
+	get := func(name string) string { return vals[name] }
+	if Wanted(get) {
+		t.Error("TLS wanted with no TLS port, replication or cluster")
+	}
+	st := SettingsOf(get)
+	if st.CertFile != "c.pem" || !st.SessionCaching || st.SessionCacheTimeout != 300*time.Second || st.NeedCA {
+		t.Errorf("settings: %+v", st)
+	}
+	vals["tls-replication"] = "yes"
+	if !Wanted(get) || !SettingsOf(get).NeedCA {
+		t.Error("tls-replication yes: TLS not wanted, or no CA needed")
+	}
+	for v, want := range map[string]AuthClients{"no": AuthNo, "yes": AuthYes, "optional": AuthOptional} {
+		if got := ParseAuthClients(v); got != want {
+			t.Errorf("ParseAuthClients(%q) = %v, want %v", v, got, want)
+		}
+	}
+}

@@ -10,7 +10,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -44,7 +43,6 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return persist.ServeWorker(os.Stdin, os.Stdout, nil)
 	}
 	cfg := commands.NewConfig()
-	params := cfg.Params()
 	// As redis-server's: only the first argument asks for the version or
 	// the help.
 	if len(args) > 0 {
@@ -53,54 +51,25 @@ func run(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stdout, "limitkv %s (Redis %s compatible)\n", commands.Version, commands.RedisVersion)
 			return 0
 		case "-h", "--help", "-help":
-			printHelp(stdout, params)
+			cfg.WriteHelp(stdout)
 			return 0
 		}
 	}
-	// A first argument that is not a flag names the config file, as in
-	// redis-server /etc/redis.conf.
-	var positional string
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		positional, args = args[0], args[1:]
-	}
-	args = joinMultiWordFlags(args)
-	fs := flag.NewFlagSet("limitkv", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	configFile := fs.String("config", "", "")
-	// Every occurrence of a setting, in command-line order: a later one
-	// wins, except for settings whose lines add up (save).
-	var sets [][2]string
-	for _, p := range params {
-		fs.Var(settingFlag{name: p.Name, sets: &sets}, p.Name, "")
-	}
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "%s(limitkv --help lists the settings)\n", usageLines)
-	}
-	if err := fs.Parse(args); err != nil {
+	cmdline, err := cfg.ParseArgs(args, stderr)
+	if err != nil {
 		return 2
 	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "limitkv: unexpected argument %q (a config file comes first, or after --config; settings are flags: --port 6380)\n", fs.Arg(0))
-		return 2
-	}
-	if positional != "" {
-		if *configFile != "" {
-			fmt.Fprintf(stderr, "limitkv: two config files, %s and --config %s\n", positional, *configFile)
-			return 2
-		}
-		*configFile = positional
-	}
-	if *configFile != "" {
-		if err := cfg.LoadFile(*configFile); err != nil {
+	if cmdline.File != "" {
+		if err := cfg.LoadFile(cmdline.File); err != nil {
 			fmt.Fprintf(stderr, "limitkv: %v\n", err)
 			return 1
 		}
 	}
-	if err := loadEnv(cfg, os.LookupEnv); err != nil {
+	if err := cfg.LoadEnv(os.LookupEnv); err != nil {
 		fmt.Fprintf(stderr, "limitkv: %v\n", err)
 		return 2
 	}
-	for _, kv := range sets {
+	for _, kv := range cmdline.Sets {
 		if err := cfg.Set([][2]string{kv}, true); err != nil {
 			fmt.Fprintf(stderr, "limitkv: --%s: %v\n", kv[0], err)
 			return 2
@@ -205,7 +174,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		go warnIfOpen(append(plain.addrs(), tlsLn.addrs()...), cfg, srv.DefaultUserNoPass(), log)
 		return nil
 	}
-	err := cfg.ConfigureTLS()
+	err = cfg.ConfigureTLS()
 	if err != nil {
 		log.Error("Failed to configure TLS. Check logs for more info.", "err", err)
 	}
@@ -461,33 +430,6 @@ func serveMetrics(addr string, srv *commands.Server, log *slog.Logger) (*metrics
 	return ep, nil
 }
 
-// loadEnv applies settings given in the environment, so that a container
-// can take its password (or anything else) without a config file:
-// LIMITKV_REQUIREPASS=... or LIMITKV_REQUIREPASS_FILE=/run/secrets/pw.
-func loadEnv(cfg *commands.Config, lookup func(string) (string, bool)) error {
-	for _, p := range cfg.Params() {
-		name := "LIMITKV_" + strings.ToUpper(strings.ReplaceAll(p.Name, "-", "_"))
-		v, ok := lookup(name)
-		if path, fromFile := lookup(name + "_FILE"); fromFile {
-			if ok {
-				return fmt.Errorf("both %s and %s_FILE are set", name, name)
-			}
-			b, err := os.ReadFile(path)
-			if err != nil {
-				return fmt.Errorf("%s_FILE: %v", name, err)
-			}
-			v, ok = strings.TrimRight(string(b), "\r\n"), true
-		}
-		if !ok {
-			continue
-		}
-		if err := cfg.Set([][2]string{{p.Name, v}}, true); err != nil {
-			return fmt.Errorf("%s: %v", name, err)
-		}
-	}
-	return nil
-}
-
 // warnIfOpen says at start-up what a server reachable from other machines
 // without a password for the default user (nopass) will do: refuse them
 // (protected mode, as Redis does with no warning at all) or, with
@@ -528,109 +470,4 @@ func slogLevel(name string) slog.Level {
 		return slog.LevelError + 100
 	}
 	return slog.LevelInfo
-}
-
-// multiWordSettings are the settings whose value is several words, Redis's
-// MULTI_ARG_CONFIGs.
-var multiWordSettings = map[string]bool{
-	"save": true, "bind": true, "replicaof": true, "slaveof": true,
-	"client-output-buffer-limit": true, "latency-tracking-info-percentiles": true,
-}
-
-// joinMultiWordFlags joins the words after the flag of a setting whose
-// value is several words into one value, as redis-server takes them:
-// --replicaof host port, --save 900 1 300 10, --client-output-buffer-limit
-// normal 1gb 512mb 20, --bind 127.0.0.1 ::1. The value ends at the next
-// word that starts with '-'. After any other setting a second word stays
-// an argument of its own, which run refuses: --dir /data /etc/x.conf is a
-// mistake, not a directory name with a space.
-func joinMultiWordFlags(args []string) []string {
-	out := make([]string, 0, len(args))
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		name := strings.ToLower(strings.TrimLeft(a, "-"))
-		if !strings.HasPrefix(a, "-") || !multiWordSettings[name] || i+1 >= len(args) {
-			out = append(out, a)
-			continue
-		}
-		words := []string{args[i+1]}
-		i++
-		for i+1 < len(args) && !strings.HasPrefix(args[i+1], "-") {
-			words = append(words, args[i+1])
-			i++
-		}
-		out = append(out, a, strings.Join(words, " "))
-	}
-	return out
-}
-
-// settingFlag is a setting's command-line flag: each occurrence is kept,
-// in order, for run to apply.
-type settingFlag struct {
-	name string
-	sets *[][2]string
-}
-
-func (f settingFlag) String() string { return "" }
-
-func (f settingFlag) Set(v string) error {
-	*f.sets = append(*f.sets, [2]string{f.name, v})
-	return nil
-}
-
-const usageLines = `Usage: limitkv [/path/to/limitkv.conf] [--<setting> value ...]
-       limitkv --config /path/to/limitkv.conf [--<setting> value ...]
-       limitkv -v | --version
-       limitkv -h | --help
-`
-
-// printHelp lists the settings by section, as redis.conf groups them,
-// each with its type, unit and default.
-func printHelp(w io.Writer, params []commands.ParamInfo) {
-	fmt.Fprint(w, usageLines)
-	fmt.Fprint(w, `
-A Redis-protocol server with native rate-limit commands.
-
-Settings use Redis's names; CONFIG GET/SET see the same ones. Each is a flag
-(--port 6380, or --port=6380; a value of several words follows the flag:
---save 900 1 300 10) or a line of the config file (port 6380; include FILE
-reads another file there). Each may also come from the environment:
-LIMITKV_<NAME> (LIMITKV_REQUIREPASS), or LIMITKV_<NAME>_FILE naming a file
-that holds it (a Docker secret). Flags override the environment, which
-overrides the config file.
-
-Types: an integer; bytes, with an optional unit (1k = 1000, 1kb = 1024, m,
-mb, g, gb); a duration (500ms, 1s, 2m; a bare number is milliseconds);
-yes|no or another list of choices; a string.
-`)
-	byName := map[string]commands.ParamInfo{}
-	other := commands.ParamGroup{Title: "Other"}
-	for _, p := range params {
-		byName[p.Name] = p
-		if p.Group == "" {
-			other.Names = append(other.Names, p.Name)
-		}
-	}
-	groups := commands.ParamGroups()
-	if len(other.Names) > 0 {
-		groups = append(groups, other)
-	}
-	for _, g := range groups {
-		fmt.Fprintf(w, "\n%s:\n", g.Title)
-		for _, name := range g.Names {
-			p := byName[name]
-			typ := p.Type
-			if p.Unit != "" {
-				typ += ", " + p.Unit
-			}
-			def := p.DefaultText
-			if def == "" || strings.ContainsAny(def, " \"") {
-				def = strconv.Quote(def)
-			}
-			fmt.Fprintf(w, "  --%s <%s>, default %s\n", p.Name, typ, def)
-			if p.Help != "" {
-				fmt.Fprintf(w, "        %s\n", p.Help)
-			}
-		}
-	}
 }

@@ -7,40 +7,11 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strings"
 	"testing"
 
 	"github.com/limitkv/limitkv/commands"
 )
-
-func TestLoadEnv(t *testing.T) {
-	secret := filepath.Join(t.TempDir(), "pw")
-	os.WriteFile(secret, []byte("from-file\n"), 0o600)
-	env := map[string]string{
-		"LIMITKV_MAXCLIENTS":       "77",
-		"LIMITKV_REQUIREPASS_FILE": secret,
-		"LIMITKV_UNRELATED":        "x",
-	}
-	cfg := commands.NewConfig()
-	if err := loadEnv(cfg, func(k string) (string, bool) { v, ok := env[k]; return v, ok }); err != nil {
-		t.Fatal(err)
-	}
-	if got := cfg.Get("maxclients"); got != "77" {
-		t.Errorf("maxclients = %q", got)
-	}
-	if got := cfg.Get("requirepass"); got != "from-file" {
-		t.Errorf("requirepass = %q", got)
-	}
-	env["LIMITKV_REQUIREPASS"] = "both"
-	if err := loadEnv(commands.NewConfig(), func(k string) (string, bool) { v, ok := env[k]; return v, ok }); err == nil {
-		t.Error("both LIMITKV_REQUIREPASS and its _FILE accepted")
-	}
-	bad := map[string]string{"LIMITKV_MAXCLIENTS": "lots"}
-	if err := loadEnv(commands.NewConfig(), func(k string) (string, bool) { v, ok := bad[k]; return v, ok }); err == nil || !strings.Contains(err.Error(), "LIMITKV_MAXCLIENTS") {
-		t.Errorf("a bad value's error does not name the variable: %v", err)
-	}
-}
 
 func TestWarnIfOpen(t *testing.T) {
 	public := []net.Addr{&net.TCPAddr{IP: net.IPv4(10, 0, 0, 1), Port: 6379}}
@@ -122,27 +93,6 @@ func TestHelpAndVersion(t *testing.T) {
 	errs.Reset()
 	if code := run([]string{"--nosuch", "1"}, &out, &errs); code != 2 || strings.Contains(errs.String(), "--port") || !strings.Contains(errs.String(), "--help") {
 		t.Errorf("--nosuch: exit %d, stderr %q", code, errs.String())
-	}
-}
-
-// The words after a setting's flag are its value, as redis-server reads
-// them.
-func TestJoinMultiWordFlags(t *testing.T) {
-	for _, tc := range []struct{ in, want []string }{
-		{[]string{"--replicaof", "h", "6379", "--port", "1"}, []string{"--replicaof", "h 6379", "--port", "1"}},
-		{[]string{"--slaveof", "h", "6379"}, []string{"--slaveof", "h 6379"}},
-		{[]string{"--save", "900", "1", "--save", "60", "5"}, []string{"--save", "900 1", "--save", "60 5"}},
-		{[]string{"--save", ""}, []string{"--save", ""}},
-		{[]string{"--slowlog-log-slower-than", "-1", "--port", "1"}, []string{"--slowlog-log-slower-than", "-1", "--port", "1"}},
-		{[]string{"--client-output-buffer-limit", "normal", "1gb", "512mb", "20"}, []string{"--client-output-buffer-limit", "normal 1gb 512mb 20"}},
-		{[]string{"--bind", "127.0.0.1", "::1", "--port", "1"}, []string{"--bind", "127.0.0.1 ::1", "--port", "1"}},
-		{[]string{"--save=900 1", "x"}, []string{"--save=900 1", "x"}},
-		{[]string{"--dir", "/data", "/etc/x.conf"}, []string{"--dir", "/data", "/etc/x.conf"}},
-		{[]string{"--config", "a", "b"}, []string{"--config", "a", "b"}},
-	} {
-		if got := joinMultiWordFlags(tc.in); !slices.Equal(got, tc.want) {
-			t.Errorf("%q: %q, want %q", tc.in, got, tc.want)
-		}
 	}
 }
 

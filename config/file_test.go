@@ -1,4 +1,4 @@
-package commands
+package config
 
 import (
 	"os"
@@ -30,7 +30,7 @@ func TestConfigFileIncludeAndSaveLines(t *testing.T) {
 		"include "+filepath.Join(dir, "conf.d", "*.conf")+"\n"+
 		"include "+filepath.Join(dir, "empty.d", "*.conf")+"\n"+ // matches nothing: nothing to read
 		"include "+filepath.Join(dir, "late.conf")+"\n")
-	c := NewConfig()
+	c := New(nil)
 	if err := c.LoadFile(main); err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +60,7 @@ func TestConfigFileIncludeAndSaveLines(t *testing.T) {
 		strings.Count(string(data), "save ") != 4 {
 		t.Errorf("rewritten:\n%s", data)
 	}
-	again := NewConfig()
+	again := New(nil)
 	if err := again.LoadFile(main); err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +97,7 @@ func TestSaveLines(t *testing.T) {
 		}
 		path := filepath.Join(dir, "c.conf")
 		writeConf(t, path, text.String())
-		c := NewConfig()
+		c := New(nil)
 		err := c.LoadFile(path)
 		if tc.err {
 			if err == nil || !strings.Contains(err.Error(), "Invalid save parameters") {
@@ -117,40 +117,12 @@ func TestIncludeErrors(t *testing.T) {
 	dir := t.TempDir()
 	loop := filepath.Join(dir, "loop.conf")
 	writeConf(t, loop, "maxclients 5\ninclude "+loop+"\n")
-	if err := NewConfig().LoadFile(loop); err == nil || !strings.Contains(err.Error(), "include") {
+	if err := New(nil).LoadFile(loop); err == nil || !strings.Contains(err.Error(), "include") {
 		t.Errorf("a file including itself: %v", err)
 	}
 	missing := filepath.Join(dir, "missing.conf")
 	writeConf(t, missing, "\ninclude "+filepath.Join(dir, "nosuch.conf")+"\n")
-	if err := NewConfig().LoadFile(missing); err == nil || !strings.Contains(err.Error(), "missing.conf:2") || !strings.Contains(err.Error(), "nosuch.conf") {
+	if err := New(nil).LoadFile(missing); err == nil || !strings.Contains(err.Error(), "missing.conf:2") || !strings.Contains(err.Error(), "nosuch.conf") {
 		t.Errorf("including a missing file: %v", err)
-	}
-}
-
-// Every parameter is in one of --help's sections, and has a description.
-func TestParamGroups(t *testing.T) {
-	seen := map[string]string{}
-	for _, g := range ParamGroups() {
-		for _, n := range g.Names {
-			if prev, ok := seen[n]; ok {
-				t.Errorf("%s is in %q and %q", n, prev, g.Title)
-			}
-			seen[n] = g.Title
-		}
-	}
-	names := map[string]bool{}
-	for _, p := range NewConfig().Params() {
-		names[p.Name] = true
-		if p.Group == "" {
-			t.Errorf("%s is in no section of --help (config_groups.go)", p.Name)
-		}
-		if p.Help == "" {
-			t.Errorf("%s has no description", p.Name)
-		}
-	}
-	for n := range seen {
-		if !names[n] {
-			t.Errorf("--help's section %q lists %s, which is no parameter", seen[n], n)
-		}
 	}
 }

@@ -1,4 +1,4 @@
-package commands
+package config
 
 import (
 	"strconv"
@@ -73,18 +73,18 @@ var paramUnits = map[string]string{
 	"set-max-intset-entries":          "members",
 }
 
-// ParamGroup is one of --help's sections: its title, and the names of
-// its parameters in the order it lists them.
-type ParamGroup struct {
+// Group is one of --help's sections: its title, and the names of its
+// parameters in the order it lists them.
+type Group struct {
 	Title string
 	Names []string
 }
 
-// ParamGroups returns --help's sections, in order.
-func ParamGroups() []ParamGroup {
-	out := make([]ParamGroup, len(paramGroups))
+// Groups returns --help's sections, in order.
+func Groups() []Group {
+	out := make([]Group, len(paramGroups))
 	for i, g := range paramGroups {
-		out[i] = ParamGroup{Title: g.title, Names: g.names}
+		out[i] = Group{Title: g.title, Names: g.names}
 	}
 	return out
 }
@@ -104,15 +104,15 @@ func groupOf(name string) string {
 // typeOf says what a parameter's value is: its type, or its choices.
 func (p *param) typeOf() string {
 	switch p.kind {
-	case pBool:
+	case kBool:
 		return "yes|no"
-	case pInt:
+	case kInt:
 		return "integer"
-	case pMemory:
+	case kMemory:
 		return "bytes"
-	case pEnum:
+	case kEnum:
 		return strings.Join(p.enum, "|")
-	case pDuration:
+	case kDuration:
 		return "duration"
 	}
 	return "string"
@@ -127,7 +127,7 @@ func (p *param) unitOf() string {
 // defaultText is the default as --help shows it: memory in the largest
 // unit that divides it (512mb rather than 536870912).
 func (p *param) defaultText() string {
-	if p.kind != pMemory {
+	if p.kind != kMemory {
 		return p.def
 	}
 	n, err := strconv.ParseInt(p.def, 10, 64)
