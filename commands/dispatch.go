@@ -13,6 +13,7 @@ import (
 	"github.com/limitkv/limitkv/cmdspec"
 	"github.com/limitkv/limitkv/engine"
 	"github.com/limitkv/limitkv/observe"
+	"github.com/limitkv/limitkv/ratelimit"
 	"github.com/limitkv/limitkv/replication"
 	"github.com/limitkv/limitkv/resp"
 )
@@ -35,8 +36,8 @@ type Server struct {
 	stats     Stats
 	auth      authGuard
 	acl       aclState
-	rl        rlStats        // rate-limit decisions per command, for INFO
-	policies  policyRegistry // named rate-limit policies (policy.go)
+	rl        rlStats            // rate-limit decisions per command, for INFO
+	policies  ratelimit.Registry // named rate-limit policies (policy.go)
 	ops       opsMeter
 	startTime time.Time
 	mem       memoryMarks

@@ -115,7 +115,7 @@ var rlCommandNames = [rlCommands]string{"rl.fixed", "rl.slide", "rl.login", "cl.
 func (s *Server) RateLimitStats() []RateLimitStat {
 	out := make([]RateLimitStat, rlCommands)
 	for i := range out {
-		out[i] = RateLimitStat{rlCommandNames[i], s.rl[i].allowed.Load(), s.rl[i].denied.Load(), s.rl[i].shadowDenied.Load(), rlCommand(i).shadows()}
+		out[i] = RateLimitStat{rlCommandNames[i], s.rl[i].Allowed.Load(), s.rl[i].Denied.Load(), s.rl[i].ShadowDenied.Load(), rlCommand(i).shadows()}
 	}
 	return out
 }

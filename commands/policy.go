@@ -2,16 +2,11 @@ package commands
 
 import (
 	"bufio"
-	"encoding/binary"
-	"errors"
 	"fmt"
 	"io"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 
 	"github.com/limitkv/limitkv/engine"
 	"github.com/limitkv/limitkv/ratelimit"
@@ -23,137 +18,35 @@ import (
 // CL.THROTTLE after the key) that applications apply by name, so that a
 // limit changes without a deploy and is reported per policy.
 //
-// RL.CHECK is as hot as the commands it stands for, so the policies are an
-// immutable map behind an atomic pointer: a lookup takes no lock and
-// allocates nothing; RL.POLICY SET and DEL copy the map and swap it, under
-// the registry's mutex, under which they are also sent to the replicas (a
-// full sync reads the policies under it with the offset its copy stands
-// for, as it does the function libraries). Snapshots keep the policies in
-// a meta record of their own (PoliciesPayload, RestorePolicies).
+// Snapshots keep the policies in a meta record of their own
+// (PoliciesPayload, RestorePolicies).
 //
-// The registry is bounded, so that its memory and the metrics' cardinality
-// are: at most maxPolicies policies, names of at most
-// ratelimit.MaxPolicyName bytes from [A-Za-z0-9_.-], and a definition is
-// what the policy's command accepts, at most 16 rules. What a policy is,
-// and the parse of its definition, are ratelimit's (ratelimit/policy.go).
-
-const maxPolicies = 10000
-
-// policy is one named policy as the server keeps it: the policy, which
-// never changes once published (a SET publishes a new one), and its
-// counts.
-type policy struct {
-	*ratelimit.Policy
-	// counts are the policy's decisions, for INFO and the metrics. A SET
-	// that replaces a policy keeps them (the series of a name goes on);
-	// a DEL drops them.
-	counts *rlCounts
-}
-
-// policyRegistry is the server's policies.
-type policyRegistry struct {
-	// mu orders the changes and their replication (see above).
-	mu  sync.Mutex
-	cur atomic.Pointer[map[string]*policy]
-	// gen counts changes, for snapshots.
-	gen atomic.Uint64
-}
-
-// lookup finds a policy without locking or allocating.
-func (reg *policyRegistry) lookup(name []byte) *policy {
-	m := reg.cur.Load()
-	if m == nil {
-		return nil
-	}
-	return (*m)[string(name)]
-}
-
-// snapshot returns the current map (never nil); it must not be changed.
-func (reg *policyRegistry) snapshot() map[string]*policy {
-	if m := reg.cur.Load(); m != nil {
-		return *m
-	}
-	return nil
-}
-
-// sorted returns the policies by name.
-func (reg *policyRegistry) sorted() []*policy {
-	m := reg.snapshot()
-	out := make([]*policy, 0, len(m))
-	for _, p := range m {
-		out = append(out, p)
-	}
-	slices.SortFunc(out, func(a, b *policy) int { return strings.Compare(a.Name, b.Name) })
-	return out
-}
-
-// replaceLocked publishes m (the caller holds mu), carrying the counters
-// of the policies it replaces over to their successors.
-func (reg *policyRegistry) replaceLocked(m map[string]*policy) {
-	old := reg.snapshot()
-	for name, p := range m {
-		if p.counts == nil {
-			if prev := old[name]; prev != nil {
-				p.counts = prev.counts
-			} else {
-				p.counts = new(rlCounts)
-			}
-		}
-	}
-	reg.cur.Store(&m)
-	reg.gen.Add(1)
-}
-
-// withChanges returns a copy of the current policies with set added (or
-// replacing those of the same names) and del removed, or the reason it
-// would hold too many.
-func (reg *policyRegistry) withChanges(set []*policy, del string) (map[string]*policy, string) {
-	old := reg.snapshot()
-	m := make(map[string]*policy, len(old)+len(set))
-	for name, p := range old {
-		if name != del {
-			m[name] = p
-		}
-	}
-	for _, p := range set {
-		m[p.Name] = p
-	}
-	if len(m) > maxPolicies {
-		return nil, "too many policies: at most " + strconv.Itoa(maxPolicies)
-	}
-	return m, ""
-}
-
-// parsePolicy reads a policy's definition, the words after its name.
-func parsePolicy(name []byte, def [][]byte) (*policy, error) {
-	p, err := ratelimit.ParsePolicy(name, def)
-	if err != nil {
-		return nil, err
-	}
-	return &policy{Policy: p}, nil
-}
+// The registry (ratelimit.Registry) is bounded, so that its memory and
+// the metrics' cardinality are: at most ratelimit.MaxPolicies policies,
+// names of at most ratelimit.MaxPolicyName bytes from [A-Za-z0-9_.-], and
+// a definition is what the policy's command accepts, at most 16 rules.
 
 func cmdPolicySet(c *Ctx) {
-	p, err := parsePolicy(c.Args[2], c.Args[3:])
+	p, err := ratelimit.ParseNamed(c.Args[2], c.Args[3:])
 	if err != nil {
 		c.argError(err)
 		return
 	}
 	reg := &c.Srv.policies
-	reg.mu.Lock()
-	defer reg.mu.Unlock()
-	m, msg := reg.withChanges([]*policy{p}, "")
+	reg.Lock()
+	defer reg.Unlock()
+	m, msg := reg.WithChanges([]*ratelimit.Named{p}, "")
 	if msg != "" {
 		c.W.Error(msg)
 		return
 	}
-	reg.replaceLocked(m)
+	reg.ReplaceLocked(m)
 	c.replicate(-1, c.Args...)
 	c.W.OK()
 }
 
 func cmdPolicyGet(c *Ctx) {
-	p := c.Srv.policies.lookup(c.Args[2])
+	p := c.Srv.policies.Lookup(c.Args[2])
 	if p == nil {
 		c.W.Error(noSuchPolicy(c.Args[2]))
 		return
@@ -166,14 +59,14 @@ func cmdPolicyGet(c *Ctx) {
 
 func cmdPolicyDel(c *Ctx) {
 	reg := &c.Srv.policies
-	reg.mu.Lock()
-	defer reg.mu.Unlock()
-	if reg.lookup(c.Args[2]) == nil {
+	reg.Lock()
+	defer reg.Unlock()
+	if reg.Lookup(c.Args[2]) == nil {
 		c.W.Int(0)
 		return
 	}
-	m, _ := reg.withChanges(nil, string(c.Args[2]))
-	reg.replaceLocked(m)
+	m, _ := reg.WithChanges(nil, string(c.Args[2]))
+	reg.ReplaceLocked(m)
 	c.replicate(-1, c.Args...)
 	c.W.Int(1)
 }
@@ -184,7 +77,7 @@ func cmdPolicyList(c *Ctx) {
 		return
 	}
 	var names []string
-	for _, p := range c.Srv.policies.sorted() {
+	for _, p := range c.Srv.policies.Sorted() {
 		if len(c.Args) == 3 && !engine.Match(c.Args[2], []byte(p.Name), false) {
 			continue
 		}
@@ -229,7 +122,7 @@ func cmdRLCheckRO(c *Ctx) { rlCheckCmd(c, true) }
 
 // checkArgs are an RL.CHECK request's policy and options.
 type checkArgs struct {
-	p    *policy
+	p    *ratelimit.Named
 	cost int64
 	peek bool
 	id   []byte // CONCURRENCY
@@ -248,7 +141,7 @@ func prepareCheck(c *Ctx, readOnly bool) {
 
 // readCheck fills in a from the request, or returns the reply refusing it.
 func readCheck(c *Ctx, a *checkArgs, readOnly bool) string {
-	p := c.Srv.policies.lookup(c.Args[1])
+	p := c.Srv.policies.Lookup(c.Args[1])
 	if p == nil {
 		return noSuchPolicy(c.Args[1])
 	}
@@ -334,7 +227,7 @@ func rlCheckCmd(c *Ctx, readOnly bool) {
 		return
 	}
 	if !peek {
-		p.counts.count(d.Allowed, p.Shadow)
+		p.Counts.Count(d.Allowed, p.Shadow)
 	}
 	c.decided(rlCheck, d, peek, p.Shadow)
 }
@@ -354,16 +247,9 @@ func gcraDecision(res ratelimit.ThrottleResult) ratelimit.Decision {
 // infoPolicies writes each policy's decisions, sorted by name, in INFO's
 // ratelimit section: policy_<name>:allowed=..,denied=..,shadow_denied=..
 func infoPolicies(s *Server, b *strings.Builder) {
-	for _, p := range s.policies.sorted() {
+	for _, p := range s.policies.Sorted() {
 		fmt.Fprintf(b, "policy_%s:allowed=%d,denied=%d,shadow_denied=%d\r\n",
-			p.Name, p.counts.allowed.Load(), p.counts.denied.Load(), p.counts.shadowDenied.Load())
-	}
-}
-
-// resetPolicyCounts zeroes every policy's counters (CONFIG RESETSTAT).
-func (reg *policyRegistry) resetCounts() {
-	for _, p := range reg.snapshot() {
-		p.counts.reset()
+			p.Name, p.Counts.Allowed.Load(), p.Counts.Denied.Load(), p.Counts.ShadowDenied.Load())
 	}
 }
 
@@ -374,108 +260,40 @@ type PolicyStat struct {
 }
 
 // PolicyStats returns the decisions of each policy, sorted by name: at
-// most maxPolicies of them, so the metrics' policy label stays bounded.
+// most ratelimit.MaxPolicies of them, so the metrics' policy label stays bounded.
 func (s *Server) PolicyStats() []PolicyStat {
-	ps := s.policies.sorted()
+	ps := s.policies.Sorted()
 	out := make([]PolicyStat, len(ps))
 	for i, p := range ps {
-		out[i] = PolicyStat{p.Name, p.counts.allowed.Load(), p.counts.denied.Load(), p.counts.shadowDenied.Load()}
+		out[i] = PolicyStat{p.Name, p.Counts.Allowed.Load(), p.Counts.Denied.Load(), p.Counts.ShadowDenied.Load()}
 	}
 	return out
-}
-
-// Policies in snapshots and full syncs: a version byte, then per policy
-// its name and its normalised definition, each word length-prefixed.
-const policyPayloadVersion = 1
-
-func (reg *policyRegistry) payload() []byte {
-	ps := reg.sorted()
-	if len(ps) == 0 {
-		return nil
-	}
-	b := []byte{policyPayloadVersion}
-	b = binary.AppendUvarint(b, uint64(len(ps)))
-	for _, p := range ps {
-		b = binary.AppendUvarint(b, uint64(len(p.Def)+1))
-		b = binary.AppendUvarint(b, uint64(len(p.Name)))
-		b = append(b, p.Name...)
-		for _, w := range p.Def {
-			b = binary.AppendUvarint(b, uint64(len(w)))
-			b = append(b, w...)
-		}
-	}
-	return b
-}
-
-// readPolicyPayload parses a payload, each definition as SET would.
-func readPolicyPayload(b []byte) ([]*policy, error) {
-	if len(b) == 0 {
-		return nil, nil
-	}
-	if b[0] != policyPayloadVersion {
-		return nil, fmt.Errorf("policies recorded in an unknown format (version %d)", b[0])
-	}
-	b = b[1:]
-	bad := errors.New("the recorded policies are damaged")
-	next := func() (uint64, bool) {
-		v, n := binary.Uvarint(b)
-		if n <= 0 {
-			return 0, false
-		}
-		b = b[n:]
-		return v, true
-	}
-	count, ok := next()
-	if !ok || count > maxPolicies {
-		return nil, bad
-	}
-	out := make([]*policy, 0, count)
-	for i := uint64(0); i < count; i++ {
-		nw, ok := next()
-		if !ok || nw < 2 || nw > 256 {
-			return nil, bad
-		}
-		words := make([][]byte, nw)
-		for j := range words {
-			l, ok := next()
-			if !ok || l > uint64(len(b)) {
-				return nil, bad
-			}
-			words[j], b = b[:l:l], b[l:]
-		}
-		p, err := parsePolicy(words[0], words[1:])
-		if err != nil {
-			return nil, fmt.Errorf("policy '%s': %v", words[0], err)
-		}
-		out = append(out, p)
-	}
-	return out, nil
 }
 
 // PoliciesPayload returns the policies as snapshots keep them (nil: none),
 // and a number that changes whenever they do.
 func (s *Server) PoliciesPayload() ([]byte, uint64) {
 	reg := &s.policies
-	reg.mu.Lock()
-	defer reg.mu.Unlock()
-	return reg.payload(), reg.gen.Load()
+	reg.Lock()
+	defer reg.Unlock()
+	return reg.Payload(), reg.Gen()
 }
 
 // RestorePolicies replaces the policies with those of a payload made by
 // PoliciesPayload (a snapshot's, a master's in a full sync; nil: none).
 func (s *Server) RestorePolicies(payload []byte) error {
-	ps, err := readPolicyPayload(payload)
+	ps, err := ratelimit.ReadPayload(payload)
 	if err != nil {
 		return err
 	}
 	reg := &s.policies
-	reg.mu.Lock()
-	defer reg.mu.Unlock()
-	m := make(map[string]*policy, len(ps))
+	reg.Lock()
+	defer reg.Unlock()
+	m := make(map[string]*ratelimit.Named, len(ps))
 	for _, p := range ps {
 		m[p.Name] = p
 	}
-	reg.replaceLocked(m)
+	reg.ReplaceLocked(m)
 	return nil
 }
 
@@ -484,8 +302,8 @@ func (s *Server) RestorePolicies(payload []byte) error {
 // the sync has read its offset (see functionsForSync).
 func (s *Server) policiesForSync() ([]byte, func()) {
 	reg := &s.policies
-	reg.mu.Lock()
-	return reg.payload(), reg.mu.Unlock
+	reg.Lock()
+	return reg.Payload(), reg.Unlock
 }
 
 // LoadPolicyFile reads a file of "RL.POLICY SET name ..." lines (quoting
@@ -505,20 +323,20 @@ func (s *Server) LoadPolicyFile(path string) (int, error) {
 		return 0, err
 	}
 	reg := &s.policies
-	reg.mu.Lock()
-	defer reg.mu.Unlock()
-	m, msg := reg.withChanges(ps, "")
+	reg.Lock()
+	defer reg.Unlock()
+	m, msg := reg.WithChanges(ps, "")
 	if msg != "" {
 		return 0, fmt.Errorf("%s: %s", path, msg)
 	}
-	reg.replaceLocked(m)
+	reg.ReplaceLocked(m)
 	return len(ps), nil
 }
 
-func readPolicyFile(r io.Reader, path string) ([]*policy, error) {
+func readPolicyFile(r io.Reader, path string) ([]*ratelimit.Named, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64*1024), 1<<20)
-	var ps []*policy
+	var ps []*ratelimit.Named
 	line := 0
 	for sc.Scan() {
 		line++
@@ -538,7 +356,7 @@ func readPolicyFile(r io.Reader, path string) ([]*policy, error) {
 		if len(args) < 3 || !is(args[0], "RL.POLICY") || !is(args[1], "SET") {
 			return nil, fail("expected RL.POLICY SET name FIXED|SLIDE|GCRA|CONCURRENCY ...")
 		}
-		p, err := parsePolicy(args[2], args[3:])
+		p, err := ratelimit.ParseNamed(args[2], args[3:])
 		if err != nil {
 			return nil, fail(err.Error())
 		}
@@ -547,8 +365,8 @@ func readPolicyFile(r io.Reader, path string) ([]*policy, error) {
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("%s:%d: %v", path, line+1, err)
 	}
-	if len(ps) > maxPolicies {
-		return nil, fmt.Errorf("%s: too many policies: at most %d", path, maxPolicies)
+	if len(ps) > ratelimit.MaxPolicies {
+		return nil, fmt.Errorf("%s: too many policies: at most %d", path, ratelimit.MaxPolicies)
 	}
 	return ps, nil
 }

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/limitkv/limitkv/ratelimit"
 	"github.com/limitkv/limitkv/resp"
 )
 
@@ -468,9 +469,9 @@ func TestPolicyFile(t *testing.T) {
 		t.Fatal("a missing file was accepted")
 	}
 
-	// The bound: maxPolicies in all, a file included.
+	// The bound: ratelimit.MaxPolicies in all, a file included.
 	var b strings.Builder
-	for i := 0; i < maxPolicies-1; i++ {
+	for i := 0; i < ratelimit.MaxPolicies-1; i++ {
 		fmt.Fprintf(&b, "RL.POLICY SET p%d SLIDE 10 1m\n", i)
 	}
 	full := filepath.Join(dir, "full.conf")

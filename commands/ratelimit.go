@@ -3,7 +3,6 @@ package commands
 import (
 	"strconv"
 	"strings"
-	"sync/atomic"
 
 	"github.com/limitkv/limitkv/engine"
 	"github.com/limitkv/limitkv/ratelimit"
@@ -59,37 +58,16 @@ var rlCounterNames = [rlCommands]string{"rl_fixed", "rl_slide", "rl_login", "cl_
 // CL.THROTTLE with quantity 0) are not counted. A SHADOW request that the
 // limit would have refused counts as shadow-denied, not as allowed or
 // denied, so that operators see what a limit in rollout would refuse.
-type rlStats [rlCommands]rlCounts
-
-type rlCounts struct {
-	allowed, denied, shadowDenied atomic.Int64
-}
+type rlStats [rlCommands]ratelimit.Counts
 
 func (st *rlStats) reset() {
 	for i := range st {
-		st[i].reset()
-	}
-}
-
-func (n *rlCounts) reset() {
-	n.allowed.Store(0)
-	n.denied.Store(0)
-	n.shadowDenied.Store(0)
-}
-
-func (n *rlCounts) count(allowed, shadow bool) {
-	switch {
-	case allowed:
-		n.allowed.Add(1)
-	case shadow:
-		n.shadowDenied.Add(1)
-	default:
-		n.denied.Add(1)
+		st[i].Reset()
 	}
 }
 
 func (st *rlStats) count(cmd rlCommand, allowed bool) {
-	st[cmd].count(allowed, false)
+	st[cmd].Count(allowed, false)
 }
 
 // decided is where every RL decision ends: it counts the decision (unless
@@ -100,7 +78,7 @@ func (st *rlStats) count(cmd rlCommand, allowed bool) {
 // specs: a new caller declares its key there, as dispatch needs anyway.
 func (c *Ctx) decided(cmd rlCommand, d ratelimit.Decision, peek, shadow bool) {
 	if !peek {
-		c.Srv.rl[cmd].count(d.Allowed, shadow)
+		c.Srv.rl[cmd].Count(d.Allowed, shadow)
 		if !d.Allowed && !shadow {
 			c.noteDenied() // RL.TOP
 		}
@@ -242,10 +220,10 @@ func clThrottleCmd(c *Ctx, readOnly bool) {
 
 func infoRateLimit(s *Server, b *strings.Builder) {
 	for cmd, name := range rlCounterNames {
-		kv(b, name+"_allowed", s.rl[cmd].allowed.Load())
-		kv(b, name+"_denied", s.rl[cmd].denied.Load())
+		kv(b, name+"_allowed", s.rl[cmd].Allowed.Load())
+		kv(b, name+"_denied", s.rl[cmd].Denied.Load())
 		if rlCommand(cmd).shadows() {
-			kv(b, name+"_shadow_denied", s.rl[cmd].shadowDenied.Load())
+			kv(b, name+"_shadow_denied", s.rl[cmd].ShadowDenied.Load())
 		}
 	}
 	infoPolicies(s, b)

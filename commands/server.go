@@ -75,7 +75,7 @@ func cmdConfigResetStat(c *Ctx) {
 	s.auth.denied.Store(0)
 	s.Eng.ResetEvicted()
 	s.rl.reset()
-	s.policies.resetCounts()
+	s.policies.ResetCounts()
 	s.errors.Reset()
 	s.unknownCalls.Store(0)
 	for _, cl := range s.clients.all() {
