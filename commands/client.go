@@ -13,6 +13,7 @@ import (
 	"github.com/limitkv/limitkv/engine"
 	"github.com/limitkv/limitkv/replication"
 	"github.com/limitkv/limitkv/resp"
+	"github.com/limitkv/limitkv/scripting"
 )
 
 // Client is the server's state for one connection. Fields read by other
@@ -84,10 +85,10 @@ type Client struct {
 	paused   atomic.Bool
 	noEvict  atomic.Bool
 
-	ps   clientSubs // pub/sub subscriptions (pubsub.go)
-	ctx  Ctx        // reused for every request
-	rl   rlScratch  // rate-limit decisions' buffers
-	eval scriptCall // this client's EVAL while it waits for the combiner
+	ps   clientSubs     // pub/sub subscriptions (pubsub.go)
+	ctx  Ctx            // reused for every request
+	rl   rlScratch      // rate-limit decisions' buffers
+	eval scripting.Call // this client's EVAL while it waits for the combiner
 }
 
 type queuedCmd struct {

@@ -16,6 +16,7 @@ import (
 	"github.com/limitkv/limitkv/ratelimit"
 	"github.com/limitkv/limitkv/replication"
 	"github.com/limitkv/limitkv/resp"
+	"github.com/limitkv/limitkv/scripting"
 )
 
 // Server executes requests: it is the resp.Handler of the network server
@@ -43,7 +44,7 @@ type Server struct {
 	mem       memoryMarks
 	limits    memoryLimits
 	release   memRelease
-	scripts   scriptEngine
+	scripts   scripting.Runtime
 	migrate   migrateSockets // MIGRATE's cached connections (migrate.go)
 	blocks    blockRegistry  // clients blocked on keys (blocking.go)
 	pause     pauseState     // CLIENT PAUSE (pause.go)
@@ -135,6 +136,7 @@ func New(eng *engine.Engine, cfg *Config, log *slog.Logger) *Server {
 	s.Table, s.cmds = newTable(commandTable())
 	s.shutdownSpec = s.Table.Lookup([]byte("shutdown"))
 	s.acl.init(s.Table)
+	s.scripts.Init(scriptHost{s}, RedisVersion)
 	s.clients.init()
 	s.pubsub.init()
 	s.mem.startup.Store(heapInUse())
@@ -294,7 +296,7 @@ func (s *Server) Inline(conn *resp.Conn, args [][]byte) bool {
 		return false
 	}
 	// A script under way: the command waits for it, or answers BUSY.
-	return s.scripts.running.Load() == nil
+	return !s.scripts.Running()
 }
 
 // Serve executes one request from a connection.
@@ -413,19 +415,20 @@ func (s *Server) execute(cl *Client, w *resp.Writer, args [][]byte, now int64) {
 	// While a script runs, commands wait for it and get BUSY once it runs
 	// too long (inside MULTI too, before anything is queued, as in Redis);
 	// SHUTDOWN NOSAVE then stops it.
-	// gated: the command counts itself in flight (see scriptEngine); not
-	// for scripts themselves, nor for the commands allowed while one runs.
+	// gated: the command counts itself in flight (see
+	// scripting.FlightCounter); not for scripts themselves, nor for the
+	// commands allowed while one runs.
 	gated := spec.Flags&cmdspec.AllowBusy == 0 && spec.Flags&cmdspec.RunsScript == 0
 	counted := false
 	defer func() {
 		if counted {
-			s.scripts.inFlight.exit(cl.ID)
+			s.scripts.InFlight.Exit(cl.ID)
 		}
 	}()
 	for spec.Flags&cmdspec.AllowBusy == 0 || spec == s.shutdownSpec {
-		waited, ok := s.awaitScript()
-		if !ok && (spec != s.shutdownSpec || !s.scripts.stopForShutdown(s, args)) {
-			s.reject(cl, w, spec, s.scripts.busyMsg())
+		waited, ok := s.scripts.Await()
+		if !ok && (spec != s.shutdownSpec || !s.stopForShutdown(args)) {
+			s.reject(cl, w, spec, s.scripts.BusyMsg())
 			return
 		}
 		if waited {
@@ -435,12 +438,12 @@ func (s *Server) execute(cl *Client, w *resp.Writer, args [][]byte, now int64) {
 		if !gated {
 			break
 		}
-		s.scripts.inFlight.enter(cl.ID)
-		if s.scripts.running.Load() == nil {
+		s.scripts.InFlight.Enter(cl.ID)
+		if !s.scripts.Running() {
 			counted = true
 			break
 		}
-		s.scripts.inFlight.exit(cl.ID) // a script started meanwhile: wait for it
+		s.scripts.InFlight.Exit(cl.ID) // a script started meanwhile: wait for it
 	}
 	// A full sync that began to replace the keyspace after the check
 	// above waits for the commands counted in flight: this one is, so it

@@ -26,11 +26,11 @@ func TestFunctionStateRebuilt(t *testing.T) {
 	if got := s.do("FCALL", "count", "1", "n"); got != ":1" {
 		t.Fatalf("FCALL count: %s", got)
 	}
-	state := s.srv.scripts.funcs.runner
+	state := s.srv.scripts.Functions.State()
 	if got := s.do("FCALL", "overflow", "0"); !strings.HasPrefix(got, "-ERR user_function:2: stack overflow") {
 		t.Fatalf("overflowing the value stack: %s", got)
 	}
-	if s.srv.scripts.funcs.runner == state {
+	if s.srv.scripts.Functions.State() == state {
 		t.Fatal("the state whose value stack grew is kept")
 	}
 	if got := s.do("FCALL", "count", "1", "n"); got != ":2" {
@@ -154,13 +154,13 @@ func TestFunctionLoadBreaksState(t *testing.T) {
 		t.Fatalf("FUNCTION LOAD: %s", got)
 	}
 	s.client.master = true
-	state := s.srv.scripts.funcs.runner
+	state := s.srv.scripts.Functions.State()
 	got := s.do("FUNCTION", "LOAD", "#!lua name=deep\nlocal function f(...) local x = f(1, ...) return x end\nf()")
 	if !strings.HasPrefix(got, "-ERR Error registering functions: ERR user_function") || !strings.Contains(got, "stack overflow") {
 		t.Fatalf("a library overflowing the stack: %s", got)
 	}
 	s.client.master = false
-	if s.srv.scripts.funcs.runner == state {
+	if s.srv.scripts.Functions.State() == state {
 		t.Fatal("the state whose value stack grew is kept")
 	}
 	if got := s.do("FCALL", "ok", "0"); got != `"ok"` {

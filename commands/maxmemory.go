@@ -49,7 +49,7 @@ type memoryLimits struct {
 // usedMemory is INFO's used_memory.
 func (s *Server) usedMemory() int64 {
 	return s.mem.startup.Load() + s.Eng.MemoryUsed() + s.limits.clients.Load() +
-		s.scripts.vmBytes.Load() + s.scripts.cacheBytes.Load()
+		s.scripts.VMBytes() + s.scripts.Scripts.Bytes()
 }
 
 // outOfMemory is Redis's performEvictions: when used memory is over
@@ -102,7 +102,7 @@ func (s *Server) memoryTick() {
 	_ = replicas // as Redis: replica buffers are not counted against maxmemory
 	s.limits.clients.Store(normal)
 	s.evictClients(normal)
-	if max := s.Cfg.maxMemory.Load(); max > 0 && s.scripts.running.Load() == nil {
+	if max := s.Cfg.maxMemory.Load(); max > 0 && !s.scripts.Running() {
 		s.outOfMemory(max, s.Eng.Now())
 	}
 }
@@ -194,7 +194,7 @@ func (s *Server) rejectOOM(cl *Client, spec *cmdspec.Spec, flags cmdspec.Flag, n
 	max := s.Cfg.maxMemory.Load()
 	// While clients are paused nothing is evicted, and nothing refused
 	// for it, as Redis's performEvictions: the dataset stays still.
-	if max == 0 || s.scripts.running.Load() != nil || s.pause.kind.Load() != pauseOff {
+	if max == 0 || s.scripts.Running() || s.pause.kind.Load() != pauseOff {
 		cl.oomAtStart = false
 		return false
 	}

@@ -128,7 +128,7 @@ func (s *Server) setLoadState(st replication.LoadState) {
 	if st != replication.LoadFull {
 		return
 	}
-	for !s.scripts.inFlight.idle() {
+	for !s.scripts.InFlight.Idle() {
 		time.Sleep(20 * time.Microsecond)
 	}
 }

@@ -136,12 +136,12 @@ func TestScriptBrokenStateIsReplaced(t *testing.T) {
 	if s.do("EVAL", before, "1", "n") != ":1" {
 		t.Fatal("setup")
 	}
-	state := s.srv.scripts.runner
+	state := s.srv.scripts.ScriptState()
 	got := s.do("EVAL", "local function f(...) local x = f(1, ...) return x end return f()", "0")
 	if !strings.HasPrefix(got, "-ERR user_script:1: stack overflow") {
 		t.Fatalf("overflowing the value stack: %s", got)
 	}
-	if s.srv.scripts.runner == state {
+	if s.srv.scripts.ScriptState() == state {
 		t.Fatal("the state whose value stack grew is kept")
 	}
 	if s.do("EVALSHA", sha1Of(before), "1", "n") != ":2" || s.do("SET", "k", "v") != "+OK" {

@@ -13,7 +13,7 @@ import (
 // The package boundaries, checked rather than hoped for (as Pebble's
 // TestForbiddenImports does). Imports point one way: cmd -> commands ->
 // acl, cmddocs -> cmdspec -> engine; commands -> resp and the subsystems
-// it drives (config, observe, ...); persist -> engine; engine ->
+// it drives (config, observe, scripting, ...); persist -> engine; engine ->
 // ratelimit; the engine knows nothing of the wire or the disk, the wire
 // nothing of commands, what describes a command (cmdspec, acl, cmddocs)
 // nothing of the server that runs it, a subsystem nothing of requests,
@@ -33,7 +33,7 @@ var allowedImports = map[string]struct {
 	"lua51":     {ours: []string{"resp"}},
 	"persist":   {ours: []string{"engine"}},
 	"tlsconf":   {stdOnly: true},
-	"commands":  {ours: []string{"cmdspec", "acl", "cmddocs", "engine", "ratelimit", "resp", "lua51", "tlsconf", "replication", "rdb", "observe", "config"}},
+	"commands":  {ours: []string{"cmdspec", "acl", "cmddocs", "engine", "ratelimit", "resp", "lua51", "tlsconf", "replication", "rdb", "observe", "config", "scripting"}},
 	// config is what a setting is and how files, flags and CONFIG read and
 	// write it; what a setting does to the server, commands hands it as
 	// callbacks. CONFIG GET's patterns match as the keyspace's globs do
@@ -41,6 +41,16 @@ var allowedImports = map[string]struct {
 	// (resp.SplitArgs), and client-output-buffer-limit is the wire's
 	// syntax (resp.ParseOutputLimits).
 	"config": {ours: []string{"engine", "resp"}, stdOnly: true},
+	// scripting is the script runtime of EVAL and FCALL: the script
+	// cache, the function libraries, the Lua states that run both, the
+	// run in progress and the combiner. It reaches the server only
+	// through the interfaces commands implements, so that the runtime can
+	// be read and changed without the command layer. It may import lua51
+	// (Lua itself), cmdspec (the spec of a command a script calls, and
+	// the flags a script's declaration gives its request), resp (the
+	// replies of those commands, and a shebang split as an inline request
+	// is) and rdb (FUNCTION DUMP's payload is RDB's envelope).
+	"scripting": {ours: []string{"lua51", "cmdspec", "resp", "rdb"}},
 	// cmdspec is what a command is (name, arity, flags, key specs,
 	// categories), below commands so that what needs a spec and not a
 	// request (ACL rules, the command docs) need not import commands. The
@@ -219,6 +229,10 @@ func TestForbiddenImportsCatches(t *testing.T) {
 		{"cmddocs", "github.com/limitkv/limitkv/resp"},
 		{"cmdspec", "github.com/limitkv/limitkv/cmddocs"},
 		{"resp", "github.com/limitkv/limitkv/commands"},
+		{"scripting", "github.com/limitkv/limitkv/commands"},
+		{"scripting", "github.com/limitkv/limitkv/engine"},
+		{"scripting", "github.com/limitkv/limitkv/replication"},
+		{"lua51", "github.com/limitkv/limitkv/scripting"},
 		{"persist", "github.com/limitkv/limitkv/resp"},
 		{"persist", "github.com/limitkv/limitkv/commands"},
 		{"commands", "github.com/limitkv/limitkv/persist"},
