@@ -3,6 +3,7 @@ package commands
 import (
 	"fmt"
 	"net"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -402,5 +403,33 @@ func TestClientNoEvict(t *testing.T) {
 		if s := string(c.read(t).Str); !strings.Contains(s, tc.flags) {
 			t.Errorf("after NO-EVICT %s: %s", tc.arg, s)
 		}
+	}
+}
+
+// BenchmarkBlockWake: one client blocks in BLPOP, another's LPUSH serves
+// it; an op is one block and its wake-up, both replies read, over
+// loopback. The allocations are the whole process's: registering the
+// waiter, serving it, and the two requests.
+func BenchmarkBlockWake(b *testing.B) {
+	for _, loops := range []bool{false, true} {
+		b.Run(fmt.Sprintf("loops=%v", loops), func(b *testing.B) {
+			h := newHarness(b, loopSettings(loops)...)
+			waiter := newNetClient(b, h, []string{"BLPOP", "q", "0"}, 1)
+			pusher := newNetClient(b, h, []string{"LPUSH", "q", "v"}, 1)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if _, err := waiter.c.Write(waiter.req); err != nil {
+					b.Fatal(err)
+				}
+				for h.blockedNow() == 0 {
+					runtime.Gosched()
+				}
+				pusher.roundTrip(b)
+				if err := skipReply(waiter.r); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
