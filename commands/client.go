@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/limitkv/limitkv/acl"
+	"github.com/limitkv/limitkv/blocking"
 	"github.com/limitkv/limitkv/cmdspec"
 	"github.com/limitkv/limitkv/engine"
 	"github.com/limitkv/limitkv/replication"
@@ -79,8 +80,8 @@ type Client struct {
 	// ready the keys its commands made ready, to serve at their end.
 	// paused: waiting for a CLIENT PAUSE to end; noEvict: CLIENT NO-EVICT.
 	blocked  *waiter
-	blocking atomic.Pointer[waiter]
-	ready    []readyKey
+	blocking atomic.Pointer[blocking.Waiter]
+	ready    []blocking.ReadyKey
 	paused   atomic.Bool
 	noEvict  atomic.Bool
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/limitkv/limitkv/acl"
+	"github.com/limitkv/limitkv/blocking"
 	"github.com/limitkv/limitkv/cmdspec"
 	"github.com/limitkv/limitkv/engine"
 	"github.com/limitkv/limitkv/replication"
@@ -42,9 +43,9 @@ type Server struct {
 	limits    memoryLimits
 	release   memRelease
 	scripts   scriptEngine
-	migrate   migrateSockets // MIGRATE's cached connections (migrate.go)
-	blocks    blockRegistry  // clients blocked on keys (blocking.go)
-	pause     pauseState     // CLIENT PAUSE (pause.go)
+	migrate   migrateSockets    // MIGRATE's cached connections (migrate.go)
+	blocks    blocking.Registry // clients blocked on keys (blocking.go)
+	pause     pauseState        // CLIENT PAUSE (pause.go)
 	// shutdownSpec is SHUTDOWN, which may stop a busy script.
 	shutdownSpec *cmdspec.Spec
 	// cmds holds, by spec id, the handler and statistics of each command

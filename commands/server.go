@@ -585,7 +585,7 @@ func infoClients(s *Server, b *strings.Builder) {
 	kv(b, "connected_clients", s.clients.count())
 	kv(b, "cluster_connections", 0)
 	kv(b, "maxclients", s.Cfg.maxClients.Load())
-	kv(b, "blocked_clients", s.blocks.blocked.Load()+s.blocks.paused.Load())
+	kv(b, "blocked_clients", s.blocks.Blocked()+s.pause.waiting.Load())
 	kv(b, "tracking_clients", 0)
 }
 
