@@ -12,6 +12,7 @@ import (
 	"github.com/limitkv/limitkv/blocking"
 	"github.com/limitkv/limitkv/cmdspec"
 	"github.com/limitkv/limitkv/engine"
+	"github.com/limitkv/limitkv/pubsub"
 	"github.com/limitkv/limitkv/replication"
 	"github.com/limitkv/limitkv/resp"
 )
@@ -85,10 +86,10 @@ type Client struct {
 	paused   atomic.Bool
 	noEvict  atomic.Bool
 
-	ps   clientSubs // pub/sub subscriptions (pubsub.go)
-	ctx  Ctx        // reused for every request
-	rl   rlScratch  // rate-limit decisions' buffers
-	eval scriptCall // this client's EVAL while it waits for the combiner
+	ps   pubsub.Subs // pub/sub subscriptions (pubsub.go)
+	ctx  Ctx         // reused for every request
+	rl   rlScratch   // rate-limit decisions' buffers
+	eval scriptCall  // this client's EVAL while it waits for the combiner
 }
 
 type queuedCmd struct {

@@ -13,6 +13,7 @@ import (
 	"github.com/limitkv/limitkv/blocking"
 	"github.com/limitkv/limitkv/cmdspec"
 	"github.com/limitkv/limitkv/engine"
+	"github.com/limitkv/limitkv/pubsub"
 	"github.com/limitkv/limitkv/replication"
 	"github.com/limitkv/limitkv/resp"
 )
@@ -31,7 +32,7 @@ type Server struct {
 	Hooks Hooks
 
 	clients   clientRegistry
-	pubsub    pubsubRegistry
+	pubsub    pubsub.Registry[*Client]
 	stats     Stats
 	auth      authGuard
 	acl       aclState
@@ -135,7 +136,7 @@ func New(eng *engine.Engine, cfg *Config, log *slog.Logger) *Server {
 	s.shutdownSpec = s.Table.Lookup([]byte("shutdown"))
 	s.acl.init(s.Table)
 	s.clients.init()
-	s.pubsub.init()
+	s.pubsub.Init()
 	s.mem.startup.Store(heapInUse())
 	s.mem.note(s.mem.startup.Load())
 	s.Net = resp.NewServer(s)
@@ -265,7 +266,7 @@ func (s *Server) Closed(conn *resp.Conn) {
 		return
 	}
 	cl.unwatchAll()
-	s.pubsub.dropClient(cl)
+	s.dropSubscriptions(cl)
 	s.stats.Commands.Add(cl.commands.Load())
 	s.clients.remove(cl)
 }

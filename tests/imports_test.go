@@ -31,11 +31,16 @@ var allowedImports = map[string]struct {
 	"lua51":     {ours: []string{"resp"}},
 	"persist":   {ours: []string{"engine"}},
 	"tlsconf":   {stdOnly: true},
-	"commands":  {ours: []string{"cmdspec", "acl", "cmddocs", "engine", "ratelimit", "resp", "lua51", "tlsconf", "replication", "rdb", "blocking"}},
+	"commands":  {ours: []string{"cmdspec", "acl", "cmddocs", "engine", "ratelimit", "resp", "lua51", "tlsconf", "replication", "rdb", "blocking", "pubsub"}},
 	// blocking is the clients blocked on keys, their order and who ends a
 	// wait; what a served waiter does is commands'. Keys are strings and
 	// kinds numbers to it: it needs nothing of ours.
 	"blocking": {stdOnly: true},
+	// pubsub is the subscriptions: who listens on which channel, shard
+	// channel and pattern, and the messages' framing; writing to a
+	// connection and the commands are commands'. Patterns match channels
+	// as the keyspace's globs match keys (engine).
+	"pubsub": {ours: []string{"engine"}, stdOnly: true},
 	// cmdspec is what a command is (name, arity, flags, key specs,
 	// categories), below commands so that what needs a spec and not a
 	// request (ACL rules, the command docs) need not import commands. The
@@ -222,6 +227,9 @@ func TestForbiddenImportsCatches(t *testing.T) {
 		{"blocking", "github.com/limitkv/limitkv/commands"},
 		{"blocking", "github.com/limitkv/limitkv/engine"},
 		{"blocking", "github.com/limitkv/limitkv/resp"},
+		{"pubsub", "github.com/limitkv/limitkv/commands"},
+		{"pubsub", "github.com/limitkv/limitkv/resp"},
+		{"pubsub", "github.com/limitkv/limitkv/replication"},
 		{"client", "github.com/limitkv/limitkv/engine"},
 		{"client", "github.com/limitkv/limitkv/resp"},
 		{"internal/testserver", "github.com/limitkv/limitkv/engine"},
