@@ -17,6 +17,7 @@ import (
 	"github.com/limitkv/limitkv/acl"
 	"github.com/limitkv/limitkv/cmdspec"
 	"github.com/limitkv/limitkv/engine"
+	"github.com/limitkv/limitkv/pubsub"
 )
 
 // ACL: users, the ACL LOG and the ACL command, as Redis 7.0 has them
@@ -139,19 +140,15 @@ func (s *Server) killUserClients(u *aclUser, caller *Client) {
 // as Redis's check against the union of the selectors' patterns says.
 func (s *Server) dropRevokedSubscribers(c *Ctx, u *aclUser, rules *acl.Rules) {
 	r := &s.pubsub
-	locked := r.rlock(c)
+	locked := r.RLock(c.held)
 	doomed := map[*Client]bool{}
-	for k := range psKinds {
-		for _, set := range r.subs[k] {
-			for cl := range set.clients {
-				if !doomed[cl] && cl.user.Load() == u && !rules.ChannelAllowed(set.name, k == psPattern) {
-					doomed[cl] = true
-				}
-			}
+	r.Each(func(k pubsub.Kind, name []byte, cl *Client) {
+		if !doomed[cl] && cl.user.Load() == u && !rules.ChannelAllowed(name, k == pubsub.Pattern) {
+			doomed[cl] = true
 		}
-	}
+	})
 	if locked {
-		r.mu.RUnlock()
+		r.RUnlock()
 	}
 	for cl := range doomed {
 		if cl == c.Client {

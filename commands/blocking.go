@@ -4,31 +4,29 @@ import (
 	"math"
 	"math/big"
 	"math/bits"
-	"slices"
-	"strconv"
-	"sync"
-	"sync/atomic"
 	"time"
 
+	"github.com/limitkv/limitkv/blocking"
 	"github.com/limitkv/limitkv/cmdspec"
 	"github.com/limitkv/limitkv/engine"
 	"github.com/limitkv/limitkv/resp"
 )
 
-// Blocking pops: BLPOP BRPOP BRPOPLPUSH BLMOVE BLMPOP BZPOPMIN BZPOPMAX
-// BZMPOP, the multi-key pops LMPOP and ZMPOP, and CLIENT UNBLOCK.
+// How the blocking pops (BLPOP BRPOP BRPOPLPUSH BLMOVE BLMPOP in lists.go,
+// BZPOPMIN BZPOPMAX BZMPOP in zsets.go) wait and are served, and how
+// CLIENT UNBLOCK (client.go) and WAIT end a wait.
 //
 // A blocking command that finds something pops it as its non-blocking
 // form would, and is replicated as that form (LPOP, LMOVE, ZPOPMIN ...).
-// One that finds nothing registers a waiter on each of its keys, in the
-// order clients blocked (FIFO per key, as Redis's db->blocking_keys), while
-// dispatch still holds the keys' shard locks, and returns: the locks go,
-// and the connection's goroutine waits in request (awaitBlocked), holding
-// nothing, for one of: a pop made for it, its timeout, CLIENT UNBLOCK, or
-// its connection closing (Done, or the peer hanging up, which
-// resp.Conn.WatchHangup notices as nobody reads the socket meanwhile).
-// Whoever claims the waiter first (claim, under the registry's lock)
-// writes its reply; the others leave it alone.
+// One that finds nothing registers a waiter on each of its keys in the
+// registry of package blocking, in the order clients blocked (FIFO per
+// key, as Redis's db->blocking_keys), while dispatch still holds the keys'
+// shard locks, and returns: the locks go, and the connection's goroutine
+// waits in request (awaitBlocked), holding nothing, for one of: a pop made
+// for it, its timeout, CLIENT UNBLOCK, or its connection closing (Done, or
+// the peer hanging up, which resp.Conn.WatchHangup notices as nobody reads
+// the socket meanwhile). Whoever claims the waiter first
+// (blocking.Registry.Claim) writes its reply; the others leave it alone.
 //
 // A write command that touches a key some client waits for marks the key
 // ready (noteReady) on its client; once the command, the transaction or
@@ -56,165 +54,47 @@ const (
 	opWait                 // WAIT: on no key, for CLIENT UNBLOCK only
 )
 
-// waiter is a client blocked on keys.
+// waiter is a blocked request: the registry's entry, and what the
+// request does once served (its Req is itself).
 type waiter struct {
-	cl    *Client
-	db    int
-	keys  []string // distinct
-	kind  engine.Kind
-	op    blockOp
-	spec  *cmdspec.Spec
-	args  [][]byte // the request: valid while its client waits
-	head  bool     // lists: pop the head (LEFT); zsets: the lowest score
-	to    bool     // BLMOVE: push at the head
-	count int64    // BLMPOP, BZMPOP: at most count elements
-	// timeout: 0 waits for ever.
-	timeout time.Duration
+	blocking.Waiter
+	op   blockOp
+	spec *cmdspec.Spec
+	args [][]byte // the request: valid while its client waits
+	head bool     // lists: pop the head (LEFT); zsets: the lowest score
+	to   bool     // BLMOVE: push at the head
+	// count: BLMPOP, BZMPOP: at most count elements.
+	count int64
 	// closeAfter: the connection closes once the reply is sent.
 	closeAfter bool
 	woff       int64        // WAIT: the offset its client waits for
 	out        *resp.Writer // the reply, written by whoever claims the waiter
-	done       chan struct{}
-	claimed    bool // under blockRegistry.mu
 }
 
-// blockRegistry holds the waiters by key.
-type blockRegistry struct {
-	mu   sync.Mutex
-	dbs  []map[string][]*waiter
-	keys int // keys with a waiter
-	// blocked counts the clients blocked on keys; paused those waiting for
-	// a CLIENT PAUSE to end (both are INFO's blocked_clients).
-	blocked atomic.Int64
-	paused  atomic.Int64
-	nkeys   atomic.Int64
-}
+func waiterOf(bw *blocking.Waiter) *waiter { return bw.Req.(*waiter) }
 
-// waiting reports whether any client is blocked on keys.
-func (r *blockRegistry) waiting() bool { return r.blocked.Load() > 0 }
+func (w *waiter) client() *Client { return w.Client.(*Client) }
 
-func (r *blockRegistry) add(w *waiter) {
-	r.mu.Lock()
-	for len(r.dbs) <= w.db {
-		r.dbs = append(r.dbs, nil)
-	}
-	m := r.dbs[w.db]
-	if m == nil {
-		m = map[string][]*waiter{}
-		r.dbs[w.db] = m
-	}
-	for _, k := range w.keys {
-		q := m[k]
-		if len(q) == 0 {
-			r.keys++
-		}
-		m[k] = append(q, w)
-	}
-	r.nkeys.Store(int64(r.keys))
-	r.mu.Unlock()
-	r.blocked.Add(1)
-	w.cl.blocking.Store(w)
-}
-
-// claim takes w out of every queue; false when someone claimed it first.
-func (r *blockRegistry) claim(w *waiter) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if w.claimed {
-		return false
-	}
-	w.claimed = true
-	m := r.dbs[w.db]
-	for _, k := range w.keys {
-		q := m[k]
-		for i, o := range q {
-			if o == w {
-				copy(q[i:], q[i+1:])
-				q[len(q)-1] = nil
-				q = q[:len(q)-1]
-				break
-			}
-		}
-		if len(q) == 0 {
-			delete(m, k)
-			r.keys--
-		} else {
-			m[k] = q
-		}
-	}
-	r.nkeys.Store(int64(r.keys))
-	r.blocked.Add(-1)
-	w.cl.blocking.Store(nil)
-	return true
-}
-
-// first returns the first waiter on key of the kind that can pop from it.
-func (r *blockRegistry) first(db int, key []byte, kind engine.Kind) *waiter {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if db >= len(r.dbs) || r.dbs[db] == nil {
-		return nil
-	}
-	for _, w := range r.dbs[db][string(key)] {
-		if w.kind == kind {
-			return w
-		}
-	}
-	return nil
-}
-
-// has reports whether a client waits on key.
-func (r *blockRegistry) has(db int, key []byte) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return db < len(r.dbs) && r.dbs[db] != nil && len(r.dbs[db][string(key)]) > 0
-}
-
-// readyKey is a key that received a write while clients waited on it.
-type readyKey struct {
-	db  int
-	key string
-}
+// SetBlocked records the waiter the client is blocked on, for the
+// blocking registry (blocking.Client).
+func (cl *Client) SetBlocked(w *blocking.Waiter) { cl.blocking.Store(w) }
 
 // noteReady marks key ready on cl, once, if a client waits on it.
 func (s *Server) noteReady(cl *Client, db int, key []byte) {
-	if !s.blocks.has(db, key) {
-		return
-	}
-	for _, rk := range cl.ready {
-		if rk.db == db && rk.key == string(key) {
-			return
-		}
-	}
-	cl.ready = append(cl.ready, readyKey{db, string(key)})
-}
-
-// noteAllReady marks every key a client waits on ready: a command that
-// creates keys its key specs do not name (SWAPDB, MOVE, COPY ... DB,
-// FLUSHALL and other whole-keyspace commands). Serving checks each key.
-func (s *Server) noteAllReady(cl *Client) {
-	r := &s.blocks
-	r.mu.Lock()
-	var all []readyKey
-	for db, m := range r.dbs {
-		for k := range m {
-			all = append(all, readyKey{db, k})
-		}
-	}
-	r.mu.Unlock()
-	for _, rk := range all {
-		s.noteReady(cl, rk.db, []byte(rk.key))
-	}
+	cl.ready = s.blocks.NoteReady(cl.ready, db, key)
 }
 
 // noteWritten marks ready the keys a write command touched, after it ran.
 func (s *Server) noteWritten(c *Ctx, pos []int) {
 	spec := c.Spec
-	if spec.Flags&cmdspec.Write == 0 || !s.blocks.waiting() {
+	if spec.Flags&cmdspec.Write == 0 || !s.blocks.Waiting() {
 		return
 	}
+	// A command that creates keys its key specs do not name (SWAPDB, MOVE,
+	// COPY ... DB, FLUSHALL and other whole-keyspace commands) readies
+	// every key a client waits on; serving checks each.
 	if spec.Flags&cmdspec.SelfLock != 0 || spec.Name == "swapdb" || spec.Name == "move" || spec.Name == "copy" {
-		s.noteAllReady(c.Client)
+		c.Client.ready = s.blocks.NoteAllReady(c.Client.ready)
 		return
 	}
 	for _, i := range pos {
@@ -260,15 +140,15 @@ func (s *Server) serveReady(c *Ctx, m engine.Mask) engine.Mask {
 
 // serveKey serves the clients blocked on one ready key, in the order they
 // blocked, while it has something for them.
-func (s *Server) serveKey(c *Ctx, rk readyKey, m engine.Mask) engine.Mask {
-	key := []byte(rk.key)
+func (s *Server) serveKey(c *Ctx, rk blocking.ReadyKey, m engine.Mask) engine.Mask {
+	key := []byte(rk.Key)
 	own := s.Eng.Add(0, key)
 	for {
 		if !c.held {
 			m = s.lockMore(m, own)
 		}
 		sh := s.Eng.ShardFor(key)
-		e, found := sh.Find(rk.db, key, c.Now)
+		e, found := sh.Find(rk.DB, key, c.Now)
 		if !found {
 			return m
 		}
@@ -276,10 +156,11 @@ func (s *Server) serveKey(c *Ctx, rk readyKey, m engine.Mask) engine.Mask {
 		if kind != engine.KindList && kind != engine.KindZSet {
 			return m
 		}
-		w := s.blocks.first(rk.db, key, kind)
-		if w == nil {
+		bw := s.blocks.First(rk.DB, key, uint8(kind))
+		if bw == nil {
 			return m
 		}
+		w := waiterOf(bw)
 		want := own
 		if w.op == opMove {
 			want = s.Eng.Add(want, w.args[2])
@@ -288,7 +169,7 @@ func (s *Server) serveKey(c *Ctx, rk readyKey, m engine.Mask) engine.Mask {
 			m = s.lockMore(m, want)
 			continue // the locks may have been let go: look again
 		}
-		if !s.blocks.claim(w) {
+		if !s.blocks.Claim(bw) {
 			continue // timed out or unblocked meanwhile
 		}
 		s.serveWaiter(c, w, key, want)
@@ -305,9 +186,9 @@ func (s *Server) serveWaiter(c *Ctx, w *waiter, key []byte, mask engine.Mask) {
 	if rec {
 		forShards(mask, func(i int) { b.Drain(s.Eng.Shard(i)) })
 	}
-	rc := &Ctx{Srv: s, Client: w.cl, W: w.out, Args: w.args, Now: c.Now, DB: w.db, Spec: w.spec, held: true}
+	rc := &Ctx{Srv: s, Client: w.client(), W: w.out, Args: w.args, Now: c.Now, DB: w.DB, Spec: w.spec, held: true}
 	sh := s.Eng.ShardFor(key)
-	e, _ := sh.Find(w.db, key, c.Now)
+	e, _ := sh.Find(w.DB, key, c.Now)
 	var rep [][]byte
 	switch w.op {
 	case opPop, opMPop:
@@ -321,7 +202,7 @@ func (s *Server) serveWaiter(c *Ctx, w *waiter, key []byte, mask engine.Mask) {
 		move(rc, w.head, w.to)
 		if rc.W.Bytes()[n] != '-' {
 			rep = moveCommand(w)
-			s.noteReady(c.Client, w.db, w.args[2])
+			s.noteReady(c.Client, w.DB, w.args[2])
 		}
 	case opZPop, opZMPop:
 		count := int64(-1)
@@ -333,12 +214,12 @@ func (s *Server) serveWaiter(c *Ctx, w *waiter, key []byte, mask engine.Mask) {
 	if rec {
 		if rep != nil && s.Repl.AsIs(mask) {
 			forShards(mask, func(i int) { b.Expired(s.Eng.Shard(i)) })
-			b.Command(w.db, rep...)
+			b.Command(w.DB, rep...)
 		} else {
 			forShards(mask, func(i int) { b.Drain(s.Eng.Shard(i)) })
 		}
 	}
-	close(w.done)
+	w.Wake()
 }
 
 func forShards(m engine.Mask, fn func(int)) {
@@ -362,94 +243,6 @@ func endName(head bool) []byte {
 		return []byte("LEFT")
 	}
 	return []byte("RIGHT")
-}
-
-// listPop pops from the list under e, found non-empty: one element, replied
-// as [key, element] (count -1), or up to count, as [key, [elements]]. It
-// returns the command that does the same, for replication.
-func listPop(c *Ctx, s *engine.Shard, e engine.Entry, key []byte, head bool, count int64) [][]byte {
-	l := s.Object(e).(*engine.List)
-	name := []byte("RPOP")
-	if head {
-		name = []byte("LPOP")
-	}
-	c.W.Array(2)
-	c.W.Bulk(key)
-	if count < 0 {
-		var v []byte
-		if head {
-			v, _ = l.PopHead(c.buf[:0])
-		} else {
-			v, _ = l.PopTail(c.buf[:0])
-		}
-		c.W.Bulk(v)
-		listChanged(s, e, l)
-		return [][]byte{name, key}
-	}
-	n := l.Len()
-	k := int(min(count, int64(n)))
-	c.W.Array(k)
-	if head {
-		for i, v := range l.Ascend(0, c.buf[:0]) {
-			if i == k {
-				break
-			}
-			c.W.Bulk(v)
-		}
-		l.RemoveRange(0, k)
-	} else {
-		for i, v := range l.Descend(n-1, c.buf[:0]) {
-			if i < n-k {
-				break
-			}
-			c.W.Bulk(v)
-		}
-		l.RemoveRange(n-k, k)
-	}
-	listChanged(s, e, l)
-	return [][]byte{name, key, strconv.AppendInt(nil, int64(k), 10)}
-}
-
-// zsetPop pops from the sorted set under e, found non-empty: the lowest
-// scores, or the highest, one as [key, member, score] (count -1), or, for
-// ZMPOP and BZMPOP (nested), up to count as [key, [[member, score] ...]].
-// It returns the command that does the same, for replication.
-func zsetPop(c *Ctx, s *engine.Shard, e engine.Entry, key []byte, highest bool, count int64, nested bool) [][]byte {
-	z := s.Object(e).(*engine.ZSet)
-	name := []byte("ZPOPMIN")
-	if highest {
-		name = []byte("ZPOPMAX")
-	}
-	k := 1
-	if count > 0 {
-		k = int(min(count, int64(z.Len())))
-	}
-	lo, hi := 0, k
-	if highest {
-		lo, hi = z.Len()-k, z.Len()
-	}
-	if nested {
-		c.W.Array(2)
-		c.W.Bulk(key)
-		c.W.Array(k)
-	} else {
-		c.W.Array(3)
-		c.W.Bulk(key)
-	}
-	z.Range(lo, hi, highest, c.buf[:0], func(m []byte, sc float64) bool {
-		if nested {
-			c.W.Array(2)
-		}
-		c.W.Bulk(m)
-		c.W.Double(sc)
-		return true
-	})
-	z.RemoveRange(lo, hi)
-	zsetChanged(s, e, z)
-	if count < 0 {
-		return [][]byte{name, key}
-	}
-	return [][]byte{name, key, strconv.AppendInt(nil, int64(k), 10)}
 }
 
 // replicateAs replicates the command as args, Redis's
@@ -479,25 +272,13 @@ func (c *Ctx) replicateAs(args ...[]byte) {
 // script, nor on the client of a master's stream.
 func (c *Ctx) mayBlock() bool { return !c.held && !c.Client.master && c.Client.conn != nil }
 
-// block registers the client as waiting on keys; the request waits once
-// its locks are let go (Server.awaitBlocked).
-func (c *Ctx) block(w *waiter, keys [][]byte, timeout time.Duration) {
-	w.cl, w.db, w.spec, w.args, w.timeout = c.Client, c.DB, c.Spec, c.Args, timeout
+// block registers the client as waiting on keys for a value of kind; the
+// request waits once its locks are let go (Server.awaitBlocked).
+func (c *Ctx) block(w *waiter, kind engine.Kind, keys [][]byte, timeout time.Duration) {
+	w.Client, w.DB, w.Kind, w.Timeout, w.Req = c.Client, c.DB, uint8(kind), timeout, w
+	w.spec, w.args = c.Spec, c.Args
 	w.out = resp.NewWriter(c.W.Proto())
-	w.done = make(chan struct{})
-	for _, k := range keys {
-		dup := false
-		for _, o := range w.keys {
-			if o == string(k) {
-				dup = true
-				break
-			}
-		}
-		if !dup {
-			w.keys = append(w.keys, string(k))
-		}
-	}
-	c.Srv.blocks.add(w)
+	c.Srv.blocks.Add(&w.Waiter, keys)
 	c.Client.blocked = w
 }
 
@@ -506,24 +287,12 @@ func (c *Ctx) block(w *waiter, keys [][]byte, timeout time.Duration) {
 // connections, as Redis's disconnectAllBlockedClients: the pops they
 // wait for would not be theirs to make.
 func (s *Server) unblockForReplica() {
-	r := &s.blocks
-	r.mu.Lock()
-	var all []*waiter
-	for _, m := range r.dbs {
-		for _, q := range m {
-			for _, w := range q {
-				if !slices.Contains(all, w) {
-					all = append(all, w)
-				}
-			}
-		}
-	}
-	r.mu.Unlock()
-	for _, w := range all {
-		if s.blocks.claim(w) {
+	for _, bw := range s.blocks.Waiters() {
+		if s.blocks.Claim(bw) {
+			w := waiterOf(bw)
 			w.out.Error("UNBLOCKED force unblock from blocking operation, instance state changed (master -> replica?)")
 			w.closeAfter = true
-			close(w.done)
+			bw.Wake()
 		}
 	}
 }
@@ -532,9 +301,9 @@ func (s *Server) unblockForReplica() {
 // INFO, CLIENT LIST and CLIENT UNBLOCK. The handler claims it back when
 // its wait ends.
 func (c *Ctx) blockOnNothing() *waiter {
-	w := &waiter{cl: c.Client, db: c.DB, spec: c.Spec, op: opWait, woff: c.Client.woff,
-		out: resp.NewWriter(c.W.Proto()), done: make(chan struct{})}
-	c.Srv.blocks.add(w)
+	w := &waiter{op: opWait, spec: c.Spec, woff: c.Client.woff, out: resp.NewWriter(c.W.Proto())}
+	w.Client, w.DB, w.Req = c.Client, c.DB, w
+	c.Srv.blocks.Add(&w.Waiter, nil)
 	return w
 }
 
@@ -544,30 +313,13 @@ func (s *Server) awaitBlocked(cl *Client, w *resp.Writer, wt *waiter) {
 	conn := cl.conn
 	conn.Flush() // the replies before this one do not wait with it
 	hung, stop := conn.WatchHangup()
-	var timeout <-chan time.Time
-	if wt.timeout > 0 {
-		t := time.NewTimer(wt.timeout)
-		defer t.Stop()
-		timeout = t.C
+	why, own := s.blocks.Await(&wt.Waiter, conn.Done(), hung)
+	if why == blocking.TimedOut && own {
+		wt.out.NullArray()
 	}
-	select {
-	case <-wt.done:
-	case <-timeout:
-		if s.blocks.claim(wt) {
-			wt.out.NullArray()
-			close(wt.done)
-		}
-	case <-conn.Done():
-		if s.blocks.claim(wt) {
-			close(wt.done)
-		}
-	case <-hung:
-		if s.blocks.claim(wt) {
-			close(wt.done)
-		}
+	if why == blocking.HungUp {
 		conn.Kill()
 	}
-	<-wt.done
 	stop()
 	if wt.closeAfter {
 		conn.CloseAfterReply()
@@ -617,288 +369,4 @@ func (c *Ctx) blockTimeout(a []byte) (time.Duration, bool) {
 		ms = math.MaxInt64 / int64(time.Millisecond) // 292 years: for ever
 	}
 	return time.Duration(ms) * time.Millisecond, true
-}
-
-func cmdBLPop(c *Ctx) { blockingListPop(c, true) }
-func cmdBRPop(c *Ctx) { blockingListPop(c, false) }
-
-func blockingListPop(c *Ctx, head bool) {
-	n := len(c.Args)
-	timeout, ok := c.blockTimeout(c.Args[n-1])
-	if !ok {
-		return
-	}
-	listPopOrBlock(c, c.Args[1:n-1], head, -1, opPop, timeout)
-}
-
-// listPopOrBlock pops from the first of keys that holds a list, or blocks
-// on them all.
-func listPopOrBlock(c *Ctx, keys [][]byte, head bool, count int64, op blockOp, timeout time.Duration) {
-	for _, key := range keys {
-		s := c.Shard(key)
-		e, l, ok := typed[*engine.List](c, s, key, engine.ForWrite)
-		if !ok {
-			return
-		}
-		if l == nil || l.Len() == 0 {
-			continue
-		}
-		c.replicateAs(listPop(c, s, e, key, head, count)...)
-		return
-	}
-	if !c.mayBlock() {
-		c.W.NullArray()
-		return
-	}
-	c.block(&waiter{kind: engine.KindList, op: op, head: head, count: count}, keys, timeout)
-}
-
-func cmdBLMove(c *Ctx) {
-	from, ok1 := listEnd(c.Args[3])
-	if !ok1 {
-		c.W.Error(msgSyntax)
-		return
-	}
-	to, ok2 := listEnd(c.Args[4])
-	if !ok2 {
-		c.W.Error(msgSyntax)
-		return
-	}
-	timeout, ok := c.blockTimeout(c.Args[5])
-	if !ok {
-		return
-	}
-	blockingMove(c, from, to, timeout)
-}
-
-func cmdBRPopLPush(c *Ctx) {
-	timeout, ok := c.blockTimeout(c.Args[3])
-	if !ok {
-		return
-	}
-	blockingMove(c, false, true, timeout)
-}
-
-func blockingMove(c *Ctx, from, to bool, timeout time.Duration) {
-	src := c.Args[1]
-	_, l, ok := typed[*engine.List](c, c.Shard(src), src, engine.ForWrite)
-	if !ok {
-		return
-	}
-	if l == nil {
-		if !c.mayBlock() {
-			c.W.Null()
-			return
-		}
-		c.block(&waiter{kind: engine.KindList, op: opMove, head: from, to: to}, c.Args[1:2], timeout)
-		return
-	}
-	n := c.W.Len()
-	move(c, from, to)
-	if c.W.Bytes()[n] != '-' {
-		w := waiter{spec: c.Spec, args: c.Args, head: from, to: to}
-		c.replicateAs(moveCommand(&w)...)
-	}
-}
-
-// mpopArgs parses LMPOP's and ZMPOP's arguments from numkeys at index i:
-// the keys, the end (LEFT/MIN true) and the count, as Redis checks them.
-func mpopArgs(c *Ctx, i int, ends [2]string) (keys [][]byte, first bool, count int64, ok bool) {
-	numkeys, isInt := engine.ParseInt(c.Args[i])
-	if !isInt || numkeys <= 0 {
-		c.W.Error("numkeys should be greater than 0")
-		return nil, false, 0, false
-	}
-	where := i + 1 + int(min(numkeys, int64(len(c.Args))))
-	if numkeys >= int64(len(c.Args)) || where >= len(c.Args) {
-		c.W.Error(msgSyntax)
-		return nil, false, 0, false
-	}
-	switch a := c.Args[where]; {
-	case is(a, ends[0]):
-		first = true
-	case is(a, ends[1]):
-	default:
-		c.W.Error(msgSyntax)
-		return nil, false, 0, false
-	}
-	count = -1
-	for j := where + 1; j < len(c.Args); j++ {
-		if count == -1 && is(c.Args[j], "COUNT") && j+1 < len(c.Args) {
-			j++
-			n, isInt := engine.ParseInt(c.Args[j])
-			if !isInt || n <= 0 {
-				c.W.Error("count should be greater than 0")
-				return nil, false, 0, false
-			}
-			count = n
-			continue
-		}
-		c.W.Error(msgSyntax)
-		return nil, false, 0, false
-	}
-	if count == -1 {
-		count = 1
-	}
-	return c.Args[i+1 : where], first, count, true
-}
-
-func cmdLMPop(c *Ctx) {
-	keys, head, count, ok := mpopArgs(c, 1, [2]string{"LEFT", "RIGHT"})
-	if !ok {
-		return
-	}
-	for _, key := range keys {
-		s := c.Shard(key)
-		e, l, ok := typed[*engine.List](c, s, key, engine.ForWrite)
-		if !ok {
-			return
-		}
-		if l == nil || l.Len() == 0 {
-			continue
-		}
-		c.replicateAs(listPop(c, s, e, key, head, count)...)
-		return
-	}
-	c.W.NullArray()
-}
-
-func cmdBLMPop(c *Ctx) {
-	keys, head, count, ok := mpopArgs(c, 2, [2]string{"LEFT", "RIGHT"})
-	if !ok {
-		return
-	}
-	timeout, ok := c.blockTimeout(c.Args[1])
-	if !ok {
-		return
-	}
-	listPopOrBlock(c, keys, head, count, opMPop, timeout)
-}
-
-func cmdBZPopMin(c *Ctx) { blockingZPop(c, false) }
-func cmdBZPopMax(c *Ctx) { blockingZPop(c, true) }
-
-func blockingZPop(c *Ctx, highest bool) {
-	n := len(c.Args)
-	timeout, ok := c.blockTimeout(c.Args[n-1])
-	if !ok {
-		return
-	}
-	zsetPopOrBlock(c, c.Args[1:n-1], highest, -1, false, timeout)
-}
-
-// zsetPopOrBlock pops from the first of keys that holds a sorted set, or
-// blocks on them all.
-func zsetPopOrBlock(c *Ctx, keys [][]byte, highest bool, count int64, nested bool, timeout time.Duration) {
-	for _, key := range keys {
-		s := c.Shard(key)
-		e, z, ok := typed[*engine.ZSet](c, s, key, engine.ForWrite)
-		if !ok {
-			return
-		}
-		if z == nil || z.Len() == 0 {
-			continue
-		}
-		c.replicateAs(zsetPop(c, s, e, key, highest, count, nested)...)
-		return
-	}
-	if !c.mayBlock() {
-		c.W.NullArray()
-		return
-	}
-	op := opZPop
-	if nested {
-		op = opZMPop
-	}
-	c.block(&waiter{kind: engine.KindZSet, op: op, head: !highest, count: count}, keys, timeout)
-}
-
-func cmdZMPop(c *Ctx) {
-	keys, lowest, count, ok := mpopArgs(c, 1, [2]string{"MIN", "MAX"})
-	if !ok {
-		return
-	}
-	// As Redis's genericZpopCommand: the first key that exists decides,
-	// its type checked.
-	for _, key := range keys {
-		s := c.Shard(key)
-		e, z, ok := typed[*engine.ZSet](c, s, key, engine.ForWrite)
-		if !ok {
-			return
-		}
-		if z == nil {
-			continue
-		}
-		c.replicateAs(zsetPop(c, s, e, key, !lowest, count, true)...)
-		return
-	}
-	c.W.NullArray()
-}
-
-func cmdBZMPop(c *Ctx) {
-	keys, lowest, count, ok := mpopArgs(c, 2, [2]string{"MIN", "MAX"})
-	if !ok {
-		return
-	}
-	timeout, ok := c.blockTimeout(c.Args[1])
-	if !ok {
-		return
-	}
-	zsetPopOrBlock(c, keys, !lowest, count, true, timeout)
-}
-
-// cmdClientUnblock ends another client's block: as a timeout (its null
-// reply), or with an error.
-func cmdClientUnblock(c *Ctx) {
-	if len(c.Args) > 4 {
-		c.W.Error(subcommandSyntax(c))
-		return
-	}
-	withError := false
-	if len(c.Args) == 4 {
-		switch a := c.Args[3]; {
-		case is(a, "TIMEOUT"):
-		case is(a, "ERROR"):
-			withError = true
-		default:
-			c.W.Error("ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR")
-			return
-		}
-	}
-	id, ok := engine.ParseInt(c.Args[2])
-	if !ok {
-		c.W.Error(msgNotInteger)
-		return
-	}
-	s := c.Srv
-	s.clients.mu.Lock()
-	target := s.clients.byID[id]
-	s.clients.mu.Unlock()
-	if target == nil {
-		c.W.Int(0)
-		return
-	}
-	w := target.blocking.Load()
-	if w == nil || !s.blocks.claim(w) {
-		c.W.Int(0)
-		return
-	}
-	switch {
-	case withError:
-		w.out.Error("UNBLOCKED client unblocked via CLIENT UNBLOCK")
-	case w.op == opWait:
-		w.out.Int(int64(s.Repl.CountAcked(w.woff)))
-		s.cmd(w.spec).failed.Add(1)
-	default:
-		w.out.NullArray()
-		s.cmd(w.spec).failed.Add(1) // as Redis's updateStatsOnUnblock(..., had_errors=1)
-	}
-	close(w.done)
-	c.W.Int(1)
-}
-
-// subcommandSyntax is Redis's error for a CLIENT subcommand given a
-// number of arguments its table arity allows but it does not take.
-func subcommandSyntax(c *Ctx) string {
-	return "unknown subcommand or wrong number of arguments for '" + trunc(string(c.Args[1]), 128) + "'. Try CLIENT HELP."
 }

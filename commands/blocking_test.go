@@ -3,6 +3,7 @@ package commands
 import (
 	"fmt"
 	"net"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,13 +23,9 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Fatalf("timed out waiting for %s", what)
 }
 
-func (h *harness) blockedNow() int64 { return h.srv.blocks.blocked.Load() }
+func (h *harness) blockedNow() int64 { return h.srv.blocks.Blocked() }
 
-func (h *harness) blockedKeys() int {
-	h.srv.blocks.mu.Lock()
-	defer h.srv.blocks.mu.Unlock()
-	return h.srv.blocks.keys
-}
+func (h *harness) blockedKeys() int { return h.srv.blocks.Keys() }
 
 func loopSettings(loops bool) []string {
 	if loops {
@@ -305,7 +302,7 @@ func TestClientPause(t *testing.T) {
 	main.send(t, []string{"CLIENT", "PAUSE", "100000", "WRITE"})
 	main.read(t)
 	w.send(t, []string{"SET", "k", "v"})
-	waitFor(t, "the write to pause", func() bool { return h.srv.blocks.paused.Load() == 1 })
+	waitFor(t, "the write to pause", func() bool { return h.srv.pause.waiting.Load() == 1 })
 	main.send(t, []string{"GET", "k"})
 	if v := main.read(t); v.String() != "nil" {
 		t.Errorf("GET during the pause: %s", v)
@@ -330,16 +327,16 @@ func TestClientPause(t *testing.T) {
 	if d := time.Since(start); d < 100*time.Millisecond {
 		t.Errorf("PING answered after %v during a 150 ms pause", d)
 	}
-	if p := h.srv.blocks.paused.Load(); p != 0 {
+	if p := h.srv.pause.waiting.Load(); p != 0 {
 		t.Errorf("%d clients still paused", p)
 	}
 	// A paused client that disconnects is freed.
 	main.send(t, []string{"CLIENT", "PAUSE", "100000", "WRITE"})
 	main.read(t)
 	w.send(t, []string{"DEL", "k"})
-	waitFor(t, "the write to pause", func() bool { return h.srv.blocks.paused.Load() == 1 })
+	waitFor(t, "the write to pause", func() bool { return h.srv.pause.waiting.Load() == 1 })
 	w.c.Close()
-	waitFor(t, "the paused client to go", func() bool { return h.srv.blocks.paused.Load() == 0 })
+	waitFor(t, "the paused client to go", func() bool { return h.srv.pause.waiting.Load() == 0 })
 	main.send(t, []string{"CLIENT", "UNPAUSE"})
 	main.read(t)
 	main.send(t, []string{"GET", "k"})
@@ -402,5 +399,33 @@ func TestClientNoEvict(t *testing.T) {
 		if s := string(c.read(t).Str); !strings.Contains(s, tc.flags) {
 			t.Errorf("after NO-EVICT %s: %s", tc.arg, s)
 		}
+	}
+}
+
+// BenchmarkBlockWake: one client blocks in BLPOP, another's LPUSH serves
+// it; an op is one block and its wake-up, both replies read, over
+// loopback. The allocations are the whole process's: registering the
+// waiter, serving it, and the two requests.
+func BenchmarkBlockWake(b *testing.B) {
+	for _, loops := range []bool{false, true} {
+		b.Run(fmt.Sprintf("loops=%v", loops), func(b *testing.B) {
+			h := newHarness(b, loopSettings(loops)...)
+			waiter := newNetClient(b, h, []string{"BLPOP", "q", "0"}, 1)
+			pusher := newNetClient(b, h, []string{"LPUSH", "q", "v"}, 1)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if _, err := waiter.c.Write(waiter.req); err != nil {
+					b.Fatal(err)
+				}
+				for h.blockedNow() == 0 {
+					runtime.Gosched()
+				}
+				pusher.roundTrip(b)
+				if err := skipReply(waiter.r); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

@@ -9,8 +9,10 @@ import (
 	"time"
 
 	"github.com/limitkv/limitkv/acl"
+	"github.com/limitkv/limitkv/blocking"
 	"github.com/limitkv/limitkv/cmdspec"
 	"github.com/limitkv/limitkv/engine"
+	"github.com/limitkv/limitkv/pubsub"
 	"github.com/limitkv/limitkv/replication"
 	"github.com/limitkv/limitkv/resp"
 	"github.com/limitkv/limitkv/scripting"
@@ -80,12 +82,12 @@ type Client struct {
 	// ready the keys its commands made ready, to serve at their end.
 	// paused: waiting for a CLIENT PAUSE to end; noEvict: CLIENT NO-EVICT.
 	blocked  *waiter
-	blocking atomic.Pointer[waiter]
-	ready    []readyKey
+	blocking atomic.Pointer[blocking.Waiter]
+	ready    []blocking.ReadyKey
 	paused   atomic.Bool
 	noEvict  atomic.Bool
 
-	ps   clientSubs     // pub/sub subscriptions (pubsub.go)
+	ps   pubsub.Subs    // pub/sub subscriptions (pubsub.go)
 	ctx  Ctx            // reused for every request
 	rl   rlScratch      // rate-limit decisions' buffers
 	eval scripting.Call // this client's EVAL while it waits for the combiner
@@ -359,4 +361,61 @@ func (r *clientRegistry) all() []*Client {
 	r.mu.Unlock()
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out
+}
+
+// cmdClientUnblock ends another client's block: as a timeout (its null
+// reply), or with an error.
+func cmdClientUnblock(c *Ctx) {
+	if len(c.Args) > 4 {
+		c.W.Error(subcommandSyntax(c))
+		return
+	}
+	withError := false
+	if len(c.Args) == 4 {
+		switch a := c.Args[3]; {
+		case is(a, "TIMEOUT"):
+		case is(a, "ERROR"):
+			withError = true
+		default:
+			c.W.Error("ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR")
+			return
+		}
+	}
+	id, ok := engine.ParseInt(c.Args[2])
+	if !ok {
+		c.W.Error(msgNotInteger)
+		return
+	}
+	s := c.Srv
+	s.clients.mu.Lock()
+	target := s.clients.byID[id]
+	s.clients.mu.Unlock()
+	if target == nil {
+		c.W.Int(0)
+		return
+	}
+	bw := target.blocking.Load()
+	if bw == nil || !s.blocks.Claim(bw) {
+		c.W.Int(0)
+		return
+	}
+	w := waiterOf(bw)
+	switch {
+	case withError:
+		w.out.Error("UNBLOCKED client unblocked via CLIENT UNBLOCK")
+	case w.op == opWait:
+		w.out.Int(int64(s.Repl.CountAcked(w.woff)))
+		s.cmd(w.spec).failed.Add(1)
+	default:
+		w.out.NullArray()
+		s.cmd(w.spec).failed.Add(1) // as Redis's updateStatsOnUnblock(..., had_errors=1)
+	}
+	bw.Wake()
+	c.W.Int(1)
+}
+
+// subcommandSyntax is Redis's error for a CLIENT subcommand given a
+// number of arguments its table arity allows but it does not take.
+func subcommandSyntax(c *Ctx) string {
+	return "unknown subcommand or wrong number of arguments for '" + trunc(string(c.Args[1]), 128) + "'. Try CLIENT HELP."
 }

@@ -43,7 +43,7 @@ func cmdReset(c *Ctx) {
 	cl := c.Client
 	cl.discardTx()
 	cl.unwatchAll()
-	c.Srv.pubsub.dropClient(cl)
+	c.Srv.dropSubscriptions(cl)
 	cl.db.Store(0)
 	cl.name.Store(nil)
 	c.W.SetProto(2)

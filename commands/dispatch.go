@@ -10,9 +10,11 @@ import (
 	"time"
 
 	"github.com/limitkv/limitkv/acl"
+	"github.com/limitkv/limitkv/blocking"
 	"github.com/limitkv/limitkv/cmdspec"
 	"github.com/limitkv/limitkv/engine"
 	"github.com/limitkv/limitkv/observe"
+	"github.com/limitkv/limitkv/pubsub"
 	"github.com/limitkv/limitkv/ratelimit"
 	"github.com/limitkv/limitkv/replication"
 	"github.com/limitkv/limitkv/resp"
@@ -33,7 +35,7 @@ type Server struct {
 	Hooks Hooks
 
 	clients   clientRegistry
-	pubsub    pubsubRegistry
+	pubsub    pubsub.Registry[*Client]
 	stats     Stats
 	auth      authGuard
 	acl       aclState
@@ -45,9 +47,9 @@ type Server struct {
 	limits    memoryLimits
 	release   memRelease
 	scripts   scripting.Runtime
-	migrate   migrateSockets // MIGRATE's cached connections (migrate.go)
-	blocks    blockRegistry  // clients blocked on keys (blocking.go)
-	pause     pauseState     // CLIENT PAUSE (pause.go)
+	migrate   migrateSockets    // MIGRATE's cached connections (migrate.go)
+	blocks    blocking.Registry // clients blocked on keys (blocking.go)
+	pause     pauseState        // CLIENT PAUSE (pause.go)
 	// shutdownSpec is SHUTDOWN, which may stop a busy script.
 	shutdownSpec *cmdspec.Spec
 	// cmds holds, by spec id, the handler and statistics of each command
@@ -138,7 +140,7 @@ func New(eng *engine.Engine, cfg *Config, log *slog.Logger) *Server {
 	s.acl.init(s.Table)
 	s.scripts.Init(scriptHost{s}, RedisVersion)
 	s.clients.init()
-	s.pubsub.init()
+	s.pubsub.Init()
 	s.mem.startup.Store(heapInUse())
 	s.mem.note(s.mem.startup.Load())
 	s.Net = resp.NewServer(s)
@@ -268,7 +270,7 @@ func (s *Server) Closed(conn *resp.Conn) {
 		return
 	}
 	cl.unwatchAll()
-	s.pubsub.dropClient(cl)
+	s.dropSubscriptions(cl)
 	s.stats.Commands.Add(cl.commands.Load())
 	s.clients.remove(cl)
 }

@@ -1,11 +1,15 @@
 package commands
 
 import (
+	"strconv"
+	"time"
+
 	"github.com/limitkv/limitkv/engine"
 )
 
 // List commands: LPUSH RPUSH LPUSHX RPUSHX LPOP RPOP LINDEX LLEN LRANGE
-// LTRIM LSET LREM LINSERT LPOS LMOVE RPOPLPUSH.
+// LTRIM LSET LREM LINSERT LPOS LMOVE RPOPLPUSH LMPOP, and the blocking
+// BLPOP BRPOP BLMOVE BRPOPLPUSH BLMPOP (their wait: blocking.go).
 //
 // Redis's order of checks is kept: arguments that need no key are parsed
 // first (LRANGE's indexes, LPOP's count, LPOS's options...), except where
@@ -491,4 +495,207 @@ func move(c *Ctx, fromHead, toHead bool) {
 	se, _ := ss.Find(c.DB, src, c.Now)
 	listChanged(ss, se, sl)
 	c.W.Bulk(v)
+}
+
+func cmdBLPop(c *Ctx) { blockingListPop(c, true) }
+
+func cmdBRPop(c *Ctx) { blockingListPop(c, false) }
+
+func blockingListPop(c *Ctx, head bool) {
+	n := len(c.Args)
+	timeout, ok := c.blockTimeout(c.Args[n-1])
+	if !ok {
+		return
+	}
+	listPopOrBlock(c, c.Args[1:n-1], head, -1, opPop, timeout)
+}
+
+// listPopOrBlock pops from the first of keys that holds a list, or blocks
+// on them all.
+func listPopOrBlock(c *Ctx, keys [][]byte, head bool, count int64, op blockOp, timeout time.Duration) {
+	for _, key := range keys {
+		s := c.Shard(key)
+		e, l, ok := typed[*engine.List](c, s, key, engine.ForWrite)
+		if !ok {
+			return
+		}
+		if l == nil || l.Len() == 0 {
+			continue
+		}
+		c.replicateAs(listPop(c, s, e, key, head, count)...)
+		return
+	}
+	if !c.mayBlock() {
+		c.W.NullArray()
+		return
+	}
+	c.block(&waiter{op: op, head: head, count: count}, engine.KindList, keys, timeout)
+}
+
+func cmdBLMove(c *Ctx) {
+	from, ok1 := listEnd(c.Args[3])
+	if !ok1 {
+		c.W.Error(msgSyntax)
+		return
+	}
+	to, ok2 := listEnd(c.Args[4])
+	if !ok2 {
+		c.W.Error(msgSyntax)
+		return
+	}
+	timeout, ok := c.blockTimeout(c.Args[5])
+	if !ok {
+		return
+	}
+	blockingMove(c, from, to, timeout)
+}
+
+func cmdBRPopLPush(c *Ctx) {
+	timeout, ok := c.blockTimeout(c.Args[3])
+	if !ok {
+		return
+	}
+	blockingMove(c, false, true, timeout)
+}
+
+func blockingMove(c *Ctx, from, to bool, timeout time.Duration) {
+	src := c.Args[1]
+	_, l, ok := typed[*engine.List](c, c.Shard(src), src, engine.ForWrite)
+	if !ok {
+		return
+	}
+	if l == nil {
+		if !c.mayBlock() {
+			c.W.Null()
+			return
+		}
+		c.block(&waiter{op: opMove, head: from, to: to}, engine.KindList, c.Args[1:2], timeout)
+		return
+	}
+	n := c.W.Len()
+	move(c, from, to)
+	if c.W.Bytes()[n] != '-' {
+		w := waiter{spec: c.Spec, args: c.Args, head: from, to: to}
+		c.replicateAs(moveCommand(&w)...)
+	}
+}
+
+// mpopArgs parses LMPOP's and ZMPOP's arguments from numkeys at index i:
+// the keys, the end (LEFT/MIN true) and the count, as Redis checks them.
+func mpopArgs(c *Ctx, i int, ends [2]string) (keys [][]byte, first bool, count int64, ok bool) {
+	numkeys, isInt := engine.ParseInt(c.Args[i])
+	if !isInt || numkeys <= 0 {
+		c.W.Error("numkeys should be greater than 0")
+		return nil, false, 0, false
+	}
+	where := i + 1 + int(min(numkeys, int64(len(c.Args))))
+	if numkeys >= int64(len(c.Args)) || where >= len(c.Args) {
+		c.W.Error(msgSyntax)
+		return nil, false, 0, false
+	}
+	switch a := c.Args[where]; {
+	case is(a, ends[0]):
+		first = true
+	case is(a, ends[1]):
+	default:
+		c.W.Error(msgSyntax)
+		return nil, false, 0, false
+	}
+	count = -1
+	for j := where + 1; j < len(c.Args); j++ {
+		if count == -1 && is(c.Args[j], "COUNT") && j+1 < len(c.Args) {
+			j++
+			n, isInt := engine.ParseInt(c.Args[j])
+			if !isInt || n <= 0 {
+				c.W.Error("count should be greater than 0")
+				return nil, false, 0, false
+			}
+			count = n
+			continue
+		}
+		c.W.Error(msgSyntax)
+		return nil, false, 0, false
+	}
+	if count == -1 {
+		count = 1
+	}
+	return c.Args[i+1 : where], first, count, true
+}
+
+func cmdLMPop(c *Ctx) {
+	keys, head, count, ok := mpopArgs(c, 1, [2]string{"LEFT", "RIGHT"})
+	if !ok {
+		return
+	}
+	for _, key := range keys {
+		s := c.Shard(key)
+		e, l, ok := typed[*engine.List](c, s, key, engine.ForWrite)
+		if !ok {
+			return
+		}
+		if l == nil || l.Len() == 0 {
+			continue
+		}
+		c.replicateAs(listPop(c, s, e, key, head, count)...)
+		return
+	}
+	c.W.NullArray()
+}
+
+func cmdBLMPop(c *Ctx) {
+	keys, head, count, ok := mpopArgs(c, 2, [2]string{"LEFT", "RIGHT"})
+	if !ok {
+		return
+	}
+	timeout, ok := c.blockTimeout(c.Args[1])
+	if !ok {
+		return
+	}
+	listPopOrBlock(c, keys, head, count, opMPop, timeout)
+}
+
+// listPop pops from the list under e, found non-empty: one element, replied
+// as [key, element] (count -1), or up to count, as [key, [elements]]. It
+// returns the command that does the same, for replication.
+func listPop(c *Ctx, s *engine.Shard, e engine.Entry, key []byte, head bool, count int64) [][]byte {
+	l := s.Object(e).(*engine.List)
+	name := []byte("RPOP")
+	if head {
+		name = []byte("LPOP")
+	}
+	c.W.Array(2)
+	c.W.Bulk(key)
+	if count < 0 {
+		var v []byte
+		if head {
+			v, _ = l.PopHead(c.buf[:0])
+		} else {
+			v, _ = l.PopTail(c.buf[:0])
+		}
+		c.W.Bulk(v)
+		listChanged(s, e, l)
+		return [][]byte{name, key}
+	}
+	n := l.Len()
+	k := int(min(count, int64(n)))
+	c.W.Array(k)
+	if head {
+		for i, v := range l.Ascend(0, c.buf[:0]) {
+			if i == k {
+				break
+			}
+			c.W.Bulk(v)
+		}
+		l.RemoveRange(0, k)
+	} else {
+		for i, v := range l.Descend(n-1, c.buf[:0]) {
+			if i < n-k {
+				break
+			}
+			c.W.Bulk(v)
+		}
+		l.RemoveRange(n-k, k)
+	}
+	listChanged(s, e, l)
+	return [][]byte{name, key, strconv.AppendInt(nil, int64(k), 10)}
 }

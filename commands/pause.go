@@ -37,6 +37,9 @@ type pauseState struct {
 	end   time.Time
 	wake  chan struct{} // closed, and replaced, when the pause ends or eases
 	timer *time.Timer
+	// waiting counts the clients held back by the pause, which INFO's
+	// blocked_clients counts with those blocked on keys, as Redis does.
+	waiting atomic.Int64
 }
 
 // pause starts a pause, or extends the one under way: the stricter kind
@@ -143,7 +146,7 @@ func (s *Server) awaitPause(cl *Client, spec *cmdspec.Spec, flags cmdspec.Flag) 
 	defer func() {
 		if cl.paused.Load() {
 			cl.paused.Store(false)
-			s.blocks.paused.Add(-1)
+			s.pause.waiting.Add(-1)
 		}
 		stop()
 	}()
@@ -156,7 +159,7 @@ func (s *Server) awaitPause(cl *Client, spec *cmdspec.Spec, flags cmdspec.Flag) 
 			cl.conn.Flush()
 			hung, stop = cl.conn.WatchHangup()
 			cl.paused.Store(true)
-			s.blocks.paused.Add(1)
+			s.pause.waiting.Add(1)
 		}
 		select {
 		case <-wake:

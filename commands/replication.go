@@ -478,15 +478,15 @@ func cmdWait(c *Ctx) {
 		select {
 		case <-wake:
 			continue
-		case <-bw.done:
+		case <-bw.Woken():
 		case <-deadline:
 		case <-cl.conn.Done():
 		}
 		acked = n.CountAcked(cl.woff)
 		break
 	}
-	if !c.Srv.blocks.claim(bw) {
-		<-bw.done // CLIENT UNBLOCK answered for it
+	if !c.Srv.blocks.Claim(&bw.Waiter) {
+		<-bw.Woken() // CLIENT UNBLOCK answered for it
 		c.W.Raw(bw.out.Bytes())
 		return
 	}

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/limitkv/limitkv/engine"
+	"github.com/limitkv/limitkv/pubsub"
 	"github.com/limitkv/limitkv/replication"
 )
 
@@ -585,7 +586,7 @@ func infoClients(s *Server, b *strings.Builder) {
 	kv(b, "connected_clients", s.clients.count())
 	kv(b, "cluster_connections", 0)
 	kv(b, "maxclients", s.Cfg.maxClients.Load())
-	kv(b, "blocked_clients", s.blocks.blocked.Load()+s.blocks.paused.Load())
+	kv(b, "blocked_clients", s.blocks.Blocked()+s.pause.waiting.Load())
 	kv(b, "tracking_clients", 0)
 }
 
@@ -725,9 +726,9 @@ func infoStats(s *Server, b *strings.Builder, held bool) {
 	kv(b, "evicted_clients", s.limits.evictedClients.Load())
 	kv(b, "keyspace_hits", hits)
 	kv(b, "keyspace_misses", misses)
-	kv(b, "pubsub_channels", s.pubsub.counts[psChannel].Load())
-	kv(b, "pubsub_patterns", s.pubsub.counts[psPattern].Load())
-	kv(b, "pubsubshard_channels", s.pubsub.counts[psShard].Load())
+	kv(b, "pubsub_channels", s.pubsub.Count(pubsub.Channel))
+	kv(b, "pubsub_patterns", s.pubsub.Count(pubsub.Pattern))
+	kv(b, "pubsubshard_channels", s.pubsub.Count(pubsub.Shard))
 	kv(b, "migrate_cached_sockets", s.migrate.cached())
 	kv(b, "total_protocol_errors", s.stats.ProtocolErrors.Load())
 	kv(b, "total_error_replies", s.errors.Total())

@@ -72,7 +72,7 @@ func cmdExec(c *Ctx) {
 	}
 	// A SUBSCRIBE among the commands kept the pub/sub registry so that no
 	// message could come before this reply; it is complete now.
-	c.Srv.pubsub.execDone(cl)
+	c.Srv.execDone(cl)
 	// Clients blocked on keys the transaction pushed to are served at its
 	// end, as in Redis, before anything else can see those keys.
 	if len(cl.ready) > 0 {

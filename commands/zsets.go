@@ -2,6 +2,7 @@ package commands
 
 import (
 	"strconv"
+	"time"
 
 	"github.com/limitkv/limitkv/engine"
 )
@@ -9,7 +10,8 @@ import (
 // Sorted set commands: ZADD ZINCRBY ZREM ZCARD ZCOUNT ZSCORE ZMSCORE ZRANK
 // ZREVRANK ZRANGE ZRANGEBYSCORE ZREVRANGEBYSCORE ZREVRANGE ZRANGEBYLEX
 // ZREVRANGEBYLEX ZLEXCOUNT ZREMRANGEBYSCORE ZREMRANGEBYRANK ZREMRANGEBYLEX
-// ZPOPMIN ZPOPMAX ZSCAN.
+// ZPOPMIN ZPOPMAX ZMPOP ZSCAN, and the blocking BZPOPMIN BZPOPMAX BZMPOP
+// (their wait: blocking.go).
 
 const (
 	msgZNaN         = "resulting score is not a number (NaN)"
@@ -554,4 +556,119 @@ func cmdZScan(c *Ctx) {
 		c.W.Bulk(flat[from:end])
 		from = end
 	}
+}
+
+func cmdBZPopMin(c *Ctx) { blockingZPop(c, false) }
+
+func cmdBZPopMax(c *Ctx) { blockingZPop(c, true) }
+
+func blockingZPop(c *Ctx, highest bool) {
+	n := len(c.Args)
+	timeout, ok := c.blockTimeout(c.Args[n-1])
+	if !ok {
+		return
+	}
+	zsetPopOrBlock(c, c.Args[1:n-1], highest, -1, false, timeout)
+}
+
+// zsetPopOrBlock pops from the first of keys that holds a sorted set, or
+// blocks on them all.
+func zsetPopOrBlock(c *Ctx, keys [][]byte, highest bool, count int64, nested bool, timeout time.Duration) {
+	for _, key := range keys {
+		s := c.Shard(key)
+		e, z, ok := typed[*engine.ZSet](c, s, key, engine.ForWrite)
+		if !ok {
+			return
+		}
+		if z == nil || z.Len() == 0 {
+			continue
+		}
+		c.replicateAs(zsetPop(c, s, e, key, highest, count, nested)...)
+		return
+	}
+	if !c.mayBlock() {
+		c.W.NullArray()
+		return
+	}
+	op := opZPop
+	if nested {
+		op = opZMPop
+	}
+	c.block(&waiter{op: op, head: !highest, count: count}, engine.KindZSet, keys, timeout)
+}
+
+func cmdZMPop(c *Ctx) {
+	keys, lowest, count, ok := mpopArgs(c, 1, [2]string{"MIN", "MAX"})
+	if !ok {
+		return
+	}
+	// As Redis's genericZpopCommand: the first key that exists decides,
+	// its type checked.
+	for _, key := range keys {
+		s := c.Shard(key)
+		e, z, ok := typed[*engine.ZSet](c, s, key, engine.ForWrite)
+		if !ok {
+			return
+		}
+		if z == nil {
+			continue
+		}
+		c.replicateAs(zsetPop(c, s, e, key, !lowest, count, true)...)
+		return
+	}
+	c.W.NullArray()
+}
+
+func cmdBZMPop(c *Ctx) {
+	keys, lowest, count, ok := mpopArgs(c, 2, [2]string{"MIN", "MAX"})
+	if !ok {
+		return
+	}
+	timeout, ok := c.blockTimeout(c.Args[1])
+	if !ok {
+		return
+	}
+	zsetPopOrBlock(c, keys, !lowest, count, true, timeout)
+}
+
+// zsetPop pops from the sorted set under e, found non-empty: the lowest
+// scores, or the highest, one as [key, member, score] (count -1), or, for
+// ZMPOP and BZMPOP (nested), up to count as [key, [[member, score] ...]].
+// It returns the command that does the same, for replication.
+func zsetPop(c *Ctx, s *engine.Shard, e engine.Entry, key []byte, highest bool, count int64, nested bool) [][]byte {
+	z := s.Object(e).(*engine.ZSet)
+	name := []byte("ZPOPMIN")
+	if highest {
+		name = []byte("ZPOPMAX")
+	}
+	k := 1
+	if count > 0 {
+		k = int(min(count, int64(z.Len())))
+	}
+	lo, hi := 0, k
+	if highest {
+		lo, hi = z.Len()-k, z.Len()
+	}
+	if nested {
+		c.W.Array(2)
+		c.W.Bulk(key)
+		c.W.Array(k)
+	} else {
+		c.W.Array(3)
+		c.W.Bulk(key)
+	}
+	z.Range(lo, hi, highest, c.buf[:0], func(m []byte, sc float64) bool {
+		if nested {
+			c.W.Array(2)
+		}
+		c.W.Bulk(m)
+		c.W.Double(sc)
+		return true
+	})
+	z.RemoveRange(lo, hi)
+	zsetChanged(s, e, z)
+	if count < 0 {
+		return [][]byte{name, key}
+	}
+	return [][]byte{name, key, strconv.AppendInt(nil, int64(k), 10)}
 }

@@ -33,7 +33,7 @@ var allowedImports = map[string]struct {
 	"lua51":     {ours: []string{"resp"}},
 	"persist":   {ours: []string{"engine"}},
 	"tlsconf":   {stdOnly: true},
-	"commands":  {ours: []string{"cmdspec", "acl", "cmddocs", "engine", "ratelimit", "resp", "lua51", "tlsconf", "replication", "rdb", "observe", "config", "scripting"}},
+	"commands":  {ours: []string{"cmdspec", "acl", "cmddocs", "engine", "ratelimit", "resp", "lua51", "tlsconf", "replication", "rdb", "observe", "config", "scripting", "blocking", "pubsub"}},
 	// config is what a setting is and how files, flags and CONFIG read and
 	// write it; what a setting does to the server, commands hands it as
 	// callbacks. CONFIG GET's patterns match as the keyspace's globs do
@@ -51,6 +51,15 @@ var allowedImports = map[string]struct {
 	// replies of those commands, and a shebang split as an inline request
 	// is) and rdb (FUNCTION DUMP's payload is RDB's envelope).
 	"scripting": {ours: []string{"lua51", "cmdspec", "resp", "rdb"}},
+	// blocking is the clients blocked on keys, their order and who ends a
+	// wait; what a served waiter does is commands'. Keys are strings and
+	// kinds numbers to it: it needs nothing of ours.
+	"blocking": {stdOnly: true},
+	// pubsub is the subscriptions: who listens on which channel, shard
+	// channel and pattern, and the messages' framing; writing to a
+	// connection and the commands are commands'. Patterns match channels
+	// as the keyspace's globs match keys (engine).
+	"pubsub": {ours: []string{"engine"}, stdOnly: true},
 	// cmdspec is what a command is (name, arity, flags, key specs,
 	// categories), below commands so that what needs a spec and not a
 	// request (ACL rules, the command docs) need not import commands. The
@@ -251,6 +260,12 @@ func TestForbiddenImportsCatches(t *testing.T) {
 		{"config", "github.com/limitkv/limitkv/commands"},
 		{"config", "github.com/limitkv/limitkv/replication"},
 		{"config", "github.com/limitkv/limitkv/tlsconf"},
+		{"blocking", "github.com/limitkv/limitkv/commands"},
+		{"blocking", "github.com/limitkv/limitkv/engine"},
+		{"blocking", "github.com/limitkv/limitkv/resp"},
+		{"pubsub", "github.com/limitkv/limitkv/commands"},
+		{"pubsub", "github.com/limitkv/limitkv/resp"},
+		{"pubsub", "github.com/limitkv/limitkv/replication"},
 		{"client", "github.com/limitkv/limitkv/engine"},
 		{"client", "github.com/limitkv/limitkv/resp"},
 		{"internal/testserver", "github.com/limitkv/limitkv/engine"},
