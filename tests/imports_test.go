@@ -60,6 +60,12 @@ var allowedImports = map[string]struct {
 	// connection and the commands are commands'. Patterns match channels
 	// as the keyspace's globs match keys (engine).
 	"pubsub": {ours: []string{"engine"}, stdOnly: true},
+	// migrate is MIGRATE's client: the connections to other nodes, kept
+	// for reuse, and the exchange on them; what keys go and what becomes
+	// of them is commands'. It frames AUTH, SELECT and RESTORE as
+	// requests are framed on the wire (resp.AppendCommand), and needs
+	// nothing else of ours.
+	"migrate": {ours: []string{"resp"}},
 	// cmdspec is what a command is (name, arity, flags, key specs,
 	// categories), below commands so that what needs a spec and not a
 	// request (ACL rules, the command docs) need not import commands. The
@@ -266,6 +272,9 @@ func TestForbiddenImportsCatches(t *testing.T) {
 		{"pubsub", "github.com/limitkv/limitkv/commands"},
 		{"pubsub", "github.com/limitkv/limitkv/resp"},
 		{"pubsub", "github.com/limitkv/limitkv/replication"},
+		{"migrate", "github.com/limitkv/limitkv/commands"},
+		{"migrate", "github.com/limitkv/limitkv/engine"},
+		{"migrate", "github.com/limitkv/limitkv/rdb"},
 		{"client", "github.com/limitkv/limitkv/engine"},
 		{"client", "github.com/limitkv/limitkv/resp"},
 		{"internal/testserver", "github.com/limitkv/limitkv/engine"},
