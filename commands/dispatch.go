@@ -13,6 +13,7 @@ import (
 	"github.com/limitkv/limitkv/blocking"
 	"github.com/limitkv/limitkv/cmdspec"
 	"github.com/limitkv/limitkv/engine"
+	"github.com/limitkv/limitkv/migrate"
 	"github.com/limitkv/limitkv/observe"
 	"github.com/limitkv/limitkv/pubsub"
 	"github.com/limitkv/limitkv/ratelimit"
@@ -47,7 +48,7 @@ type Server struct {
 	limits    memoryLimits
 	release   memRelease
 	scripts   scripting.Runtime
-	migrate   migrateSockets    // MIGRATE's cached connections (migrate.go)
+	migrate   migrate.Pool      // MIGRATE's cached connections
 	blocks    blocking.Registry // clients blocked on keys (blocking.go)
 	pause     pauseState        // CLIENT PAUSE (pause.go)
 	// shutdownSpec is SHUTDOWN, which may stop a busy script.

@@ -1,21 +1,15 @@
 package commands
 
 import (
-	"bufio"
-	"bytes"
-	"errors"
 	"hash/maphash"
 	"net"
-	"os"
 	"strconv"
-	"sync"
-	"syscall"
 	"time"
 
 	"github.com/limitkv/limitkv/cmdspec"
 	"github.com/limitkv/limitkv/engine"
+	"github.com/limitkv/limitkv/migrate"
 	"github.com/limitkv/limitkv/rdb"
-	"github.com/limitkv/limitkv/resp"
 )
 
 // MIGRATE host port key|"" destination-db timeout [COPY] [REPLACE]
@@ -37,16 +31,10 @@ import (
 // engine's encoding, taken both times. Inside MULTI or a script every
 // shard is already locked and stays so, as Redis's server does.
 //
-// Connections to targets are cached as Redis caches them (migrateSockets).
+// The exchange with the target, and the connections kept for the next
+// one, are the migrate package's.
 
-const (
-	msgMigrateKeys = "When using MIGRATE KEYS option, the key argument must be set to the empty string"
-	msgIOConnect   = "IOERR error or timeout connecting to the client"
-	msgIOWrite     = "IOERR error or timeout writing to target instance"
-	msgIORead      = "IOERR error or timeout reading to target instance"
-	// migrateChunk is how much Redis writes to the target at a time.
-	migrateChunk = 64 << 10
-)
+const msgMigrateKeys = "When using MIGRATE KEYS option, the key argument must be set to the empty string"
 
 // migrateSecrets says which arguments of MIGRATE the slow log and MONITOR
 // must not show: AUTH's password, AUTH2's username and password, as far
@@ -177,14 +165,7 @@ func cmdMigrate(c *Ctx) {
 	}
 
 	// Read the keys and build the RESTORE commands under their locks.
-	var authCmd, out []byte
-	if auth {
-		if user != nil {
-			authCmd = resp.AppendCommand(nil, []byte("AUTH"), user, pass)
-		} else {
-			authCmd = resp.AppendCommand(nil, []byte("AUTH"), pass)
-		}
-	}
+	var batch migrate.Batch
 	var moving []migrating
 	var failed string
 	found := 0
@@ -214,11 +195,7 @@ func cmdMigrate(c *Ctx) {
 				return
 			}
 			payload = rdb.Seal(payload)
-			args := [][]byte{[]byte("RESTORE"), k, strconv.AppendInt(nil, ttl, 10), payload}
-			if replace {
-				args = append(args, []byte("REPLACE"))
-			}
-			out = resp.AppendCommand(out, args...)
+			batch.Restore(k, ttl, payload, replace)
 			scratch, _ = engine.AppendValue(scratch[:0], sh, e)
 			moving = append(moving, migrating{key: k, sum: maphash.Bytes(migrateSeed, scratch)})
 		}
@@ -234,8 +211,15 @@ func cmdMigrate(c *Ctx) {
 
 	// Talk to the target, holding no lock (unless MULTI or a script
 	// holds them all).
-	addr := net.JoinHostPort(string(c.Args[1]), strconv.FormatInt(engine.Atoi(c.Args[2]), 10))
-	acked, reply := c.Srv.migrate.send(addr, wait, authCmd, db, out, len(moving))
+	target := migrate.Target{
+		Addr:    net.JoinHostPort(string(c.Args[1]), strconv.FormatInt(engine.Atoi(c.Args[2]), 10)),
+		Timeout: wait,
+		DB:      db,
+		Auth:    auth,
+		User:    user,
+		Pass:    pass,
+	}
+	acked, err := c.Srv.migrate.Send(target, &batch)
 	for i := range acked {
 		moving[i].sent = acked[i]
 	}
@@ -260,23 +244,11 @@ func cmdMigrate(c *Ctx) {
 			}
 		})
 	}
-	if reply == "" {
+	if err == nil {
 		c.W.OK()
 	} else {
-		c.W.Error(reply)
+		c.W.Error(err.Error())
 	}
-}
-
-// readReplyLine reads one line of the target's reply as Redis's
-// connSyncReadLine does: up to 1024 bytes, without its "\r\n".
-func readReplyLine(r *bufio.Reader) ([]byte, error) {
-	line, err := r.ReadSlice('\n')
-	if err != nil && !errors.Is(err, bufio.ErrBufferFull) {
-		return nil, err
-	}
-	line = bytes.TrimSuffix(line, []byte("\n"))
-	line = bytes.TrimSuffix(line, []byte("\r"))
-	return bytes.Clone(line), nil
 }
 
 // withShards runs fn with the shards of m locked (unless the request
@@ -292,201 +264,5 @@ func (c *Ctx) withShards(m engine.Mask, fn func()) {
 	fn()
 	if s.Repl.Recording() {
 		s.propagate(c, m, false)
-	}
-}
-
-// migrateSockets caches a connection per target, as Redis's
-// migrate_cached_sockets does: it stays authenticated, remembers the
-// database it last selected (no SELECT when it is the same), and is
-// closed after ten seconds unused; at most 64 are kept. A connection in
-// use is taken out of the cache, so that concurrent MIGRATEs to one
-// target each have their own.
-type migrateSockets struct {
-	mu    sync.Mutex
-	socks map[string]*migrateSock
-}
-
-type migrateSock struct {
-	conn   net.Conn
-	r      *bufio.Reader
-	lastDB int64 // -1: none selected yet, or unknown after an error
-	idle   *time.Timer
-}
-
-const (
-	migrateSocketTTL   = 10 * time.Second
-	migrateSocketItems = 64
-)
-
-// cached is INFO's migrate_cached_sockets: the connections kept for the
-// next MIGRATE.
-func (m *migrateSockets) cached() int {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return len(m.socks)
-}
-
-// get takes addr's cached connection, or connects.
-func (m *migrateSockets) get(addr string, wait time.Duration) (*migrateSock, error) {
-	m.mu.Lock()
-	s := m.socks[addr]
-	if s != nil {
-		delete(m.socks, addr)
-		s.idle.Stop()
-	}
-	m.mu.Unlock()
-	if s != nil {
-		return s, nil
-	}
-	conn, err := net.DialTimeout("tcp", addr, wait)
-	if err != nil {
-		return nil, err
-	}
-	return &migrateSock{conn: conn, r: bufio.NewReaderSize(conn, 1024), lastDB: -1}, nil
-}
-
-// put gives s back to the cache, to be closed when unused for a while.
-func (m *migrateSockets) put(addr string, s *migrateSock) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.socks == nil {
-		m.socks = map[string]*migrateSock{}
-	}
-	if old := m.socks[addr]; old != nil {
-		// Another MIGRATE to this target put one back meanwhile.
-		s.conn.Close()
-		return
-	}
-	if len(m.socks) >= migrateSocketItems {
-		for a, old := range m.socks { // any one, as Redis drops a random one
-			old.idle.Stop()
-			old.conn.Close()
-			delete(m.socks, a)
-			break
-		}
-	}
-	m.socks[addr] = s
-	s.idle = time.AfterFunc(migrateSocketTTL, func() {
-		m.mu.Lock()
-		if m.socks[addr] == s {
-			delete(m.socks, addr)
-			s.conn.Close()
-		}
-		m.mu.Unlock()
-	})
-}
-
-// send runs migrateCommand's exchange with the target: AUTH if given,
-// SELECT if the connection has another database selected, then the n
-// RESTORE commands of body, written in 64 kB chunks; then it reads the
-// replies. It returns which RESTOREs the target accepted and the error
-// to reply ("" for OK). On a socket error before any reply, not a
-// timeout, it tries once more on a new connection, as Redis does for a
-// cached connection the target has closed.
-func (m *migrateSockets) send(addr string, wait time.Duration, authCmd []byte, db int64, body []byte, n int) ([]bool, string) {
-	acked := make([]bool, n)
-	for retry := true; ; retry = false {
-		s, err := m.get(addr, wait)
-		if err != nil {
-			if errors.Is(err, syscall.ECONNREFUSED) {
-				// Redis's non-blocking connect "succeeds" and its
-				// first write fails.
-				return acked, msgIOWrite
-			}
-			return acked, msgIOConnect
-		}
-		sel := s.lastDB != db
-		buf := authCmd
-		if sel {
-			buf = resp.AppendCommand(bytes.Clone(buf), []byte("SELECT"), strconv.AppendInt(nil, db, 10))
-		}
-		timedOut, writing, socketErr := false, false, false
-		fail := func(err error) {
-			socketErr = true
-			timedOut = errors.Is(err, os.ErrDeadlineExceeded)
-		}
-		// One stream, AUTH and SELECT first, written 64 kB at a time.
-		chunk := make([]byte, 0, migrateChunk)
-		flush := func() {
-			if len(chunk) > 0 && !socketErr {
-				s.conn.SetWriteDeadline(time.Now().Add(wait))
-				if _, err := s.conn.Write(chunk); err != nil {
-					fail(err)
-					writing = true
-				}
-			}
-			chunk = chunk[:0]
-		}
-		for _, part := range [][]byte{buf, body} {
-			for len(part) > 0 && !socketErr {
-				k := min(len(part), migrateChunk-len(chunk))
-				chunk = append(chunk, part[:k]...)
-				part = part[k:]
-				if len(chunk) == migrateChunk {
-					flush()
-				}
-			}
-		}
-		flush()
-		readLine := func() []byte {
-			if socketErr {
-				return nil
-			}
-			s.conn.SetReadDeadline(time.Now().Add(wait))
-			line, err := readReplyLine(s.r)
-			if err != nil {
-				fail(err)
-			}
-			return line
-		}
-		var authReply, selReply []byte
-		if authCmd != nil {
-			authReply = readLine()
-		}
-		if sel {
-			selReply = readLine()
-		}
-		targetErr, got := "", 0
-		if !socketErr {
-			for ; got < n; got++ {
-				line := readLine()
-				if socketErr {
-					break
-				}
-				switch {
-				case authCmd != nil && len(authReply) > 0 && authReply[0] == '-':
-					line = authReply
-				case sel && len(selReply) > 0 && selReply[0] == '-':
-					line = selReply
-				}
-				if len(line) > 0 && line[0] == '-' {
-					if targetErr == "" {
-						targetErr = "ERR Target instance replied with error: " + string(line[1:])
-					}
-					continue
-				}
-				acked[got] = true
-			}
-		}
-		if socketErr {
-			s.conn.Close()
-			if got == 0 && retry && !timedOut && targetErr == "" {
-				continue
-			}
-			if targetErr != "" {
-				return acked, targetErr
-			}
-			if writing {
-				return acked, msgIOWrite
-			}
-			return acked, msgIORead
-		}
-		if targetErr != "" {
-			s.lastDB = -1
-		} else {
-			s.lastDB = db
-		}
-		m.put(addr, s)
-		return acked, targetErr
 	}
 }

@@ -729,7 +729,7 @@ func infoStats(s *Server, b *strings.Builder, held bool) {
 	kv(b, "pubsub_channels", s.pubsub.Count(pubsub.Channel))
 	kv(b, "pubsub_patterns", s.pubsub.Count(pubsub.Pattern))
 	kv(b, "pubsubshard_channels", s.pubsub.Count(pubsub.Shard))
-	kv(b, "migrate_cached_sockets", s.migrate.cached())
+	kv(b, "migrate_cached_sockets", s.migrate.Cached())
 	kv(b, "total_protocol_errors", s.stats.ProtocolErrors.Load())
 	kv(b, "total_error_replies", s.errors.Total())
 	kv(b, "acl_access_denied_auth", s.auth.denied.Load())
