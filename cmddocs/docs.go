@@ -52,6 +52,9 @@ import (
 //	                              do not imply (see cmdspec's
 //	                              implicitCategories), e.g. ["@string"]
 //	tips                          optional, e.g. ["nondeterministic_output"]
+//	help                          a container's HELP entry only: the lines
+//	                              HELP answers between Redis's header and
+//	                              footer
 //
 // The files are grouped as the rows of table.go are: a row under "Strings
 // (strings.go)" has its entry in docs/strings.json. COMMAND's legacy key
@@ -73,6 +76,10 @@ type Doc struct {
 	ReplacedBy      string
 	History         [][2]string
 	Args            []*Arg // the arguments, parsed
+	// Help is the text a container's HELP subcommand answers, between
+	// Redis's header and footer; the data files give it only on HELP's
+	// entry ("client|help").
+	Help []string
 	// Spec is what the command's spec takes from the entry: key specs,
 	// ACL categories, tips.
 	Spec cmdspec.Data
@@ -92,6 +99,7 @@ type docJSON struct {
 	KeySpecs        []keySpecJSON `json:"key_specs"`
 	ACLCategories   []string      `json:"acl_categories"`
 	Tips            []string      `json:"tips"`
+	Help            []string      `json:"help"`
 }
 
 type keySpecJSON struct {
@@ -234,6 +242,8 @@ func (j *docJSON) doc(sub bool) (*Doc, error) {
 		return nil, errors.New("a subcommand takes its container's group")
 	case !sub && j.Group == "":
 		return nil, errors.New("group is required")
+	case !sub && j.Help != nil:
+		return nil, errors.New("help is a HELP subcommand's")
 	}
 	for _, f := range j.DocFlags {
 		if f != "deprecated" && f != "syscmd" {
@@ -246,7 +256,7 @@ func (j *docJSON) doc(sub bool) (*Doc, error) {
 	}
 	d := &Doc{Summary: j.Summary, Since: j.Since, Group: j.Group, Complexity: j.Complexity,
 		DocFlags: j.DocFlags, DeprecatedSince: j.DeprecatedSince, ReplacedBy: j.ReplacedBy,
-		History: j.History, Args: args, Spec: cmdspec.Data{Tips: j.Tips}}
+		History: j.History, Args: args, Help: j.Help, Spec: cmdspec.Data{Tips: j.Tips}}
 	for _, name := range j.ACLCategories {
 		c := cmdspec.CategoryByName(strings.TrimPrefix(name, "@"))
 		if c == 0 || !strings.HasPrefix(name, "@") {

@@ -218,20 +218,6 @@ func cmdCommandList(c *Ctx) {
 
 func cmdCommandGetKeys(c *Ctx) { getKeys(c, false) }
 
-func cmdCommandHelp(c *Ctx) {
-	help(c, "COMMAND", []string{
-		"(no subcommand)", "    Return details about all Redis commands.",
-		"COUNT", "    Return the total number of commands in this Redis server.",
-		"LIST", "    Return a list of all commands in this Redis server.",
-		"INFO [<command-name> ...]", "    Return details about multiple Redis commands.",
-		"    If no command names are given, documentation details for all", "    commands are returned.",
-		"DOCS [<command-name> ...]", "    Return documentation details about multiple Redis commands.",
-		"    If no command names are given, documentation details for all", "    commands are returned.",
-		"GETKEYS <full-command>", "    Return the keys from a full Redis command.",
-		"LIST [FILTERBY (MODULE <module-name>|ACLCAT <category>|PATTERN <pattern>)]", "    Return a list of all commands in this Redis server.",
-	})
-}
-
 func cmdCommandGetKeysAndFlags(c *Ctx) { getKeys(c, true) }
 
 // getKeys answers COMMAND GETKEYS and GETKEYSANDFLAGS, checking in Redis's

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/limitkv/limitkv/acl"
+	"github.com/limitkv/limitkv/cmddocs"
 	"github.com/limitkv/limitkv/engine"
 )
 
@@ -375,29 +376,11 @@ func (c *Ctx) killClient(cl *Client) {
 	cl.conn.Kill()
 }
 
-func cmdClientHelp(c *Ctx) {
-	help(c, "CLIENT", []string{
-		"ID", "    Return the ID of the current connection.",
-		"INFO", "    Return information about the current client connection.",
-		"GETNAME", "    Return the name of the current connection.",
-		"KILL <ip:port>", "    Kill connection made from <ip:port>.",
-		"KILL <option> <value> [<option> <value> [...]]", "    Kill connections. Options are:",
-		"    * ADDR (<ip:port>|<unixsocket>:0)", "      Kill connections made from the specified address",
-		"    * LADDR (<ip:port>|<unixsocket>:0)", "      Kill connections made to specified local address",
-		"    * TYPE (NORMAL|MASTER|REPLICA|PUBSUB)", "      Kill connections by type.",
-		"    * USER <username>", "      Kill connections authenticated by <username>.",
-		"    * SKIPME (YES|NO)", "      Skip killing current connection (default: yes).",
-		"    * ID <client-id>", "      Kill connections by client id.",
-		"LIST [options ...]", "    Return information about client connections. Options:",
-		"    * TYPE (NORMAL|MASTER|REPLICA|PUBSUB)", "      Return clients of specified type.",
-		"    * ID <client-id> [<client-id> ...]", "      Return clients of specified IDs only.",
-		"UNPAUSE", "    Stop the current client pause, resuming traffic.",
-		"PAUSE <timeout> [WRITE|ALL]", "    Suspend all, or just write, clients for <timeout> milliseconds.",
-		"SETNAME <name>", "    Assign the name <name> to the current connection.",
-		"SETINFO <LIB-NAME|LIB-VER> <value>", "    Set client library name or version.",
-		"UNBLOCK <clientid> [TIMEOUT|ERROR]", "    Unblock the specified blocked client.",
-		"NO-EVICT (ON|OFF)", "    Protect current client connection from eviction.",
-	})
+// cmdHelp answers a container's HELP (CLIENT HELP, SLOWLOG HELP ...)
+// with the text of its entry in the data files (cmddocs), which is
+// documentation like the rest of the entry.
+func cmdHelp(c *Ctx) {
+	help(c, strings.ToUpper(c.Spec.Parent().Name), cmddocs.Load()[c.Spec.FullName()].Help)
 }
 
 // help writes a HELP reply in Redis's layout.

@@ -89,21 +89,6 @@ func cmdPolicyList(c *Ctx) {
 	}
 }
 
-func cmdPolicyHelp(c *Ctx) {
-	help(c, "RL.POLICY", []string{
-		"SET <name> FIXED|SLIDE|GCRA|CONCURRENCY <arguments of that command after the key>",
-		"    FIXED: RL.FIXED's, SLIDE: RL.SLIDE's, GCRA: CL.THROTTLE's without the quantity,",
-		"    CONCURRENCY: RL.ACQUIRE's without the id.",
-		"    Create or replace a named policy.",
-		"GET <name>",
-		"    Return the policy's definition, as SET takes it.",
-		"DEL <name>",
-		"    Delete the policy; returns 1, or 0 if there was none.",
-		"LIST [<pattern>]",
-		"    Return the names of the policies (matching the glob pattern), sorted.",
-	})
-}
-
 func noSuchPolicy(name []byte) string {
 	return "ERR no such policy '" + trunc(string(name), ratelimit.MaxPolicyName) + "'"
 }

@@ -27,35 +27,7 @@ func cmdEvalSha(c *Ctx)   { evalGeneric(c, true, false) }
 func cmdEvalRO(c *Ctx)    { evalGeneric(c, false, true) }
 func cmdEvalShaRO(c *Ctx) { evalGeneric(c, true, true) }
 
-// cmdScriptHelp writes Redis's text.
-func cmdScriptHelp(c *Ctx) {
-	c.W.Array(len(scriptHelp))
-	for _, l := range scriptHelp {
-		c.W.Simple(l)
-	}
-}
-
 const msgNoScript = "NOSCRIPT No matching script. Please use EVAL."
-
-var scriptHelp = []string{
-	"SCRIPT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-	"DEBUG (YES|SYNC|NO)",
-	"    Set the debug mode for subsequent scripts executed.",
-	"EXISTS <sha1> [<sha1> ...]",
-	"    Return information about the existence of the scripts in the script cache.",
-	"FLUSH [ASYNC|SYNC]",
-	"    Flush the Lua scripts cache. Very dangerous on replicas.",
-	"    When called without the optional mode argument, the behavior is determined by the",
-	"    lazyfree-lazy-user-flush configuration directive. Valid modes are:",
-	"    * ASYNC: Asynchronously flush the scripts cache.",
-	"    * SYNC: Synchronously flush the scripts cache.",
-	"KILL",
-	"    Kill the currently executing Lua script.",
-	"LOAD <script>",
-	"    Load a script into the scripts cache without executing it.",
-	"HELP",
-	"    Prints this help.",
-}
 
 func evalGeneric(c *Ctx, bySHA, readOnly bool) {
 	if bySHA && len(c.Args[1]) != 40 {

@@ -150,13 +150,3 @@ func cmdSlowlogReset(c *Ctx) {
 	c.Srv.slowlog.Reset()
 	c.W.OK()
 }
-
-func cmdSlowlogHelp(c *Ctx) {
-	help(c, "SLOWLOG", []string{
-		"GET [<count>]", "    Return top <count> entries from the slowlog (default: 10, -1 mean all).",
-		"    Entries are made of:", "    id, timestamp, time in microseconds, arguments array, client IP and port,",
-		"    client name",
-		"LEN", "    Return the length of the slowlog.",
-		"RESET", "    Reset the slowlog.",
-	})
-}

@@ -134,7 +134,7 @@ func commandTable() []*command {
 					Name:  "help",
 					Arity: 2,
 					Flags: cmdspec.Loading | cmdspec.Stale,
-					Run:   cmdPolicyHelp,
+					Run:   cmdHelp,
 				},
 				{
 					Name:  "list",
@@ -519,7 +519,7 @@ func commandTable() []*command {
 					Name:  "help",
 					Arity: 2,
 					Flags: cmdspec.Loading | cmdspec.Stale,
-					Run:   cmdClientHelp,
+					Run:   cmdHelp,
 				},
 				{
 					Name:  "id",
@@ -797,7 +797,7 @@ func commandTable() []*command {
 					Name:  "help",
 					Arity: 2,
 					Flags: cmdspec.Loading | cmdspec.Stale,
-					Run:   cmdCommandHelp,
+					Run:   cmdHelp,
 				},
 				{
 					Name:  "info",
@@ -965,7 +965,7 @@ func commandTable() []*command {
 					Name:  "help",
 					Arity: 2,
 					Flags: cmdspec.Loading | cmdspec.Stale,
-					Run:   cmdSlowlogHelp,
+					Run:   cmdHelp,
 				},
 				{
 					Name:  "len",
@@ -1871,7 +1871,7 @@ func commandTable() []*command {
 					Name:  "help",
 					Arity: 2,
 					Flags: cmdspec.Loading | cmdspec.Stale,
-					Run:   cmdFunctionHelp,
+					Run:   cmdHelp,
 				},
 				{
 					Name:  "kill",
@@ -1957,7 +1957,7 @@ func commandTable() []*command {
 					Name:  "help",
 					Arity: 2,
 					Flags: cmdspec.Loading | cmdspec.Stale,
-					Run:   cmdScriptHelp,
+					Run:   cmdHelp,
 				},
 				{
 					Name:  "kill",

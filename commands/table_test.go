@@ -1,8 +1,10 @@
 package commands
 
 import (
+	"reflect"
 	"testing"
 
+	"github.com/limitkv/limitkv/cmddocs"
 	"github.com/limitkv/limitkv/cmdspec"
 )
 
@@ -55,6 +57,22 @@ func TestRunsScript(t *testing.T) {
 		for _, sub := range s.Sub {
 			if sub.Flags&cmdspec.RunsScript != 0 {
 				t.Errorf("%s: RunsScript on a subcommand", sub.FullName())
+			}
+		}
+	}
+}
+
+// TestHelpFromData checks that every container's HELP answers from the
+// data files, and that only HELP entries hold help text.
+func TestHelpFromData(t *testing.T) {
+	docs := cmddocs.Load()
+	tab, cmds := newTable(commandTable())
+	for _, s := range tab.Specs() {
+		for _, sub := range s.Sub {
+			run := reflect.ValueOf(cmds[sub.ID()].run).Pointer()
+			fromData := run == reflect.ValueOf(cmdHelp).Pointer()
+			if n := len(docs[sub.FullName()].Help); fromData != (n > 0) {
+				t.Errorf("%s: answered from the data files %v, with %d lines of help there", sub.FullName(), fromData, n)
 			}
 		}
 	}
