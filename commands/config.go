@@ -173,18 +173,12 @@ func (c *Config) effects() map[string]config.Effect {
 		}},
 		"latency-monitor-threshold": store(&c.latencyThreshold),
 		"latency-tracking":          {Apply: func(_ string, n int64) { c.latencyTracking.Store(n != 0) }},
-		"latency-tracking-info-percentiles": {
-			Merge: func(_, v string) (string, error) {
-				p, err := parsePercentiles(v)
-				return formatPercentiles(p), err
-			},
-			Apply: func(v string, _ int64) {
-				p, _ := parsePercentiles(v)
-				c.percentiles.Store(&p)
-			}},
-		"notify-keyspace-events": {Merge: mergeKeyspaceEvents},
-		"protected-mode":         {Apply: func(_ string, n int64) { c.protectedMode.Store(n != 0) }},
-		"rl-login-keep":          store(&c.loginKeep),
+		"latency-tracking-info-percentiles": {Apply: func(v string, _ int64) {
+			p, _ := config.ParsePercentiles(v)
+			c.percentiles.Store(&p)
+		}},
+		"protected-mode": {Apply: func(_ string, n int64) { c.protectedMode.Store(n != 0) }},
+		"rl-login-keep":  store(&c.loginKeep),
 	}
 }
 
