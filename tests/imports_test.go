@@ -76,8 +76,8 @@ var allowedImports = map[string]struct {
 	"cmddocs": {ours: []string{"cmdspec"}, stdOnly: true},
 	// observe is what the server observes about itself, as data
 	// structures below commands, which records into them and answers the
-	// commands that read them. They need no request, spec or key: the
-	// standard library only.
+	// commands that read them, and the process's memory and CPU figures.
+	// They need no request, spec or key: the standard library only.
 	"observe": {stdOnly: true},
 	// rdb is Redis's RDB value format over plain Go values (DUMP, RESTORE,
 	// MIGRATE, FUNCTION DUMP); commands translates to and from the engine.
