@@ -46,7 +46,7 @@ type Config struct {
 	aclLogMax     atomic.Int64
 	// users are the config file's "user" lines (Server.LoadUsers).
 	usersMu sync.Mutex
-	users   []userLine
+	users   []acl.ConfigUser
 
 	// Observability, read by every command (Server.account).
 	slowlogSlower    atomic.Int64 // µs; negative: no slow log
@@ -211,11 +211,11 @@ func (c *Config) addUserLine(args []string, path string, line int) error {
 	c.usersMu.Lock()
 	defer c.usersMu.Unlock()
 	for _, u := range c.users {
-		if u.args[0] == args[0] {
+		if u.Args[0] == args[0] {
 			return errors.New("Error in user declaration '" + args[0] + "': " + acl.ErrDupUser.Error())
 		}
 	}
-	c.users = append(c.users, userLine{args: args, file: path, line: line})
+	c.users = append(c.users, acl.ConfigUser{Args: args, File: path, Line: line})
 	return nil
 }
 
@@ -229,7 +229,7 @@ func (c *Config) rewriteUsers() []string {
 }
 
 // userLines returns the config file's user lines.
-func (c *Config) userLines() []userLine {
+func (c *Config) userLines() []acl.ConfigUser {
 	c.usersMu.Lock()
 	defer c.usersMu.Unlock()
 	return c.users

@@ -65,8 +65,8 @@ var allowedImports = map[string]struct {
 	// request (ACL rules, the command docs) need not import commands. The
 	// engine's integer parsing is how key counts are read (string2ll).
 	"cmdspec": {ours: []string{"engine"}, stdOnly: true},
-	// acl is the users' rules, over the specs; the users, their clients
-	// and the ACL command are commands'. Key patterns match as the
+	// acl is the users' rules, over the specs, the ACL LOG and the users
+	// files; the users, their clients and the ACL command are commands'. Key patterns match as the
 	// keyspace's globs do (engine), and a selector's text splits as an
 	// inline request does (resp.SplitArgs).
 	"acl": {ours: []string{"cmdspec", "engine", "resp"}, stdOnly: true},
