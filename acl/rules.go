@@ -9,9 +9,13 @@
 // the root one, the rules given outside parentheses.
 //
 // Rules name commands by the table's specs (package cmdspec), and also
-// Redis's commands that limitkv lacks (Catalog). The users themselves,
-// the ACL LOG and the ACL command are package commands': they belong to
-// the server and its clients.
+// Redis's commands that limitkv lacks (Catalog). The package also holds
+// what of ACL needs no client: the ACL LOG's entries and their grouping
+// (Log), and the users files (the aclfile, the config file's user lines):
+// their parsing, their errors as Redis words them, and the aclfile's
+// atomic save. The users themselves and the ACL command are package
+// commands': they belong to the server and its clients, whose
+// connections a change of users may close.
 //
 // Rules are immutable once sealed: ACL SETUSER builds new ones and swaps
 // the pointer, so that a connection checks its command against a

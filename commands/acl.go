@@ -4,14 +4,10 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
-	"fmt"
-	"os"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/limitkv/limitkv/acl"
@@ -20,8 +16,8 @@ import (
 	"github.com/limitkv/limitkv/pubsub"
 )
 
-// ACL: users, the ACL LOG and the ACL command, as Redis 7.0 has them
-// (package acl holds the rules). Users live in the aclfile, or in the
+// ACL: users and the ACL command, as Redis 7.0 has them (package acl
+// holds the rules, the ACL LOG and the users files' format). Users live in the aclfile, or in the
 // config file's "user" lines, never in snapshots. Every request is checked
 // against its client's user in dispatch (execute), again at EXEC for the
 // commands a transaction queued, and for each call a script makes.
@@ -42,7 +38,7 @@ type aclState struct {
 	// channel.
 	pubsubAll atomic.Bool
 
-	log aclLog
+	log acl.Log
 }
 
 func (a *aclState) init(t *cmdspec.Table) {
@@ -214,79 +210,28 @@ func (a *aclState) sortedUsers() []*aclUser {
 func (s *Server) aclLines() []string {
 	var out []string
 	for _, u := range s.acl.sortedUsers() {
-		out = append(out, "user "+u.name+" "+u.rules.Load().Describe())
+		out = append(out, acl.UserLine(u.name, u.rules.Load()))
 	}
 	return out
-}
-
-// ACL LOG: denied commands, keys, channels and failed authentications,
-// newest first; an event like one of the 10 newest (same reason, context,
-// object and user, within a minute) is counted in it instead of added.
-
-const aclLogGroupMs = 60000
-
-// ACL LOG contexts.
-const (
-	aclCtxToplevel = iota
-	aclCtxLua
-	aclCtxMulti
-)
-
-type aclLogEntry struct {
-	count    int64
-	reason   acl.Result
-	context  int
-	object   string
-	username string
-	ctime    int64 // ms
-	cinfo    string
-}
-
-type aclLog struct {
-	mu      sync.Mutex
-	entries []*aclLogEntry // newest first
 }
 
 // aclLogAdd records a denial as Redis's addACLLogEntry: the object is the
 // command, key, channel or (for auth) the command name as typed; user is
 // the user name tried for auth, else the client's user.
-func (s *Server) aclLogAdd(cl *Client, reason acl.Result, context int, object, user string) {
+func (s *Server) aclLogAdd(cl *Client, reason acl.Result, context acl.Context, object, user string) {
 	if user == "" {
 		user = cl.userName()
 	}
-	le := &aclLogEntry{count: 1, reason: reason, context: context, object: object,
-		username: user, ctime: s.Eng.Now(), cinfo: cl.info(time.Now(), true)}
-	maxLen := int(s.Cfg.aclLogMax.Load())
-	l := &s.acl.log
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for i, e := range l.entries[:min(len(l.entries), 10)] {
-		d := e.ctime - le.ctime
-		if e.reason != le.reason || e.context != le.context || d > aclLogGroupMs || d < -aclLogGroupMs ||
-			e.object != le.object || e.username != le.username {
-			continue
-		}
-		copy(l.entries[1:i+1], l.entries[:i])
-		l.entries[0] = e
-		e.cinfo, e.ctime = le.cinfo, le.ctime
-		e.count++
-		return
-	}
-	l.entries = append(l.entries, nil)
-	copy(l.entries[1:], l.entries)
-	l.entries[0] = le
-	for len(l.entries) > maxLen {
-		l.entries[len(l.entries)-1] = nil
-		l.entries = l.entries[:len(l.entries)-1]
-	}
+	s.acl.log.Add(acl.LogEntry{Reason: reason, Context: context, Object: object,
+		Username: user, Ctime: s.Eng.Now(), ClientInfo: cl.info(time.Now(), true)}, int(s.Cfg.aclLogMax.Load()))
 }
 
 // aclDenied refuses a request its user may not run, with Redis's text,
 // and logs it.
 func (s *Server) aclDenied(cl *Client, spec *cmdspec.Spec, args [][]byte, res acl.Result, pos int) string {
-	ctx := aclCtxToplevel
+	ctx := acl.CtxToplevel
 	if cl.multi {
-		ctx = aclCtxMulti
+		ctx = acl.CtxMulti
 	}
 	switch res {
 	case acl.DeniedCmd:
@@ -342,7 +287,7 @@ func (s *Server) checkScriptCall(caller *Client, spec *cmdspec.Spec, args [][]by
 	if res != acl.DeniedCmd {
 		object = string(args[pos])
 	}
-	s.aclLogAdd(caller, res, aclCtxLua, object, "")
+	s.aclLogAdd(caller, res, acl.CtxLua, object, "")
 	return aclScriptDenied(res)
 }
 
@@ -541,10 +486,7 @@ func cmdACLLog(c *Ctx) {
 	case 2:
 	case 3:
 		if is(c.Args[2], "RESET") {
-			l := &c.Srv.acl.log
-			l.mu.Lock()
-			l.entries = nil
-			l.mu.Unlock()
+			c.Srv.acl.log.Reset()
 			c.W.OK()
 			return
 		}
@@ -558,31 +500,25 @@ func cmdACLLog(c *Ctx) {
 		c.W.Error(msgACLSubSyntax(c))
 		return
 	}
-	l := &c.Srv.acl.log
-	l.mu.Lock()
-	entries := make([]aclLogEntry, 0, min(int(count), len(l.entries)))
-	for _, e := range l.entries[:min(int64(len(l.entries)), count)] {
-		entries = append(entries, *e)
-	}
-	l.mu.Unlock()
+	entries := c.Srv.acl.log.Newest(count)
 	now := c.Srv.Eng.Now()
 	c.W.Array(len(entries))
 	for _, e := range entries {
 		c.W.Map(7)
 		c.W.BulkString("count")
-		c.W.Int(e.count)
+		c.W.Int(e.Count)
 		c.W.BulkString("reason")
-		c.W.BulkString([...]string{"unknown", "command", "key", "auth", "channel"}[e.reason])
+		c.W.BulkString(acl.ReasonName(e.Reason))
 		c.W.BulkString("context")
-		c.W.BulkString([...]string{"toplevel", "lua", "multi"}[e.context])
+		c.W.BulkString(e.Context.String())
 		c.W.BulkString("object")
-		c.W.BulkString(e.object)
+		c.W.BulkString(e.Object)
 		c.W.BulkString("username")
-		c.W.BulkString(e.username)
+		c.W.BulkString(e.Username)
 		c.W.BulkString("age-seconds")
-		c.W.Double(float64(now-e.ctime) / 1000)
+		c.W.Double(float64(now-e.Ctime) / 1000)
 		c.W.BulkString("client-info")
-		c.W.BulkString(e.cinfo)
+		c.W.BulkString(e.ClientInfo)
 	}
 }
 
@@ -650,13 +586,6 @@ func cmdACLHelp(c *Ctx) {
 
 // The aclfile and the config file's user lines.
 
-// userLine is a "user" line of the config file.
-type userLine struct {
-	args []string // the user name, then its rules
-	file string
-	line int
-}
-
 // LoadUsers sets up the users at start-up, as Redis's
 // ACLLoadUsersAtStartup: from the config file's user lines, or from the
 // aclfile, not both.
@@ -681,14 +610,10 @@ func (s *Server) LoadUsers() error {
 }
 
 // loadConfigUser applies one user line of the config file.
-func (s *Server) loadConfigUser(l userLine) error {
-	name := l.args[0]
-	if acl.HasSpaces(name) {
-		return fmt.Errorf("%s:%d: Spaces not allowed in ACL usernames", l.file, l.line)
-	}
-	ops, open := acl.MergeSelectorArgs(l.args[1:])
-	if open >= 0 {
-		return fmt.Errorf("%s:%d: Error in user declaration '%s': Unmatched parenthesis in acl selector", l.file, l.line, l.args[1+open])
+func (s *Server) loadConfigUser(l acl.ConfigUser) error {
+	name, ops, err := l.Ops()
+	if err != nil {
+		return err
 	}
 	a := &s.acl
 	a.mu.Lock()
@@ -702,10 +627,8 @@ func (s *Server) loadConfigUser(l userLine) error {
 		r = u.rules.Load().Clone()
 		r.Set("reset", a.pubsubAll.Load())
 	}
-	for _, op := range ops {
-		if err := r.Set(op, a.pubsubAll.Load()); err != nil {
-			return fmt.Errorf("%s:%d: Error loading ACL rule '%s' for the user named '%s': %v", l.file, l.line, op, name, err)
-		}
+	if err := l.Apply(r, ops, a.pubsubAll.Load()); err != nil {
+		return err
 	}
 	if r.Off() {
 		s.Log.Info("The user '" + name + "' is disabled (there is no 'on' modifier in the user description). Make sure this is not a configuration error.")
@@ -721,12 +644,8 @@ func (s *Server) loadConfigUser(l userLine) error {
 // user keeps its identity (its clients stay); the clients of the other
 // old users are disconnected (caller's own after this reply).
 func (s *Server) loadACLFile(path string, caller *Client) error {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return errors.New("Error loading ACLs, opening file '" + path + "': " + strerror(err))
-	}
 	a := &s.acl
-	users, err := acl.ParseFile(path, data, a.cat, a.pubsubAll.Load())
+	users, err := acl.LoadFile(path, a.cat, a.pubsubAll.Load())
 	if err != nil {
 		return err
 	}
@@ -754,42 +673,11 @@ func (s *Server) loadACLFile(path string, caller *Client) error {
 	return nil
 }
 
-// strerror gives an I/O error as C's strerror does ("No such file or
-// directory").
-func strerror(err error) string {
-	var errno syscall.Errno
-	if errors.As(err, &errno) {
-		msg := errno.Error()
-		return strings.ToUpper(msg[:1]) + msg[1:]
-	}
-	return err.Error()
-}
-
-// saveACLFile writes every user to the aclfile, atomically: a temporary
-// file beside it, then a rename.
+// saveACLFile writes every user to the aclfile.
 func (s *Server) saveACLFile(path string) error {
-	var b strings.Builder
-	for _, l := range s.aclLines() {
-		b.WriteString(l)
-		b.WriteByte('\n')
+	var users []acl.FileUser
+	for _, u := range s.acl.sortedUsers() {
+		users = append(users, acl.FileUser{Name: u.name, Rules: u.rules.Load()})
 	}
-	tmp := path + ".tmp-" + strconv.Itoa(os.Getpid()) + "-" + strconv.FormatInt(time.Now().UnixMilli(), 10)
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return err
-	}
-	_, err = f.WriteString(b.String())
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-	}
-	return err
+	return acl.SaveFile(path, users)
 }

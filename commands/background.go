@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/limitkv/limitkv/observe"
 )
 
 // Run does the server's periodic work until ctx ends: active expiry, hz
@@ -45,7 +47,7 @@ func (s *Server) Run(ctx context.Context) {
 			case now := <-tick.C:
 				s.ops.sample(now, s.commandsProcessed())
 				s.memoryTick()
-				s.mem.note(s.usedMemory())
+				s.mem.Note(s.usedMemory())
 				s.release.tick(now, s.Net.ReleasedBytes()+s.Eng.FreedBytes())
 			}
 		}
@@ -136,7 +138,7 @@ func (m *memRelease) tick(now time.Time, letGo int64) {
 // heap, it collects first, so that the argument reuses that memory instead
 // of adding to it: Redis frees the old value at once.
 func (m *memRelease) beforeBig(n, letGo int64) {
-	if n < 1<<20 || letGo-m.collected.Load() < n || heapInUse() > 8*n {
+	if n < 1<<20 || letGo-m.collected.Load() < n || observe.HeapInUse() > 8*n {
 		return
 	}
 	m.collected.Store(letGo)

@@ -46,7 +46,7 @@ type Config struct {
 	aclLogMax     atomic.Int64
 	// users are the config file's "user" lines (Server.LoadUsers).
 	usersMu sync.Mutex
-	users   []userLine
+	users   []acl.ConfigUser
 
 	// Observability, read by every command (Server.account).
 	slowlogSlower    atomic.Int64 // µs; negative: no slow log
@@ -173,18 +173,12 @@ func (c *Config) effects() map[string]config.Effect {
 		}},
 		"latency-monitor-threshold": store(&c.latencyThreshold),
 		"latency-tracking":          {Apply: func(_ string, n int64) { c.latencyTracking.Store(n != 0) }},
-		"latency-tracking-info-percentiles": {
-			Merge: func(_, v string) (string, error) {
-				p, err := parsePercentiles(v)
-				return formatPercentiles(p), err
-			},
-			Apply: func(v string, _ int64) {
-				p, _ := parsePercentiles(v)
-				c.percentiles.Store(&p)
-			}},
-		"notify-keyspace-events": {Merge: mergeKeyspaceEvents},
-		"protected-mode":         {Apply: func(_ string, n int64) { c.protectedMode.Store(n != 0) }},
-		"rl-login-keep":          store(&c.loginKeep),
+		"latency-tracking-info-percentiles": {Apply: func(v string, _ int64) {
+			p, _ := config.ParsePercentiles(v)
+			c.percentiles.Store(&p)
+		}},
+		"protected-mode": {Apply: func(_ string, n int64) { c.protectedMode.Store(n != 0) }},
+		"rl-login-keep":  store(&c.loginKeep),
 	}
 }
 
@@ -217,11 +211,11 @@ func (c *Config) addUserLine(args []string, path string, line int) error {
 	c.usersMu.Lock()
 	defer c.usersMu.Unlock()
 	for _, u := range c.users {
-		if u.args[0] == args[0] {
+		if u.Args[0] == args[0] {
 			return errors.New("Error in user declaration '" + args[0] + "': " + acl.ErrDupUser.Error())
 		}
 	}
-	c.users = append(c.users, userLine{args: args, file: path, line: line})
+	c.users = append(c.users, acl.ConfigUser{Args: args, File: path, Line: line})
 	return nil
 }
 
@@ -235,7 +229,7 @@ func (c *Config) rewriteUsers() []string {
 }
 
 // userLines returns the config file's user lines.
-func (c *Config) userLines() []userLine {
+func (c *Config) userLines() []acl.ConfigUser {
 	c.usersMu.Lock()
 	defer c.usersMu.Unlock()
 	return c.users

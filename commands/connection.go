@@ -62,9 +62,9 @@ func (c *Ctx) authenticate(user, pass []byte) bool {
 	}
 	u := c.Srv.authenticateUser(user, pass)
 	if u == nil {
-		ctx := aclCtxToplevel
+		ctx := acl.CtxToplevel
 		if c.Client.multi {
-			ctx = aclCtxMulti
+			ctx = acl.CtxMulti
 		}
 		c.Srv.aclLogAdd(c.Client, acl.DeniedAuth, ctx, string(c.Args[0]), string(user))
 		c.Client.penalty = c.Srv.auth.failed(c.Srv, c.Client)

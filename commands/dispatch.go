@@ -44,7 +44,7 @@ type Server struct {
 	policies  ratelimit.Registry // named rate-limit policies (policy.go)
 	ops       opsMeter
 	startTime time.Time
-	mem       memoryMarks
+	mem       observe.MemoryMarks
 	limits    memoryLimits
 	release   memRelease
 	scripts   scripting.Runtime
@@ -142,8 +142,7 @@ func New(eng *engine.Engine, cfg *Config, log *slog.Logger) *Server {
 	s.scripts.Init(scriptHost{s}, RedisVersion)
 	s.clients.init()
 	s.pubsub.Init()
-	s.mem.startup.Store(heapInUse())
-	s.mem.note(s.mem.startup.Load())
+	s.mem.SetStartup(observe.HeapInUse())
 	s.Net = resp.NewServer(s)
 	s.Net.OnPanic = func(r any) {
 		s.Log.Error("command panicked", "panic", r, "stack", string(debug.Stack()))

@@ -2,15 +2,13 @@ package commands
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
-	"math"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/limitkv/limitkv/cmdspec"
+	"github.com/limitkv/limitkv/config"
 	"github.com/limitkv/limitkv/observe"
 )
 
@@ -177,7 +175,7 @@ func infoLatencyStats(s *Server, b *strings.Builder) {
 			if i > 0 {
 				b.WriteByte(',')
 			}
-			fmt.Fprintf(b, "p%s=%.3f", formatPercentile(p), float64(snap.Percentile(p))/1000)
+			fmt.Fprintf(b, "p%s=%.3f", config.FormatPercentile(p), float64(snap.Percentile(p))/1000)
 		}
 		b.WriteString("\r\n")
 	}
@@ -192,45 +190,4 @@ func (s *Server) sortedSpecs() []*cmdspec.Spec {
 	}
 	sort.Slice(specs, func(i, j int) bool { return specs[i].FullName() < specs[j].FullName() })
 	return specs
-}
-
-// parsePercentiles reads latency-tracking-info-percentiles as Redis does:
-// numbers from 0 to 100 separated by single spaces; "" is none.
-func parsePercentiles(v string) ([]float64, error) {
-	if v == "" {
-		return nil, nil
-	}
-	var out []float64
-	for _, f := range strings.Split(v, " ") {
-		p, err := strconv.ParseFloat(f, 64)
-		if err != nil || f == "" || math.IsNaN(p) {
-			return nil, errors.New("Invalid latency-tracking-info-percentiles parameters")
-		}
-		if p < 0 || p > 100 {
-			return nil, errors.New("latency-tracking-info-percentiles parameters should sit between [0.0,100.0]")
-		}
-		out = append(out, p)
-	}
-	return out, nil
-}
-
-func formatPercentiles(p []float64) string {
-	var b strings.Builder
-	for i, f := range p {
-		if i > 0 {
-			b.WriteByte(' ')
-		}
-		b.WriteString(formatPercentile(f))
-	}
-	return b.String()
-}
-
-// formatPercentile writes a percentile as Redis does: "%f" without its
-// trailing zeros (99.9, 50, 12.345678).
-func formatPercentile(f float64) string {
-	s := strconv.FormatFloat(f, 'f', 6, 64)
-	if strings.Contains(s, ".") {
-		s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
-	}
-	return s
 }

@@ -48,7 +48,7 @@ type memoryLimits struct {
 
 // usedMemory is INFO's used_memory.
 func (s *Server) usedMemory() int64 {
-	return s.mem.startup.Load() + s.Eng.MemoryUsed() + s.limits.clients.Load() +
+	return s.mem.Startup() + s.Eng.MemoryUsed() + s.limits.clients.Load() +
 		s.scripts.VMBytes() + s.scripts.Scripts.Bytes()
 }
 

@@ -1,7 +1,6 @@
 package commands
 
 import (
-	"errors"
 	"strings"
 
 	"github.com/limitkv/limitkv/cmdspec"
@@ -293,50 +292,4 @@ func allowedWhileSubscribed(s *cmdspec.Spec) bool {
 
 func msgSubscribedMode(s *cmdspec.Spec) string {
 	return "Can't execute '" + s.FullName() + "': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context"
-}
-
-// keyspaceEventsAll are the notify-keyspace-events classes "A" stands
-// for, in the order Redis writes them back; n, K, E and m are not among
-// them.
-const keyspaceEventsAll = "g$lshzxetd"
-
-// mergeKeyspaceEvents validates a notify-keyspace-events value and
-// returns it as Redis keeps it (keyspaceEventsFlagsToString): the classes
-// in its own order, "A" for all those it stands for (and then no n, as in
-// Redis), then K, E and m. limitkv sends no notifications, but the
-// setting reads back as Redis's does.
-func mergeKeyspaceEvents(_, v string) (string, error) {
-	var on [256]bool
-	for _, ch := range []byte(v) {
-		switch {
-		case ch == 'A':
-			for _, c := range []byte(keyspaceEventsAll) {
-				on[c] = true
-			}
-		case strings.IndexByte(keyspaceEventsAll+"nKEm", ch) >= 0:
-			on[ch] = true
-		default:
-			return "", errors.New("Invalid event class character. Use 'Ag$lshzxeKEtmdn'.")
-		}
-	}
-	all := true
-	for _, c := range []byte(keyspaceEventsAll) {
-		all = all && on[c]
-	}
-	var b []byte
-	if all {
-		b = append(b, 'A')
-	} else {
-		for _, c := range []byte(keyspaceEventsAll + "n") {
-			if on[c] {
-				b = append(b, c)
-			}
-		}
-	}
-	for _, c := range []byte("KEm") {
-		if on[c] {
-			b = append(b, c)
-		}
-	}
-	return string(b), nil
 }

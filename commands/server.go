@@ -9,15 +9,14 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
-	"runtime/metrics"
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/limitkv/limitkv/engine"
+	"github.com/limitkv/limitkv/observe"
 	"github.com/limitkv/limitkv/pubsub"
 	"github.com/limitkv/limitkv/replication"
 )
@@ -394,84 +393,20 @@ func cmdObjectHelp(c *Ctx) {
 	})
 }
 
-// totalKeys counts the keys of every database.
 // memInfo gathers memory figures for INFO and MEMORY STATS.
 type memInfo struct {
 	used, rss, peak, startup, dataset, heapGoal, sys, heap int64
 }
 
-// memoryMarks keeps used_memory_startup and used_memory_peak. The peak is
-// sampled by the server's periodic work as well as on every reading, so a
-// spike between two INFO calls still shows.
-type memoryMarks struct {
-	startup, peak atomic.Int64
-}
-
-// heapInUse is the bytes in live (and not yet swept) heap objects, the
-// figure Go's collector works from: used_memory_startup, and INFO's
-// go_heap_in_use beside used_memory (see maxmemory.go for why that is not
-// the heap).
-func heapInUse() int64 {
-	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
-	metrics.Read(s)
-	return int64(s[0].Value.Uint64())
-}
-
-func (m *memoryMarks) note(used int64) {
-	for {
-		p := m.peak.Load()
-		if used <= p || m.peak.CompareAndSwap(p, used) {
-			return
-		}
-	}
-}
-
 func readMemory(s *Server) memInfo {
-	samples := []metrics.Sample{
-		{Name: "/memory/classes/heap/objects:bytes"},
-		{Name: "/memory/classes/total:bytes"},
-		{Name: "/gc/heap/goal:bytes"},
-	}
-	metrics.Read(samples)
+	rt := observe.ReadRuntimeMemory()
 	var m memInfo
 	m.used = s.usedMemory()
-	m.heap = int64(samples[0].Value.Uint64())
-	m.sys = int64(samples[1].Value.Uint64())
-	m.heapGoal = int64(samples[2].Value.Uint64())
-	m.rss = readRSS()
+	m.heap, m.sys, m.heapGoal, m.rss = rt.Heap, rt.Sys, rt.HeapGoal, rt.RSS
 	m.dataset = s.Eng.MemoryUsed()
-	s.mem.note(m.used)
-	m.peak, m.startup = s.mem.peak.Load(), s.mem.startup.Load()
+	s.mem.Note(m.used)
+	m.peak, m.startup = s.mem.Peak(), s.mem.Startup()
 	return m
-}
-
-// readRSS returns the resident set size from /proc, or 0 where there is none.
-func readRSS() int64 {
-	b, err := os.ReadFile("/proc/self/statm")
-	if err != nil {
-		return 0
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 2 {
-		return 0
-	}
-	pages, _ := strconv.ParseInt(f[1], 10, 64)
-	return pages * int64(os.Getpagesize())
-}
-
-func human(n int64) string {
-	f := float64(n)
-	switch {
-	case n < 1024:
-		return strconv.FormatInt(n, 10) + "B"
-	case n < 1<<20:
-		return fmt.Sprintf("%.2fK", f/1024)
-	case n < 1<<30:
-		return fmt.Sprintf("%.2fM", f/(1<<20))
-	case n < 1<<40:
-		return fmt.Sprintf("%.2fG", f/(1<<30))
-	}
-	return fmt.Sprintf("%.2fT", f/(1<<40))
 }
 
 // infoSections lists INFO's sections in order; "default" ones are in the
@@ -593,18 +528,18 @@ func infoClients(s *Server, b *strings.Builder) {
 func infoMemory(s *Server, b *strings.Builder) {
 	m := readMemory(s)
 	kv(b, "used_memory", m.used)
-	kv(b, "used_memory_human", human(m.used))
+	kv(b, "used_memory_human", observe.Human(m.used))
 	kv(b, "used_memory_rss", m.rss)
-	kv(b, "used_memory_rss_human", human(m.rss))
+	kv(b, "used_memory_rss_human", observe.Human(m.rss))
 	kv(b, "used_memory_peak", m.peak)
-	kv(b, "used_memory_peak_human", human(m.peak))
+	kv(b, "used_memory_peak_human", observe.Human(m.peak))
 	kv(b, "used_memory_startup", m.startup)
 	kv(b, "used_memory_dataset", m.dataset)
 	scripts, scriptBytes := s.scripts.Scripts.Stats()
 	vm := s.scripts.VMBytes()
 	kv(b, "used_memory_lua", vm)
 	kv(b, "used_memory_vm_eval", vm)
-	kv(b, "used_memory_lua_human", human(vm))
+	kv(b, "used_memory_lua_human", observe.Human(vm))
 	kv(b, "used_memory_scripts_eval", scriptBytes)
 	kv(b, "number_of_cached_scripts", scripts)
 	funcs, libs, funcBytes := s.scripts.Functions.Stats()
@@ -613,16 +548,16 @@ func infoMemory(s *Server, b *strings.Builder) {
 	kv(b, "number_of_libraries", libs)
 	kv(b, "used_memory_vm_functions", fvm)
 	kv(b, "used_memory_vm_total", vm+fvm)
-	kv(b, "used_memory_vm_total_human", human(vm+fvm))
+	kv(b, "used_memory_vm_total_human", observe.Human(vm+fvm))
 	kv(b, "used_memory_functions", funcBytes)
 	kv(b, "used_memory_scripts", scriptBytes+funcBytes)
-	kv(b, "used_memory_scripts_human", human(scriptBytes+funcBytes))
-	kv(b, "total_system_memory", totalSystemMemory())
+	kv(b, "used_memory_scripts_human", observe.Human(scriptBytes+funcBytes))
+	kv(b, "total_system_memory", observe.TotalSystemMemory())
 	kv(b, "go_heap_in_use", m.heap)
 	kv(b, "go_heap_goal", m.heapGoal)
 	kv(b, "go_memory_sys", m.sys)
 	kv(b, "maxmemory", s.Cfg.maxMemory.Load())
-	kv(b, "maxmemory_human", human(s.Cfg.maxMemory.Load()))
+	kv(b, "maxmemory_human", observe.Human(s.Cfg.maxMemory.Load()))
 	kv(b, "maxmemory_policy", s.Cfg.Get("maxmemory-policy"))
 	if m.used > 0 {
 		kv(b, "mem_fragmentation_ratio", fmt.Sprintf("%.2f", float64(m.rss)/float64(m.used)))
@@ -633,14 +568,6 @@ func infoMemory(s *Server, b *strings.Builder) {
 	kv(b, "mem_clients_normal", normal)
 	kv(b, "mem_allocator", "go-"+runtime.Version())
 	kv(b, "lazyfree_pending_objects", 0)
-}
-
-func totalSystemMemory() int64 {
-	var si syscall.Sysinfo_t
-	if err := syscall.Sysinfo(&si); err != nil {
-		return 0
-	}
-	return int64(si.Totalram) * int64(si.Unit)
 }
 
 func infoPersistence(s *Server, b *strings.Builder, held bool) {
@@ -736,18 +663,16 @@ func infoStats(s *Server, b *strings.Builder, held bool) {
 }
 
 func infoCPU(s *Server, b *strings.Builder) {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+	cpu, ok := observe.ReadCPU()
+	if !ok {
 		return
 	}
 	tv := func(t syscall.Timeval) string {
 		return fmt.Sprintf("%d.%06d", t.Sec, t.Usec)
 	}
-	kv(b, "used_cpu_sys", tv(ru.Stime))
-	kv(b, "used_cpu_user", tv(ru.Utime))
-	var samples = []metrics.Sample{{Name: "/cpu/classes/gc/total:cpu-seconds"}}
-	metrics.Read(samples)
-	kv(b, "used_cpu_gc", fmt.Sprintf("%.6f", samples[0].Value.Float64()))
+	kv(b, "used_cpu_sys", tv(cpu.Sys))
+	kv(b, "used_cpu_user", tv(cpu.User))
+	kv(b, "used_cpu_gc", fmt.Sprintf("%.6f", cpu.GC))
 }
 
 func infoKeyspace(s *Server, b *strings.Builder, held bool) {

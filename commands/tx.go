@@ -62,7 +62,7 @@ func cmdExec(c *Ctx) {
 				if res != acl.DeniedCmd {
 					object = string(q.args[pos])
 				}
-				c.Srv.aclLogAdd(cl, res, aclCtxMulti, object, "")
+				c.Srv.aclLogAdd(cl, res, acl.CtxMulti, object, "")
 				c.W.Error(aclExecDenied(res))
 				continue
 			}

@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -222,4 +223,98 @@ func parseReplicaOf(_, v string) (string, error) {
 		return "", errors.New("Invalid master port")
 	}
 	return f[0] + " " + f[1], nil
+}
+
+// keyspaceEventsAll are the notify-keyspace-events classes "A" stands
+// for, in the order Redis writes them back; n, K, E and m are not among
+// them.
+const keyspaceEventsAll = "g$lshzxetd"
+
+// mergeKeyspaceEvents validates a notify-keyspace-events value and
+// returns it as Redis keeps it (keyspaceEventsFlagsToString): the classes
+// in its own order, "A" for all those it stands for (and then no n, as in
+// Redis), then K, E and m. limitkv sends no notifications, but the
+// setting reads back as Redis's does.
+func mergeKeyspaceEvents(_, v string) (string, error) {
+	var on [256]bool
+	for _, ch := range []byte(v) {
+		switch {
+		case ch == 'A':
+			for _, c := range []byte(keyspaceEventsAll) {
+				on[c] = true
+			}
+		case strings.IndexByte(keyspaceEventsAll+"nKEm", ch) >= 0:
+			on[ch] = true
+		default:
+			return "", errors.New("Invalid event class character. Use 'Ag$lshzxeKEtmdn'.")
+		}
+	}
+	all := true
+	for _, c := range []byte(keyspaceEventsAll) {
+		all = all && on[c]
+	}
+	var b []byte
+	if all {
+		b = append(b, 'A')
+	} else {
+		for _, c := range []byte(keyspaceEventsAll + "n") {
+			if on[c] {
+				b = append(b, c)
+			}
+		}
+	}
+	for _, c := range []byte("KEm") {
+		if on[c] {
+			b = append(b, c)
+		}
+	}
+	return string(b), nil
+}
+
+// ParsePercentiles reads latency-tracking-info-percentiles as Redis does:
+// numbers from 0 to 100 separated by single spaces; "" is none.
+func ParsePercentiles(v string) ([]float64, error) {
+	if v == "" {
+		return nil, nil
+	}
+	var out []float64
+	for _, f := range strings.Split(v, " ") {
+		p, err := strconv.ParseFloat(f, 64)
+		if err != nil || f == "" || math.IsNaN(p) {
+			return nil, errors.New("Invalid latency-tracking-info-percentiles parameters")
+		}
+		if p < 0 || p > 100 {
+			return nil, errors.New("latency-tracking-info-percentiles parameters should sit between [0.0,100.0]")
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+func formatPercentiles(p []float64) string {
+	var b strings.Builder
+	for i, f := range p {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(FormatPercentile(f))
+	}
+	return b.String()
+}
+
+// FormatPercentile writes a percentile as Redis does: "%f" without its
+// trailing zeros (99.9, 50, 12.345678).
+func FormatPercentile(f float64) string {
+	s := strconv.FormatFloat(f, 'f', 6, 64)
+	if strings.Contains(s, ".") {
+		s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
+	}
+	return s
+}
+
+// mergePercentiles keeps latency-tracking-info-percentiles as CONFIG GET
+// shows it in Redis: each number without trailing zeros.
+func mergePercentiles(_, v string) (string, error) {
+	p, err := ParsePercentiles(v)
+	return formatPercentiles(p), err
 }

@@ -84,10 +84,8 @@ func serverParams() []*param {
 		{name: "latency-monitor-threshold", kind: kInt, def: "0", min: 0, max: 1<<63 - 1,
 			help: "LATENCY records events that took at least this many milliseconds (0: none)"},
 		{name: "latency-tracking", kind: kBool, def: "yes", help: "keep per-command latency histograms (INFO latencystats, LATENCY HISTOGRAM, metrics)"},
-		// Its syntax is the latency histograms' (a merge wired with them).
-		{name: "latency-tracking-info-percentiles", def: "50 99 99.9", help: "percentiles INFO latencystats shows, separated by spaces"},
-		// Its syntax is the keyspace events' (a merge wired with them).
-		{name: "notify-keyspace-events", def: "", help: "accepted for compatibility; limitkv sends no notifications"},
+		{name: "latency-tracking-info-percentiles", def: "50 99 99.9", merge: mergePercentiles, help: "percentiles INFO latencystats shows, separated by spaces"},
+		{name: "notify-keyspace-events", def: "", merge: mergeKeyspaceEvents, help: "accepted for compatibility; limitkv sends no notifications"},
 		{name: "tcp-keepalive", kind: kInt, def: "300", min: 0, max: 2147483647, help: "accepted for compatibility"},
 		{name: "protected-mode", kind: kBool, def: "yes",
 			help: "without a password, refuse clients that are not on the loopback interface"},

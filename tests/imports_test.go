@@ -71,8 +71,8 @@ var allowedImports = map[string]struct {
 	// request (ACL rules, the command docs) need not import commands. The
 	// engine's integer parsing is how key counts are read (string2ll).
 	"cmdspec": {ours: []string{"engine"}, stdOnly: true},
-	// acl is the users' rules, over the specs; the users, their clients
-	// and the ACL command are commands'. Key patterns match as the
+	// acl is the users' rules, over the specs, the ACL LOG and the users
+	// files; the users, their clients and the ACL command are commands'. Key patterns match as the
 	// keyspace's globs do (engine), and a selector's text splits as an
 	// inline request does (resp.SplitArgs).
 	"acl": {ours: []string{"cmdspec", "engine", "resp"}, stdOnly: true},
@@ -82,8 +82,8 @@ var allowedImports = map[string]struct {
 	"cmddocs": {ours: []string{"cmdspec"}, stdOnly: true},
 	// observe is what the server observes about itself, as data
 	// structures below commands, which records into them and answers the
-	// commands that read them. They need no request, spec or key: the
-	// standard library only.
+	// commands that read them, and the process's memory and CPU figures.
+	// They need no request, spec or key: the standard library only.
 	"observe": {stdOnly: true},
 	// rdb is Redis's RDB value format over plain Go values (DUMP, RESTORE,
 	// MIGRATE, FUNCTION DUMP); commands translates to and from the engine.
