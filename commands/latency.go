@@ -142,19 +142,6 @@ func (s *Server) lookupName(name []byte) *cmdspec.Spec {
 	return s.Table.Lookup(name)
 }
 
-func cmdLatencyHelp(c *Ctx) {
-	help(c, "LATENCY", []string{
-		"DOCTOR", "    Return a human readable latency analysis report.",
-		"GRAPH <event>", "    Return an ASCII latency graph for the <event> class.",
-		"HISTORY <event>", "    Return time-latency samples for the <event> class.",
-		"LATEST", "    Return the latest latency samples for all events.",
-		"RESET [<event> ...]", "    Reset latency data of one or more <event> classes.",
-		"    (default: reset all data for all event classes)",
-		"HISTOGRAM [COMMAND ...]", "    Return a cumulative distribution of latencies in the format of a histogram for the specified command names.",
-		"    If no commands are specified then all histograms are replied.",
-	})
-}
-
 func infoLatencyStats(s *Server, b *strings.Builder) {
 	if !s.Cfg.latencyTracking.Load() {
 		return

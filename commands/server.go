@@ -104,15 +104,6 @@ func cmdConfigRewrite(c *Ctx) {
 	c.W.OK()
 }
 
-func cmdConfigHelp(c *Ctx) {
-	help(c, "CONFIG", []string{
-		"GET <pattern>", "    Return parameters matching the glob-like <pattern> and their values.",
-		"SET <directive> <value>", "    Set the configuration <directive> to <value>.",
-		"RESETSTAT", "    Reset statistics reported by the INFO command.",
-		"REWRITE", "    Rewrite the configuration file.",
-	})
-}
-
 // cmdShutdown: SHUTDOWN [NOSAVE|SAVE] [NOW] [FORCE] [ABORT]. On success the
 // connection simply closes, as with Redis.
 func cmdShutdown(c *Ctx) {
@@ -317,17 +308,6 @@ func cmdMemoryPurge(c *Ctx) {
 	c.W.OK()
 }
 
-func cmdMemoryHelp(c *Ctx) {
-	help(c, "MEMORY", []string{
-		"DOCTOR", "    Return memory problems reports.",
-		"MALLOC-STATS", "    Return internal statistics report from the memory allocator.",
-		"PURGE", "    Attempt to purge dirty pages for reclamation by the allocator.",
-		"STATS", "    Return information about the memory usage of the server.",
-		"USAGE <key> [SAMPLES <count>]", "    Return memory in bytes used by <key> and its value. Nested values are",
-		"", "    sampled up to <count> times (default: 5, 0 means sample all).",
-	})
-}
-
 func cmdMemoryMallocStats(c *Ctx) {
 	c.W.Verbatim("txt", "Stats not supported for the current allocator")
 }
@@ -378,19 +358,6 @@ func cmdObjectRefCount(c *Ctx) {
 		return
 	}
 	c.W.Int(1)
-}
-
-func cmdObjectHelp(c *Ctx) {
-	help(c, "OBJECT", []string{
-		"ENCODING <key>", "    Return the kind of internal representation used in order to store the value",
-		"    associated with a <key>.",
-		"FREQ <key>", "    Return the access frequency index of the <key>. The returned integer is",
-		"    proportional to the logarithm of the recent access frequency of the key.",
-		"IDLETIME <key>", "    Return the idle time of the <key>, that is the approximated number of",
-		"    seconds elapsed since the last access to the key.",
-		"REFCOUNT <key>", "    Return the number of references of the value associated with the specified",
-		"    <key>.",
-	})
 }
 
 // memInfo gathers memory figures for INFO and MEMORY STATS.

@@ -715,7 +715,7 @@ func commandTable() []*command {
 					Name:  "help",
 					Arity: 2,
 					Flags: cmdspec.Loading | cmdspec.Stale,
-					Run:   cmdACLHelp,
+					Run:   cmdHelp,
 				},
 				{
 					Name:  "list",
@@ -835,7 +835,7 @@ func commandTable() []*command {
 					Name:  "help",
 					Arity: 2,
 					Flags: cmdspec.Loading | cmdspec.Stale,
-					Run:   cmdConfigHelp,
+					Run:   cmdHelp,
 				},
 				{
 					Name:  "resetstat",
@@ -888,7 +888,7 @@ func commandTable() []*command {
 					Name:  "help",
 					Arity: 2,
 					Flags: cmdspec.Loading | cmdspec.Stale,
-					Run:   cmdMemoryHelp,
+					Run:   cmdHelp,
 				},
 				{
 					Name:  "malloc-stats",
@@ -934,7 +934,7 @@ func commandTable() []*command {
 					Name:  "help",
 					Arity: 2,
 					Flags: cmdspec.Loading | cmdspec.Stale,
-					Run:   cmdObjectHelp,
+					Run:   cmdHelp,
 				},
 				{
 					Name:  "idletime",
@@ -1003,7 +1003,7 @@ func commandTable() []*command {
 					Name:  "help",
 					Arity: 2,
 					Flags: cmdspec.Loading | cmdspec.Stale,
-					Run:   cmdLatencyHelp,
+					Run:   cmdHelp,
 				},
 				{
 					Name:  "histogram",
