@@ -3,15 +3,14 @@ package commands
 import (
 	"math"
 	"math/rand/v2"
-	"slices"
 	"sort"
 
 	"github.com/limitkv/limitkv/engine"
 )
 
 // Sorted-set algebra and random members: ZUNION ZINTER ZDIFF ZUNIONSTORE
-// ZINTERSTORE ZDIFFSTORE ZINTERCARD ZRANGESTORE ZRANDMEMBER, and
-// HRANDFIELD, which shares ZRANDMEMBER's rules.
+// ZINTERSTORE ZDIFFSTORE ZINTERCARD ZRANDMEMBER, and the count rules
+// HRANDFIELD shares with ZRANDMEMBER.
 //
 // Bounds: an algebra command reads its inputs and builds its result under
 // the locks of its keys' shards only (dispatch locks them from the key
@@ -202,25 +201,6 @@ func (c *Ctx) storeZItems(dst []byte, items []engine.ZItem) {
 	c.W.Int(int64(len(items)))
 }
 
-// ZRANGESTORE dst src min max [BYSCORE|BYLEX] [REV] [LIMIT offset count]
-func cmdZRangeStore(c *Ctx) { zrangeFrom(c, 2, c.Args[1], zrangeAuto, zrangeDirAuto) }
-
-// zrangeStore stores the range sp of z (nil: no such key) in dst.
-func zrangeStore(c *Ctx, dst []byte, z *engine.ZSet, sp *zspan, rev bool, offset, limit int64) {
-	var items []engine.ZItem
-	if z != nil {
-		lo, hi := sp.window(z, rev, offset, limit)
-		if hi > lo {
-			items = make([]engine.ZItem, 0, hi-lo)
-		}
-		z.Range(lo, hi, false, c.buf[:0], func(m []byte, sc float64) bool {
-			items = append(items, engine.ZItem{M: string(m), S: sc})
-			return true
-		})
-	}
-	c.storeZItems(dst, items)
-}
-
 // randCount parses ZRANDMEMBER's and HRANDFIELD's count as Redis does: a
 // long within ±LONG_MAX, within ±LONG_MAX/2 when each member brings its
 // score or value, and here also no more repetitions than fit in
@@ -352,92 +332,5 @@ func cmdZRandMember(c *Ctx) {
 	header(len(ranks))
 	for _, r := range ranks {
 		z.Range(r, r+1, false, c.buf[:0], emit)
-	}
-}
-
-func cmdHRandField(c *Ctx) {
-	if len(c.Args) == 2 {
-		h, ok := c.readHash(c.Args[1])
-		switch {
-		case !ok:
-		case h == nil:
-			c.W.Null()
-		default:
-			f, _ := h.Random()
-			c.W.Bulk(f)
-		}
-		return
-	}
-	with, ok := c.randOptions("WITHVALUES")
-	if !ok {
-		return
-	}
-	count, ok := c.randCount(with)
-	if !ok {
-		return
-	}
-	h, ok := c.readHash(c.Args[1])
-	if !ok {
-		return
-	}
-	if h == nil || count == 0 {
-		c.W.Array(0)
-		return
-	}
-	pairs := with && c.W.Proto() == 3
-	emit := func(f, v []byte) {
-		if pairs {
-			c.W.Array(2)
-		}
-		c.W.Bulk(f)
-		if with {
-			c.W.Bulk(v)
-		}
-	}
-	header := func(k int) {
-		if with && !pairs {
-			c.W.Array(2 * k)
-		} else {
-			c.W.Array(k)
-		}
-	}
-	size := h.Len()
-	if count < 0 || count == 1 {
-		k := int(max(count, -count))
-		start := c.W.Len()
-		header(k)
-		pick := func() { emit(h.Random()) }
-		if k > 1 && h.Encoding() == "listpack" {
-			fs, vs := engine.CompactPairs(h.All())
-			pick = func() { r := rand.IntN(len(fs)); emit(fs[r], vs[r]) }
-		}
-		for i := 0; i < k; i++ {
-			pick()
-			if i%1024 == 1023 && c.randReplyTooLong(start) {
-				return
-			}
-		}
-		c.randReplyTooLong(start)
-		return
-	}
-	if count >= int64(size) {
-		header(size)
-		for f, v := range h.All() {
-			emit(f, v)
-		}
-		return
-	}
-	ranks := engine.RandRanks(size, int(count))
-	slices.Sort(ranks)
-	header(len(ranks))
-	// The distinct fields come in the hash's order, as Redis's sampling
-	// returns them: picking them in order costs one pass.
-	k, i := 0, 0
-	for f, v := range h.All() {
-		if k < len(ranks) && ranks[k] == i {
-			emit(f, v)
-			k++
-		}
-		i++
 	}
 }
