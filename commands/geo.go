@@ -430,15 +430,15 @@ func geoSearchCmd(c *Ctx, src int, flags geoFlags) {
 	}
 	points = points[:returned]
 	if storeKey != nil {
-		items := make([]zitem, len(points))
+		items := make([]engine.ZItem, len(points))
 		for i, p := range points {
 			sc := p.score
 			if storeDist {
 				sc = p.dist / sh.Conversion
 			}
-			items[i] = zitem{p.member, sc}
+			items[i] = engine.ZItem{M: p.member, S: sc}
 		}
-		sortZItems(items)
+		engine.SortZItems(items)
 		c.storeZItems(storeKey, items)
 		return
 	}

@@ -1,13 +1,16 @@
 package commands
 
 import (
+	"math/rand/v2"
+	"slices"
 	"strconv"
 
 	"github.com/limitkv/limitkv/engine"
 )
 
 // Hash commands: HSET HSETNX HGET HMGET HMSET HDEL HEXISTS HLEN HSTRLEN
-// HGETALL HKEYS HVALS HINCRBY HINCRBYFLOAT HSCAN.
+// HGETALL HKEYS HVALS HINCRBY HINCRBYFLOAT HSCAN HRANDFIELD (its count
+// follows ZRANDMEMBER's rules: zalgebra.go).
 
 const (
 	msgHashNotInteger = "hash value is not an integer"
@@ -334,5 +337,92 @@ func cmdHScan(c *Ctx) {
 	c.W.Array(len(pairs))
 	for _, p := range pairs {
 		c.W.Bulk(p)
+	}
+}
+
+func cmdHRandField(c *Ctx) {
+	if len(c.Args) == 2 {
+		h, ok := c.readHash(c.Args[1])
+		switch {
+		case !ok:
+		case h == nil:
+			c.W.Null()
+		default:
+			f, _ := h.Random()
+			c.W.Bulk(f)
+		}
+		return
+	}
+	with, ok := c.randOptions("WITHVALUES")
+	if !ok {
+		return
+	}
+	count, ok := c.randCount(with)
+	if !ok {
+		return
+	}
+	h, ok := c.readHash(c.Args[1])
+	if !ok {
+		return
+	}
+	if h == nil || count == 0 {
+		c.W.Array(0)
+		return
+	}
+	pairs := with && c.W.Proto() == 3
+	emit := func(f, v []byte) {
+		if pairs {
+			c.W.Array(2)
+		}
+		c.W.Bulk(f)
+		if with {
+			c.W.Bulk(v)
+		}
+	}
+	header := func(k int) {
+		if with && !pairs {
+			c.W.Array(2 * k)
+		} else {
+			c.W.Array(k)
+		}
+	}
+	size := h.Len()
+	if count < 0 || count == 1 {
+		k := int(max(count, -count))
+		start := c.W.Len()
+		header(k)
+		pick := func() { emit(h.Random()) }
+		if k > 1 && h.Encoding() == "listpack" {
+			fs, vs := engine.CompactPairs(h.All())
+			pick = func() { r := rand.IntN(len(fs)); emit(fs[r], vs[r]) }
+		}
+		for i := 0; i < k; i++ {
+			pick()
+			if i%1024 == 1023 && c.randReplyTooLong(start) {
+				return
+			}
+		}
+		c.randReplyTooLong(start)
+		return
+	}
+	if count >= int64(size) {
+		header(size)
+		for f, v := range h.All() {
+			emit(f, v)
+		}
+		return
+	}
+	ranks := engine.RandRanks(size, int(count))
+	slices.Sort(ranks)
+	header(len(ranks))
+	// The distinct fields come in the hash's order, as Redis's sampling
+	// returns them: picking them in order costs one pass.
+	k, i := 0, 0
+	for f, v := range h.All() {
+		if k < len(ranks) && ranks[k] == i {
+			emit(f, v)
+			k++
+		}
+		i++
 	}
 }

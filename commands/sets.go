@@ -466,26 +466,6 @@ func (c *Ctx) setsAt(keys [][]byte) ([]*engine.Set, bool) {
 	return sets, true
 }
 
-// interSets returns the members of the intersection of sets (none nil),
-// in the order of the smallest set, to fn, stopping when fn returns
-// false.
-func interSets(sets []*engine.Set, fn func(m []byte) bool) {
-	sorted := slices.Clone(sets)
-	slices.SortStableFunc(sorted, func(a, b *engine.Set) int { return a.Len() - b.Len() })
-	first := sorted[0]
-outer:
-	for m := range first.All() {
-		for _, o := range sorted[1:] {
-			if o != first && !o.Has(m) {
-				continue outer
-			}
-		}
-		if !fn(m) {
-			return
-		}
-	}
-}
-
 func cmdSInter(c *Ctx) {
 	sets, ok := c.setsAt(c.Args[1:])
 	if !ok {
@@ -499,7 +479,7 @@ func cmdSInter(c *Ctx) {
 	// an intset's are copied into one buffer), then reply.
 	var flat []byte
 	var ends []int
-	interSets(sets, func(m []byte) bool {
+	engine.InterSets(sets, func(m []byte) bool {
 		flat = append(flat, m...)
 		ends = append(ends, len(flat))
 		return true
@@ -520,7 +500,7 @@ func cmdSInterStore(c *Ctx) {
 	res := engine.NewSet()
 	if !slices.Contains(sets, nil) {
 		lim := c.Srv.Cfg.SetLimits()
-		interSets(sets, func(m []byte) bool {
+		engine.InterSets(sets, func(m []byte) bool {
 			res.Add(m, lim)
 			return true
 		})
@@ -559,7 +539,7 @@ func cmdSInterCard(c *Ctx) {
 	}
 	var n int64
 	if !slices.Contains(sets, nil) {
-		interSets(sets, func([]byte) bool {
+		engine.InterSets(sets, func([]byte) bool {
 			n++
 			return limit == 0 || n < limit
 		})
@@ -567,80 +547,10 @@ func cmdSInterCard(c *Ctx) {
 	c.W.Int(n)
 }
 
-// unionSets returns the union of sets (nil ones are empty) as a new set,
-// built as Redis builds it: an intset while it can be one.
-func unionSets(sets []*engine.Set, lim engine.SetLimits) *engine.Set {
-	res := engine.NewSet()
-	for _, st := range sets {
-		if st == nil {
-			continue
-		}
-		for m := range st.All() {
-			res.Add(m, lim)
-		}
-	}
-	return res
-}
-
-// diffSets returns the members of sets[0] in none of the others as a new
-// set, choosing between Redis's two algorithms as it does: testing each
-// member of the first set against the others (N*M), or copying the first
-// and removing every member of the others (the sum of the sizes).
-func diffSets(sets []*engine.Set, lim engine.SetLimits) *engine.Set {
-	res := engine.NewSet()
-	first := sets[0]
-	if first == nil || slices.Contains(sets[1:], first) {
-		return res
-	}
-	var one, two int
-	for _, st := range sets {
-		if st != nil {
-			one += first.Len()
-			two += st.Len()
-		}
-	}
-	if one/2 <= two {
-		others := slices.Clone(sets[1:])
-		slices.SortStableFunc(others, func(a, b *engine.Set) int { return setLen(b) - setLen(a) })
-	outer:
-		for m := range first.All() {
-			for _, o := range others {
-				if o != nil && o.Has(m) {
-					continue outer
-				}
-			}
-			res.Add(m, lim)
-		}
-		return res
-	}
-	for m := range first.All() {
-		res.Add(m, lim)
-	}
-	for _, st := range sets[1:] {
-		if st == nil {
-			continue
-		}
-		for m := range st.All() {
-			res.Remove(m)
-		}
-		if res.Len() == 0 {
-			break
-		}
-	}
-	return res
-}
-
-func setLen(st *engine.Set) int {
-	if st == nil {
-		return 0
-	}
-	return st.Len()
-}
-
-func cmdSUnion(c *Ctx)      { setAlgebra(c, false, unionSets) }
-func cmdSUnionStore(c *Ctx) { setAlgebra(c, true, unionSets) }
-func cmdSDiff(c *Ctx)       { setAlgebra(c, false, diffSets) }
-func cmdSDiffStore(c *Ctx)  { setAlgebra(c, true, diffSets) }
+func cmdSUnion(c *Ctx)      { setAlgebra(c, false, engine.UnionSets) }
+func cmdSUnionStore(c *Ctx) { setAlgebra(c, true, engine.UnionSets) }
+func cmdSDiff(c *Ctx)       { setAlgebra(c, false, engine.DiffSets) }
+func cmdSDiffStore(c *Ctx)  { setAlgebra(c, true, engine.DiffSets) }
 
 // setAlgebra runs SUNION, SDIFF and their STORE forms: op computes the
 // result from the sets named, which it replies or stores.

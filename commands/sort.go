@@ -39,14 +39,6 @@ type sortOpts struct {
 	gets                   [][]byte
 }
 
-// cstr is b as C's string functions read it: up to its first NUL.
-func cstr(b []byte) []byte {
-	if i := bytes.IndexByte(b, 0); i >= 0 {
-		return b[:i]
-	}
-	return b
-}
-
 // parseSort parses SORT's options in Redis's order. fullKeys reports
 // whether the user may read every key (asked only for a BY or GET that
 // reads other keys). On failure it returns the error to reply.
@@ -75,7 +67,7 @@ func parseSort(args [][]byte, readOnly bool, fullKeys func() bool) (o sortOpts, 
 			j++
 		case is(a, "BY") && left >= 1:
 			o.hasBy, o.by = true, args[j+1]
-			if bytes.IndexByte(cstr(o.by), '*') < 0 {
+			if bytes.IndexByte(engine.CString(o.by), '*') < 0 {
 				// A constant: nothing to weigh, the elements keep their order.
 				o.dontsort = true
 			} else if !fullKeys() {
@@ -98,7 +90,7 @@ func parseSort(args [][]byte, readOnly bool, fullKeys func() bool) (o sortOpts, 
 // readsOtherKeys reports whether a pattern makes lookups: "#" is the
 // element itself, and a pattern without '*' finds nothing.
 func readsOtherKeys(pattern []byte) bool {
-	p := cstr(pattern)
+	p := engine.CString(pattern)
 	return !(len(p) == 1 && p[0] == '#') && bytes.IndexByte(p, '*') >= 0
 }
 
@@ -154,22 +146,12 @@ func (c *Ctx) fullKeyRead() bool {
 	return r == nil || r.FullKeyRead(c.Spec, c.Args)
 }
 
-// sortItem is one element being sorted, with what it sorts by. It holds
-// no pointers (the bytes are in arenas), so that a million of them cost
-// the garbage collector nothing to scan.
-type sortItem struct {
-	off, cmpOff int // the element in the elements' arena; ALPHA BY's weight in the weights'
-	n, cmpN     int32
-	hasCmp      bool // ALPHA with BY: the weight exists
-	score       float64
-}
-
 // lookupByPattern is Redis's lookupKeyByPattern: "#" is subst itself;
 // otherwise the first '*' of the pattern is replaced by subst, and
 // "key->field" reads a hash field. A missing key, field, or a key of the
 // wrong type gives nil. The value is copied into buf.
 func (c *Ctx) lookupByPattern(pattern, subst []byte, keyBuf *[]byte, buf []byte) ([]byte, bool) {
-	p := cstr(pattern)
+	p := engine.CString(pattern)
 	if len(p) == 1 && p[0] == '#' {
 		return append(buf, subst...), true
 	}
@@ -283,16 +265,16 @@ func sortCommand(c *Ctx, readOnly bool) {
 
 	// Load the elements: with nothing to sort, only the window, in the
 	// key's order (reversed for DESC).
-	var items []sortItem
+	var items []engine.SortItem
 	var arena []byte
 	add := func(v []byte) {
-		items = append(items, sortItem{off: len(arena), n: int32(len(v))})
+		items = append(items, engine.SortItem{Off: len(arena), N: int32(len(v))})
 		arena = append(arena, v...)
 	}
 	if (list != nil || zset != nil) && o.dontsort && (start != 0 || end != vlen-1) {
 		vlen = max(end-start+1, 0)
 	}
-	items = make([]sortItem, 0, vlen)
+	items = make([]engine.SortItem, 0, vlen)
 	window := o.dontsort
 	switch {
 	case list != nil && window:
@@ -340,7 +322,7 @@ func sortCommand(c *Ctx, readOnly bool) {
 			add(m)
 		}
 	}
-	elem := func(it *sortItem) []byte { return arena[it.off : it.off+int(it.n) : it.off+int(it.n)] }
+	elem := func(it *engine.SortItem) []byte { return arena[it.Off : it.Off+int(it.N) : it.Off+int(it.N)] }
 
 	var keyBuf, weights []byte
 	var order []int32 // the sorted order of items; nil: as loaded
@@ -361,7 +343,7 @@ func sortCommand(c *Ctx, readOnly bool) {
 			}
 			if o.alpha {
 				if o.hasBy {
-					it.cmpOff, it.cmpN, it.hasCmp = len(weights), int32(len(w)), true
+					it.CmpOff, it.CmpN, it.HasCmp = len(weights), int32(len(w)), true
 					weights = append(weights, w...)
 					wbuf = w
 				}
@@ -371,7 +353,7 @@ func sortCommand(c *Ctx, readOnly bool) {
 			if !ok {
 				badScore = true
 			}
-			it.score = f
+			it.Score = f
 			if o.hasBy {
 				wbuf = w // the lookup's buffer, reused
 			}
@@ -380,9 +362,9 @@ func sortCommand(c *Ctx, readOnly bool) {
 			c.W.Error(msgSortScores)
 			return
 		}
-		order = sortItems(items, arena, weights, &o, start, end)
+		order = engine.SortOrder(items, arena, weights, engine.SortSpec{Desc: o.desc, Alpha: o.alpha, By: o.hasBy, Store: o.hasStore}, start, end)
 	}
-	at := func(j int64) *sortItem {
+	at := func(j int64) *engine.SortItem {
 		if order != nil {
 			return &items[order[j]]
 		}
@@ -436,224 +418,4 @@ func sortCommand(c *Ctx, readOnly bool) {
 	}
 	ds.SetObject(c.DB, dest, engine.KindList, out, 0)
 	c.W.Int(outLen)
-}
-
-// sortKey is what an item sorts by, packed for the sort to move: its
-// score, or where the string ALPHA compares lies (cut at a NUL as strcoll
-// reads it, unless the result is stored), and the item's index. Numbers
-// tie-break on the element, which the string then locates.
-type sortKey struct {
-	score float64
-	off   int
-	n     int32
-	has   bool // ALPHA with BY: the weight exists
-	idx   int32
-}
-
-// sortItems returns the order in which Redis's sortCompare puts items:
-// numbers by score, ties by the elements' bytes; ALPHA by the elements,
-// or by the weights (a missing one first); strings compared as C's
-// strcoll in the C locale (up to a NUL) unless the result is stored (all
-// bytes). Items that compare equal (ALPHA weights) come out where Redis's
-// sorts leave them: a stable merge sort, as glibc's qsort is; with BY and a
-// LIMIT window, Redis's partial quicksort (pqsort.c), ported as it is.
-// arena holds the elements, weights ALPHA BY's weights.
-func sortItems(items []sortItem, arena, weights []byte, o *sortOpts, start, end int64) []int32 {
-	src := arena
-	if o.alpha && o.hasBy {
-		src = weights
-	}
-	keys := make([]sortKey, len(items))
-	for i := range items {
-		it := &items[i]
-		k := &keys[i]
-		k.idx, k.score = int32(i), it.score
-		k.off, k.n = it.off, it.n
-		if o.alpha && o.hasBy {
-			k.off, k.n, k.has = it.cmpOff, it.cmpN, it.hasCmp
-		}
-		if o.alpha && !o.hasStore {
-			k.n = int32(len(cstr(src[k.off : k.off+int(k.n)])))
-		}
-	}
-	str := func(k *sortKey) []byte { return src[k.off : k.off+int(k.n)] }
-	var cmp func(a, b *sortKey) int
-	switch {
-	case !o.alpha:
-		cmp = func(a, b *sortKey) int {
-			switch {
-			case a.score > b.score:
-				return 1
-			case a.score < b.score:
-				return -1
-			}
-			return bytes.Compare(str(a), str(b))
-		}
-	case o.hasBy:
-		cmp = func(a, b *sortKey) int {
-			switch {
-			case !a.has && !b.has:
-				return 0
-			case !a.has:
-				return -1
-			case !b.has:
-				return 1
-			}
-			return bytes.Compare(str(a), str(b))
-		}
-	default:
-		cmp = func(a, b *sortKey) int { return bytes.Compare(str(a), str(b)) }
-	}
-	if o.desc {
-		asc := cmp
-		cmp = func(a, b *sortKey) int { return -asc(a, b) }
-	}
-	if o.hasBy && (start != 0 || end != int64(len(items))-1) {
-		pqsort(keys, 0, len(keys), cmp, int(start), int(end))
-	} else {
-		mergeSort(keys, make([]sortKey, len(keys)), cmp)
-	}
-	order := make([]int32, len(keys))
-	for i := range keys {
-		order[i] = keys[i].idx
-	}
-	return order
-}
-
-// mergeSort sorts v stably (tmp: scratch as long as v): a top-down merge
-// sort as glibc's qsort does, runs of up to 12 by insertion.
-func mergeSort(v, tmp []sortKey, cmp func(a, b *sortKey) int) {
-	if len(v) <= 12 {
-		for i := 1; i < len(v); i++ {
-			for j := i; j > 0 && cmp(&v[j-1], &v[j]) > 0; j-- {
-				v[j-1], v[j] = v[j], v[j-1]
-			}
-		}
-		return
-	}
-	h := len(v) / 2
-	mergeSort(v[:h], tmp[:h], cmp)
-	mergeSort(v[h:], tmp[h:], cmp)
-	if cmp(&v[h-1], &v[h]) <= 0 {
-		return // already in order
-	}
-	copy(tmp, v)
-	a, b, k := 0, h, 0
-	for a < h && b < len(v) {
-		if cmp(&tmp[a], &tmp[b]) <= 0 {
-			v[k] = tmp[a]
-			a++
-		} else {
-			v[k] = tmp[b]
-			b++
-		}
-		k++
-	}
-	k += copy(v[k:], tmp[a:h])
-	copy(v[k:], tmp[b:])
-}
-
-// pqsort is Redis's pqsort.c (Bentley and McIlroy's quicksort, skipping
-// the partitions that lie outside ranks lo..hi) on v[base:base+n], in
-// indexes rather than byte pointers.
-func pqsort(v []sortKey, base, n int, cmp func(a, b *sortKey) int, lo, hi int) {
-	swap := func(i, j int) { v[i], v[j] = v[j], v[i] }
-	vecswap := func(i, j, n int) {
-		for ; n > 0; n-- {
-			swap(i, j)
-			i++
-			j++
-		}
-	}
-	med3 := func(a, b, c int) int {
-		if cmp(&v[a], &v[b]) < 0 {
-			if cmp(&v[b], &v[c]) < 0 {
-				return b
-			}
-			if cmp(&v[a], &v[c]) < 0 {
-				return c
-			}
-			return a
-		}
-		if cmp(&v[b], &v[c]) > 0 {
-			return b
-		}
-		if cmp(&v[a], &v[c]) < 0 {
-			return a
-		}
-		return c
-	}
-	outside := func(base, n int) bool {
-		return lo < base && hi < base || lo >= base+n && hi >= base+n
-	}
-	for {
-		if n < 7 {
-			for pm := base + 1; pm < base+n; pm++ {
-				for pl := pm; pl > base && cmp(&v[pl-1], &v[pl]) > 0; pl-- {
-					swap(pl, pl-1)
-				}
-			}
-			return
-		}
-		pm := base + n/2
-		if n > 7 {
-			pl, pn := base, base+n-1
-			if n > 40 {
-				d := n / 8
-				pl = med3(pl, pl+d, pl+2*d)
-				pm = med3(pm-d, pm, pm+d)
-				pn = med3(pn-2*d, pn-d, pn)
-			}
-			pm = med3(pl, pm, pn)
-		}
-		swap(base, pm)
-		pa, pb := base+1, base+1
-		pc, pd := base+n-1, base+n-1
-		for {
-			for pb <= pc {
-				r := cmp(&v[pb], &v[base])
-				if r > 0 {
-					break
-				}
-				if r == 0 {
-					swap(pa, pb)
-					pa++
-				}
-				pb++
-			}
-			for pb <= pc {
-				r := cmp(&v[pc], &v[base])
-				if r < 0 {
-					break
-				}
-				if r == 0 {
-					swap(pc, pd)
-					pd--
-				}
-				pc--
-			}
-			if pb > pc {
-				break
-			}
-			swap(pb, pc)
-			pb++
-			pc--
-		}
-		pn := base + n
-		r := min(pa-base, pb-pa)
-		vecswap(base, pb-r, r)
-		r = min(pd-pc, pn-pd-1)
-		vecswap(pb, pn-r, r)
-		if r = pb - pa; r > 1 && !outside(base, r) {
-			pqsort(v, base, r, cmp, lo, hi)
-		}
-		r = pd - pc
-		if r <= 1 {
-			return
-		}
-		base, n = pn-r, r
-		if outside(base, n) {
-			return
-		}
-	}
 }

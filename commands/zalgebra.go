@@ -1,19 +1,16 @@
 package commands
 
 import (
-	"iter"
 	"math"
 	"math/rand/v2"
-	"slices"
 	"sort"
-	"strings"
 
 	"github.com/limitkv/limitkv/engine"
 )
 
 // Sorted-set algebra and random members: ZUNION ZINTER ZDIFF ZUNIONSTORE
-// ZINTERSTORE ZDIFFSTORE ZINTERCARD ZRANGESTORE ZRANDMEMBER, and
-// HRANDFIELD, which shares ZRANDMEMBER's rules.
+// ZINTERSTORE ZDIFFSTORE ZINTERCARD ZRANDMEMBER, and the count rules
+// HRANDFIELD shares with ZRANDMEMBER.
 //
 // Bounds: an algebra command reads its inputs and builds its result under
 // the locks of its keys' shards only (dispatch locks them from the key
@@ -39,110 +36,22 @@ const (
 	zopDiff
 )
 
-// zaggr is AGGREGATE's choice.
-type zaggr uint8
-
-const (
-	zaggrSum zaggr = iota
-	zaggrMin
-	zaggrMax
-)
-
-func (a zaggr) apply(target *float64, v float64) {
-	switch a {
-	case zaggrSum:
-		*target += v
-		if math.IsNaN(*target) { // inf + -inf
-			*target = 0
-		}
-	case zaggrMin:
-		if v < *target {
-			*target = v
-		}
-	case zaggrMax:
-		if v > *target {
-			*target = v
-		}
-	}
-}
-
-// zsrc is one input of an algebra command.
-type zsrc struct {
-	z      *engine.ZSet // nil: no such key, or a set
-	set    *engine.Set  // a plain set: each member scores 1
-	weight float64
-}
-
-func (s *zsrc) len() int {
-	switch {
-	case s.z != nil:
-		return s.z.Len()
-	case s.set != nil:
-		return s.set.Len()
-	}
-	return 0
-}
-
-// score finds m in the input.
-func (s *zsrc) score(m []byte) (float64, bool) {
-	switch {
-	case s.z != nil:
-		return s.z.Score(m)
-	case s.set != nil:
-		return 1, s.set.Has(m)
-	}
-	return 0, false
-}
-
-// each calls fn for every member with its (unweighted) score.
-func (s *zsrc) each(buf []byte, fn func(m []byte, sc float64) bool) {
-	switch {
-	case s.z != nil:
-		s.z.Range(0, s.z.Len(), false, buf, fn)
-	case s.set != nil:
-		for m := range s.set.All() {
-			if !fn(m, 1) {
-				return
-			}
-		}
-	}
-}
-
 // zsrcAt reads input key for an algebra command: a sorted set, or a plain
 // set whose members score 1, as Redis takes them.
 // One lookup: it counts the keyspace hit or miss.
-func (c *Ctx) zsrcAt(key []byte) (zsrc, bool) {
+func (c *Ctx) zsrcAt(key []byte) (engine.ZSource, bool) {
 	s := c.Shard(key)
 	e, found := s.Lookup(c.DB, key, c.Now)
 	switch {
 	case !found:
-		return zsrc{weight: 1}, true
+		return engine.ZSource{Weight: 1}, true
 	case e.Kind() == engine.KindZSet:
-		return zsrc{z: s.Object(e).(*engine.ZSet), weight: 1}, true
+		return engine.ZSource{Z: s.Object(e).(*engine.ZSet), Weight: 1}, true
 	case e.Kind() == engine.KindSet:
-		return zsrc{set: s.Object(e).(*engine.Set), weight: 1}, true
+		return engine.ZSource{Set: s.Object(e).(*engine.Set), Weight: 1}, true
 	}
 	c.W.Error(msgWrongType)
-	return zsrc{}, false
-}
-
-// zitem is one member of a computed result; its member is a string so
-// that it outlives the inputs' callbacks.
-type zitem struct {
-	m string
-	s float64
-}
-
-func sortZItems(items []zitem) {
-	slices.SortFunc(items, func(a, b zitem) int {
-		switch {
-		case a.s < b.s:
-			return -1
-		case a.s > b.s:
-			return 1
-		}
-		return strings.Compare(a.m, b.m)
-	})
+	return engine.ZSource{}, false
 }
 
 func cmdZUnion(c *Ctx)      { zalgebra(c, nil, 1, zopUnion, false) }
@@ -169,7 +78,7 @@ func zalgebra(c *Ctx, dst []byte, numkeys int, op zop, cardOnly bool) {
 		c.W.Error(msgSyntax)
 		return
 	}
-	src := make([]zsrc, n)
+	src := make([]engine.ZSource, n)
 	j := numkeys + 1
 	for i := range src {
 		if src[i], ok = c.zsrcAt(c.Args[j]); !ok {
@@ -177,7 +86,7 @@ func zalgebra(c *Ctx, dst []byte, numkeys int, op zop, cardOnly bool) {
 		}
 		j++
 	}
-	aggr := zaggrSum
+	aggr := engine.ZAggrSum
 	withScores := false
 	var limit int64
 	for j < len(c.Args) {
@@ -191,17 +100,17 @@ func zalgebra(c *Ctx, dst []byte, numkeys int, op zop, cardOnly bool) {
 					c.W.Error(msgZWeight)
 					return
 				}
-				src[i].weight = w
+				src[i].Weight = w
 				j++
 			}
 		case op != zopDiff && !cardOnly && left >= 2 && is(a, "AGGREGATE"):
 			switch b := c.Args[j+1]; {
 			case is(b, "SUM"):
-				aggr = zaggrSum
+				aggr = engine.ZAggrSum
 			case is(b, "MIN"):
-				aggr = zaggrMin
+				aggr = engine.ZAggrMin
 			case is(b, "MAX"):
-				aggr = zaggrMax
+				aggr = engine.ZAggrMax
 			default:
 				c.W.Error(msgSyntax)
 				return
@@ -226,22 +135,22 @@ func zalgebra(c *Ctx, dst []byte, numkeys int, op zop, cardOnly bool) {
 	if op != zopDiff {
 		// Smallest first, as Redis orders them: an intersection walks the
 		// smallest, and a union's sums are added in this order.
-		sort.SliceStable(src, func(a, b int) bool { return src[a].len() < src[b].len() })
+		sort.SliceStable(src, func(a, b int) bool { return src[a].Len() < src[b].Len() })
 	}
 	if cardOnly {
-		c.W.Int(zinterCard(c, src, limit))
+		c.W.Int(engine.ZInterCard(src, limit, c.buf[:0]))
 		return
 	}
-	var items []zitem
+	var items []engine.ZItem
 	switch op {
 	case zopUnion:
-		items = zunion(c, src, aggr)
+		items = engine.ZUnion(src, aggr, c.buf[:0])
 	case zopInter:
-		items = zinter(c, src, aggr)
+		items = engine.ZInter(src, aggr, c.buf[:0])
 	case zopDiff:
-		items = zdiff(c, src)
+		items = engine.ZDiff(src, c.buf[:0])
 	}
-	sortZItems(items)
+	engine.SortZItems(items)
 	if dst != nil {
 		c.storeZItems(dst, items)
 		return
@@ -249,93 +158,8 @@ func zalgebra(c *Ctx, dst []byte, numkeys int, op zop, cardOnly bool) {
 	zitemsReply(c, items, withScores)
 }
 
-func weighted(w, sc float64) float64 {
-	v := w * sc
-	if math.IsNaN(v) { // 0 * inf
-		return 0
-	}
-	return v
-}
-
-func zunion(c *Ctx, src []zsrc, aggr zaggr) []zitem {
-	var items []zitem
-	at := make(map[string]int, src[len(src)-1].len())
-	for i := range src {
-		w := src[i].weight
-		src[i].each(c.buf[:0], func(m []byte, sc float64) bool {
-			v := weighted(w, sc)
-			if k, found := at[string(m)]; found {
-				aggr.apply(&items[k].s, v)
-			} else {
-				ms := string(m)
-				at[ms] = len(items)
-				items = append(items, zitem{ms, v})
-			}
-			return true
-		})
-	}
-	return items
-}
-
-// interEach calls fn for each member of every input with its aggregated
-// score, walking the smallest input, until fn returns false.
-func interEach(c *Ctx, src []zsrc, aggr zaggr, fn func(m []byte, sc float64) bool) {
-	if src[0].len() == 0 {
-		return
-	}
-	src[0].each(c.buf[:0], func(m []byte, sc0 float64) bool {
-		score := weighted(src[0].weight, sc0)
-		for j := 1; j < len(src); j++ {
-			sc, found := src[j].score(m)
-			if !found {
-				return true
-			}
-			v := sc * src[j].weight // Redis leaves a weighted NaN here
-			aggr.apply(&score, v)
-		}
-		return fn(m, score)
-	})
-}
-
-func zinter(c *Ctx, src []zsrc, aggr zaggr) []zitem {
-	var items []zitem
-	interEach(c, src, aggr, func(m []byte, sc float64) bool {
-		items = append(items, zitem{string(m), sc})
-		return true
-	})
-	return items
-}
-
-func zinterCard(c *Ctx, src []zsrc, limit int64) int64 {
-	var n int64
-	interEach(c, src, zaggrSum, func([]byte, float64) bool {
-		n++
-		return limit == 0 || n < limit
-	})
-	return n
-}
-
-func zdiff(c *Ctx, src []zsrc) []zitem {
-	var items []zitem
-	for j := 1; j < len(src); j++ {
-		if src[j].z != nil && src[j].z == src[0].z || src[j].set != nil && src[j].set == src[0].set {
-			return nil // a set minus itself
-		}
-	}
-	src[0].each(c.buf[:0], func(m []byte, sc float64) bool {
-		for j := 1; j < len(src); j++ {
-			if _, found := src[j].score(m); found {
-				return true
-			}
-		}
-		items = append(items, zitem{string(m), sc})
-		return true
-	})
-	return items
-}
-
 // zitemsReply writes a computed result as ZRANGE does.
-func zitemsReply(c *Ctx, items []zitem, withScores bool) {
+func zitemsReply(c *Ctx, items []engine.ZItem, withScores bool) {
 	pairs := withScores && c.W.Proto() == 3
 	if withScores && !pairs {
 		c.W.Array(2 * len(items))
@@ -346,16 +170,16 @@ func zitemsReply(c *Ctx, items []zitem, withScores bool) {
 		if pairs {
 			c.W.Array(2)
 		}
-		c.W.BulkString(it.m)
+		c.W.BulkString(it.M)
 		if withScores {
-			c.W.Double(it.s)
+			c.W.Double(it.S)
 		}
 	}
 }
 
 // storeZItems makes items, sorted, the value of dst and replies with their
 // number; no items delete dst, as Redis does.
-func (c *Ctx) storeZItems(dst []byte, items []zitem) {
+func (c *Ctx) storeZItems(dst []byte, items []engine.ZItem) {
 	s := c.Shard(dst)
 	if len(items) == 0 {
 		s.Delete(c.DB, dst, c.Now)
@@ -364,7 +188,7 @@ func (c *Ctx) storeZItems(dst []byte, items []zitem) {
 	}
 	z, err := engine.ZSetFrom(c.zsetLimits(), false, func(yield func([]byte, float64) bool) {
 		for _, it := range items {
-			if !yield([]byte(it.m), it.s) {
+			if !yield([]byte(it.M), it.S) {
 				return
 			}
 		}
@@ -375,25 +199,6 @@ func (c *Ctx) storeZItems(dst []byte, items []zitem) {
 	}
 	s.SetObject(c.DB, dst, engine.KindZSet, z, 0)
 	c.W.Int(int64(len(items)))
-}
-
-// ZRANGESTORE dst src min max [BYSCORE|BYLEX] [REV] [LIMIT offset count]
-func cmdZRangeStore(c *Ctx) { zrangeFrom(c, 2, c.Args[1], zrangeAuto, zrangeDirAuto) }
-
-// zrangeStore stores the range sp of z (nil: no such key) in dst.
-func zrangeStore(c *Ctx, dst []byte, z *engine.ZSet, sp *zspan, rev bool, offset, limit int64) {
-	var items []zitem
-	if z != nil {
-		lo, hi := sp.window(z, rev, offset, limit)
-		if hi > lo {
-			items = make([]zitem, 0, hi-lo)
-		}
-		z.Range(lo, hi, false, c.buf[:0], func(m []byte, sc float64) bool {
-			items = append(items, zitem{string(m), sc})
-			return true
-		})
-	}
-	c.storeZItems(dst, items)
 }
 
 // randCount parses ZRANDMEMBER's and HRANDFIELD's count as Redis does: a
@@ -443,40 +248,6 @@ func (c *Ctx) randOptions(word string) (with, ok bool) {
 		return false, false
 	}
 	return len(c.Args) == 4, true
-}
-
-// compactPairs copies the pairs of a compact set or hash (a few hundred
-// at most, as the encoding's limits allow) for repeated random draws.
-func compactPairs[V any](all iter.Seq2[[]byte, V]) ([][]byte, []V) {
-	var ks [][]byte
-	var vs []V
-	for k, v := range all {
-		ks = append(ks, append([]byte(nil), k...))
-		vs = append(vs, v)
-	}
-	return ks, vs
-}
-
-// randRanks picks count distinct numbers below n (count < n) in random
-// order: a partial Fisher-Yates over a map, so its cost follows count,
-// not n.
-func randRanks(n, count int) []int {
-	out := make([]int, count)
-	swapped := make(map[int]int, count)
-	for i := 0; i < count; i++ {
-		j := i + rand.IntN(n-i)
-		vj, ok := swapped[j]
-		if !ok {
-			vj = j
-		}
-		vi, ok := swapped[i]
-		if !ok {
-			vi = i
-		}
-		swapped[j] = vi
-		out[i] = vj
-	}
-	return out
 }
 
 func cmdZRandMember(c *Ctx) {
@@ -538,7 +309,7 @@ func cmdZRandMember(c *Ctx) {
 		if k > 1 && z.Encoding() == "listpack" {
 			// Reaching a rank walks the compact encoding: take its
 			// members once, so that each draw costs O(1).
-			ms, scores := compactPairs(z.All())
+			ms, scores := engine.CompactPairs(z.All())
 			pick = func(r int) { emit(ms[r], scores[r]) }
 		}
 		for i := 0; i < k; i++ {
@@ -557,96 +328,9 @@ func cmdZRandMember(c *Ctx) {
 		z.Range(0, size, true, c.buf[:0], emit)
 		return
 	}
-	ranks := randRanks(size, int(count))
+	ranks := engine.RandRanks(size, int(count))
 	header(len(ranks))
 	for _, r := range ranks {
 		z.Range(r, r+1, false, c.buf[:0], emit)
-	}
-}
-
-func cmdHRandField(c *Ctx) {
-	if len(c.Args) == 2 {
-		h, ok := c.readHash(c.Args[1])
-		switch {
-		case !ok:
-		case h == nil:
-			c.W.Null()
-		default:
-			f, _ := h.Random()
-			c.W.Bulk(f)
-		}
-		return
-	}
-	with, ok := c.randOptions("WITHVALUES")
-	if !ok {
-		return
-	}
-	count, ok := c.randCount(with)
-	if !ok {
-		return
-	}
-	h, ok := c.readHash(c.Args[1])
-	if !ok {
-		return
-	}
-	if h == nil || count == 0 {
-		c.W.Array(0)
-		return
-	}
-	pairs := with && c.W.Proto() == 3
-	emit := func(f, v []byte) {
-		if pairs {
-			c.W.Array(2)
-		}
-		c.W.Bulk(f)
-		if with {
-			c.W.Bulk(v)
-		}
-	}
-	header := func(k int) {
-		if with && !pairs {
-			c.W.Array(2 * k)
-		} else {
-			c.W.Array(k)
-		}
-	}
-	size := h.Len()
-	if count < 0 || count == 1 {
-		k := int(max(count, -count))
-		start := c.W.Len()
-		header(k)
-		pick := func() { emit(h.Random()) }
-		if k > 1 && h.Encoding() == "listpack" {
-			fs, vs := compactPairs(h.All())
-			pick = func() { r := rand.IntN(len(fs)); emit(fs[r], vs[r]) }
-		}
-		for i := 0; i < k; i++ {
-			pick()
-			if i%1024 == 1023 && c.randReplyTooLong(start) {
-				return
-			}
-		}
-		c.randReplyTooLong(start)
-		return
-	}
-	if count >= int64(size) {
-		header(size)
-		for f, v := range h.All() {
-			emit(f, v)
-		}
-		return
-	}
-	ranks := randRanks(size, int(count))
-	slices.Sort(ranks)
-	header(len(ranks))
-	// The distinct fields come in the hash's order, as Redis's sampling
-	// returns them: picking them in order costs one pass.
-	k, i := 0, 0
-	for f, v := range h.All() {
-		if k < len(ranks) && ranks[k] == i {
-			emit(f, v)
-			k++
-		}
-		i++
 	}
 }

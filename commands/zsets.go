@@ -9,9 +9,9 @@ import (
 
 // Sorted set commands: ZADD ZINCRBY ZREM ZCARD ZCOUNT ZSCORE ZMSCORE ZRANK
 // ZREVRANK ZRANGE ZRANGEBYSCORE ZREVRANGEBYSCORE ZREVRANGE ZRANGEBYLEX
-// ZREVRANGEBYLEX ZLEXCOUNT ZREMRANGEBYSCORE ZREMRANGEBYRANK ZREMRANGEBYLEX
-// ZPOPMIN ZPOPMAX ZMPOP ZSCAN, and the blocking BZPOPMIN BZPOPMAX BZMPOP
-// (their wait: blocking.go).
+// ZREVRANGEBYLEX ZRANGESTORE ZLEXCOUNT ZREMRANGEBYSCORE ZREMRANGEBYRANK
+// ZREMRANGEBYLEX ZPOPMIN ZPOPMAX ZMPOP ZSCAN, and the blocking BZPOPMIN
+// BZPOPMAX BZMPOP (their wait: blocking.go).
 
 const (
 	msgZNaN         = "resulting score is not a number (NaN)"
@@ -358,6 +358,25 @@ func zrangeFrom(c *Ctx, src int, dst []byte, by zrangeBy, dir zrangeDir) {
 	}
 	lo, hi := sp.window(z, rev, offset, limit)
 	zreply(c, z, lo, hi, rev, withScores)
+}
+
+// ZRANGESTORE dst src min max [BYSCORE|BYLEX] [REV] [LIMIT offset count]
+func cmdZRangeStore(c *Ctx) { zrangeFrom(c, 2, c.Args[1], zrangeAuto, zrangeDirAuto) }
+
+// zrangeStore stores the range sp of z (nil: no such key) in dst.
+func zrangeStore(c *Ctx, dst []byte, z *engine.ZSet, sp *zspan, rev bool, offset, limit int64) {
+	var items []engine.ZItem
+	if z != nil {
+		lo, hi := sp.window(z, rev, offset, limit)
+		if hi > lo {
+			items = make([]engine.ZItem, 0, hi-lo)
+		}
+		z.Range(lo, hi, false, c.buf[:0], func(m []byte, sc float64) bool {
+			items = append(items, engine.ZItem{M: string(m), S: sc})
+			return true
+		})
+	}
+	c.storeZItems(dst, items)
 }
 
 // zspan is a parsed range of ranks, scores or members.
