@@ -24,7 +24,7 @@ import (
 // The data files cmddocs/docs/*.json hold what Redis publishes about each
 // command apart from its name, arity and flags: the documentation COMMAND
 // DOCS returns, and the key specs, ACL categories and tips COMMAND INFO
-// returns. The Go rows of package commands' table.go hold the rest. (They
+// returns. The Go rows of package commands' families hold the rest. (They
 // are not the hand-written pages of the repository's docs/ directory.)
 //
 // Each file is one JSON object whose keys are full command names ("get",
@@ -56,8 +56,8 @@ import (
 //	                              HELP answers between Redis's header and
 //	                              footer
 //
-// The files are grouped as the rows of table.go are: a row under "Strings
-// (strings.go)" has its entry in docs/strings.json. COMMAND's legacy key
+// The files are grouped as the rows are: a row registered in
+// commands/strings.go has its entry in docs/strings.json. COMMAND's legacy key
 // range (first, last, step) and the movablekeys flag are derived from the
 // key specs (cmdspec's legacyKeyRange); a command's full ACL categories
 // from these and its flags.

@@ -16,6 +16,27 @@ import (
 	"github.com/limitkv/limitkv/pubsub"
 )
 
+// aclCommands: users and permissions.
+func aclCommands() []*command {
+	return []*command{
+		cmd("acl", -2, "", nil).withSub(
+			cmd("cat", -2, "noscript loading stale", cmdACLCat),
+			cmd("deluser", -3, "admin noscript loading stale", cmdACLDelUser),
+			cmd("dryrun", -4, "admin noscript loading stale", cmdACLDryRun),
+			cmd("genpass", -2, "noscript loading stale", cmdACLGenPass),
+			cmd("getuser", 3, "admin noscript loading stale", cmdACLGetUser),
+			cmd("help", 2, "loading stale", cmdHelp),
+			cmd("list", 2, "admin noscript loading stale", cmdACLList),
+			cmd("load", 2, "admin noscript loading stale may_wait", cmdACLLoad),
+			cmd("log", -2, "admin noscript loading stale", cmdACLLog),
+			cmd("save", 2, "admin noscript loading stale may_wait may_wait", cmdACLSave),
+			cmd("setuser", -3, "admin noscript loading stale", cmdACLSetUser),
+			cmd("users", 2, "admin noscript loading stale", cmdACLUsers),
+			cmd("whoami", 2, "noscript loading stale", cmdACLWhoami),
+		),
+	}
+}
+
 // ACL: users and the ACL command, as Redis 7.0 has them (package acl
 // holds the rules, the ACL LOG and the users files' format). Users live in the aclfile, or in the
 // config file's "user" lines, never in snapshots. Every request is checked

@@ -4,6 +4,15 @@ import (
 	"github.com/limitkv/limitkv/engine"
 )
 
+// bitfieldCommands: BITFIELD and BITFIELD_RO, whose key flags depend on
+// the subcommands a request uses.
+func bitfieldCommands() []*command {
+	return []*command{
+		cmd("bitfield", -2, "write denyoom as_is", cmdBitfield).withKeyFlags(bitfieldKeyFlags),
+		cmd("bitfield_ro", -2, "readonly fast", cmdBitfieldRO),
+	}
+}
+
 // BITFIELD and BITFIELD_RO: integers of any width at any bit offset of a
 // string (engine/bitfield.go). Every operation is parsed before any runs,
 // so a bad one changes nothing.

@@ -4,8 +4,19 @@ import (
 	"github.com/limitkv/limitkv/engine"
 )
 
-// Bitmap commands: SETBIT GETBIT BITCOUNT BITPOS BITOP. Bitmaps are strings;
-// the engine reads and grows them through its string API.
+// bitmapCommands: the bitmap commands, exact to Redis's bit order.
+func bitmapCommands() []*command {
+	return []*command{
+		cmd("setbit", 4, "write denyoom as_is", cmdSetBit),
+		cmd("getbit", 3, "readonly fast", cmdGetBit),
+		cmd("bitcount", -2, "readonly", cmdBitCount),
+		cmd("bitpos", -3, "readonly", cmdBitPos),
+		cmd("bitop", -4, "write denyoom as_is", cmdBitOp),
+	}
+}
+
+// Bitmaps are strings; the engine reads and grows them through its string
+// API.
 
 const (
 	msgBitOffset = "bit offset is not an integer or out of range"

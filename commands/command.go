@@ -9,6 +9,22 @@ import (
 	"github.com/limitkv/limitkv/engine"
 )
 
+// introspectionCommands: COMMAND and its subcommands, read from the
+// table itself.
+func introspectionCommands() []*command {
+	return []*command{
+		cmd("command", -1, "loading stale", cmdCommand).withSub(
+			cmd("count", 2, "loading stale", cmdCommandCount),
+			cmd("docs", -2, "loading stale", cmdCommandDocs),
+			cmd("getkeys", -4, "loading stale", cmdCommandGetKeys),
+			cmd("getkeysandflags", -4, "loading stale", cmdCommandGetKeysAndFlags),
+			cmd("help", 2, "loading stale", cmdHelp),
+			cmd("info", -2, "loading stale", cmdCommandInfo),
+			cmd("list", -2, "loading stale", cmdCommandList),
+		),
+	}
+}
+
 // COMMAND and its subcommands, generated from the command table.
 
 func cmdCommand(c *Ctx) {

@@ -9,7 +9,33 @@ import (
 	"github.com/limitkv/limitkv/engine"
 )
 
-// Connection commands: PING ECHO QUIT RESET HELLO AUTH CLIENT.
+// connectionCommands: a connection's own commands, CLIENT included
+// (the handlers of CLIENT PAUSE, UNPAUSE and NO-EVICT are in pause.go,
+// CLIENT UNBLOCK's in client.go).
+func connectionCommands() []*command {
+	return []*command{
+		cmd("ping", -1, "fast", cmdPing),
+		cmd("echo", 2, "loading stale fast", cmdEcho),
+		cmd("hello", -1, "noscript loading stale fast no_auth allow_busy", cmdHello),
+		cmd("auth", -2, "noscript loading stale fast no_auth allow_busy", cmdAuth),
+		cmd("quit", -1, "noscript loading stale fast no_auth allow_busy", cmdQuit),
+		cmd("reset", 1, "noscript loading stale fast no_auth allow_busy", cmdReset),
+		cmd("client", -2, "", nil).withSub(
+			cmd("getname", 2, "noscript loading stale", cmdClientGetName),
+			cmd("help", 2, "loading stale", cmdHelp),
+			cmd("id", 2, "noscript loading stale", cmdClientID),
+			cmd("info", 2, "noscript loading stale", cmdClientInfo),
+			cmd("kill", -3, "admin noscript loading stale", cmdClientKill),
+			cmd("list", -2, "admin noscript loading stale", cmdClientList),
+			cmd("no-evict", 3, "admin noscript loading stale", cmdClientNoEvict),
+			cmd("pause", -3, "admin noscript loading stale", cmdClientPause),
+			cmd("setname", 3, "noscript loading stale", cmdClientSetName),
+			cmd("setinfo", 4, "noscript loading stale", cmdClientSetInfo),
+			cmd("unblock", -3, "admin noscript loading stale", cmdClientUnblock),
+			cmd("unpause", 2, "admin noscript loading stale", cmdClientUnpause),
+		),
+	}
+}
 
 func cmdPing(c *Ctx) {
 	if len(c.Args) <= 2 && c.W.Proto() == 2 && c.Client.subscribed() {

@@ -24,7 +24,7 @@ func TestDocsMatchTable(t *testing.T) {
 	}
 }
 
-// TestAddCommand follows the recipe at the top of table.go: a row and its
+// TestAddCommand follows the recipe of commandTable: a row and its
 // entry in the data files are all a new command needs.
 func TestAddCommand(t *testing.T) {
 	real, err := os.ReadFile("../cmddocs/docs/ratelimit.json")
@@ -46,12 +46,7 @@ func TestAddCommand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rows := []*command{{
-		Name:  "rl.demo",
-		Arity: -3,
-		Flags: cmdspec.Write | cmdspec.Fast,
-		Run:   cmdPing,
-	}}
+	rows := []*command{cmd("rl.demo", -3, "write fast", cmdPing)}
 	for _, r := range commandTable() {
 		if docs[r.Name] != nil {
 			rows = append(rows, r)

@@ -9,6 +9,17 @@ import (
 	"github.com/limitkv/limitkv/rdb"
 )
 
+// dumpCommands: keys as values: DUMP and RESTORE in Redis's RDB
+// format, COPY, MOVE.
+func dumpCommands() []*command {
+	return []*command{
+		cmd("dump", 2, "readonly", cmdDump),
+		cmd("restore", -4, "write denyoom selflock", cmdRestore),
+		cmd("copy", -3, "write denyoom", cmdCopy),
+		cmd("move", 3, "write fast", cmdMove),
+	}
+}
+
 // DUMP, RESTORE, MIGRATE, COPY and MOVE: keys leaving and entering as
 // values. DUMP and RESTORE speak Redis 7.0's RDB value format (package
 // rdb), so that payloads move between limitkv and redis-server either way.

@@ -8,6 +8,25 @@ import (
 	"github.com/limitkv/limitkv/scripting"
 )
 
+// functionCommands: FCALL, FCALL_RO and FUNCTION.
+func functionCommands() []*command {
+	return []*command{
+		cmd("fcall", -3, "noscript stale skip_monitor no_mandatory_keys may_replicate selflock runs_script", cmdFCall),
+		cmd("fcall_ro", -3, "readonly noscript stale skip_monitor no_mandatory_keys selflock runs_script", cmdFCallRO),
+		cmd("function", -2, "", nil).withSub(
+			cmd("delete", 3, "write noscript selflock", cmdFunctionDelete),
+			cmd("dump", 2, "noscript", cmdFunctionDump),
+			cmd("flush", -2, "write noscript selflock", cmdFunctionFlush),
+			cmd("help", 2, "loading stale", cmdHelp),
+			cmd("kill", 2, "noscript allow_busy", cmdFunctionKill),
+			cmd("list", -2, "noscript", cmdFunctionList),
+			cmd("load", -3, "write denyoom noscript selflock may_wait", cmdFunctionLoad),
+			cmd("restore", -3, "write denyoom noscript selflock may_wait", cmdFunctionRestore),
+			cmd("stats", 2, "noscript allow_busy", cmdFunctionStats),
+		),
+	}
+}
+
 // Redis 7's functions: FUNCTION LOAD, DELETE, LIST, STATS, FLUSH, KILL,
 // DUMP, RESTORE, and FCALL, FCALL_RO. The libraries, their Lua state and
 // FUNCTION DUMP's payload are package scripting's (its Registry); FCALL

@@ -8,6 +8,22 @@ import (
 	"github.com/limitkv/limitkv/engine"
 )
 
+// geoCommands: geo indexes, which are sorted sets.
+func geoCommands() []*command {
+	return []*command{
+		cmd("geoadd", -5, "write denyoom as_is", cmdGeoAdd),
+		cmd("geopos", -2, "readonly", cmdGeoPos),
+		cmd("geodist", -4, "readonly", cmdGeoDist),
+		cmd("geohash", -2, "readonly", cmdGeoHash),
+		cmd("geosearch", -7, "readonly", cmdGeoSearch),
+		cmd("geosearchstore", -8, "write denyoom as_is", cmdGeoSearchStore),
+		cmd("georadius", -6, "write denyoom as_is", cmdGeoRadius),
+		cmd("georadius_ro", -6, "readonly", cmdGeoRadiusRO),
+		cmd("georadiusbymember", -5, "write denyoom as_is", cmdGeoRadiusByMember),
+		cmd("georadiusbymember_ro", -5, "readonly", cmdGeoRadiusByMemberRO),
+	}
+}
+
 // Geo commands, on sorted sets whose scores are 52-bit geohashes
 // (engine/geo.go): GEOADD GEOPOS GEODIST GEOHASH GEOSEARCH GEOSEARCHSTORE
 // GEORADIUS GEORADIUS_RO GEORADIUSBYMEMBER GEORADIUSBYMEMBER_RO.

@@ -8,9 +8,29 @@ import (
 	"github.com/limitkv/limitkv/engine"
 )
 
-// Hash commands: HSET HSETNX HGET HMGET HMSET HDEL HEXISTS HLEN HSTRLEN
-// HGETALL HKEYS HVALS HINCRBY HINCRBYFLOAT HSCAN HRANDFIELD (its count
-// follows ZRANDMEMBER's rules: zalgebra.go).
+// hashCommands: the hash commands.
+func hashCommands() []*command {
+	return []*command{
+		cmd("hset", -4, "write denyoom fast as_is", cmdHSet),
+		cmd("hsetnx", 4, "write denyoom fast as_is", cmdHSetNX),
+		cmd("hget", 3, "readonly fast", cmdHGet),
+		cmd("hmget", -3, "readonly fast", cmdHMGet),
+		cmd("hmset", -4, "write denyoom fast as_is", cmdHMSet),
+		cmd("hdel", -3, "write fast as_is", cmdHDel),
+		cmd("hexists", 3, "readonly fast", cmdHExists),
+		cmd("hlen", 2, "readonly fast", cmdHLen),
+		cmd("hstrlen", 3, "readonly fast", cmdHStrLen),
+		cmd("hgetall", 2, "readonly", cmdHGetAll),
+		cmd("hkeys", 2, "readonly", cmdHKeys),
+		cmd("hvals", 2, "readonly", cmdHVals),
+		cmd("hincrby", 4, "write denyoom fast as_is", cmdHIncrBy),
+		cmd("hincrbyfloat", 4, "write denyoom fast as_is", cmdHIncrByFloat),
+		cmd("hscan", -3, "readonly", cmdHScan),
+		cmd("hrandfield", -2, "readonly", cmdHRandField),
+	}
+}
+
+// HRANDFIELD's count follows ZRANDMEMBER's rules (zalgebra.go).
 
 const (
 	msgHashNotInteger = "hash value is not an integer"

@@ -4,7 +4,16 @@ import (
 	"github.com/limitkv/limitkv/engine"
 )
 
-// HyperLogLog commands: PFADD PFCOUNT PFMERGE. HyperLogLogs are strings in
+// hllCommands: HyperLogLog, in Redis's own encoding.
+func hllCommands() []*command {
+	return []*command{
+		cmd("pfadd", -2, "write denyoom fast as_is", cmdPFAdd),
+		cmd("pfcount", -2, "readonly may_replicate as_is", cmdPFCount),
+		cmd("pfmerge", -2, "write denyoom as_is", cmdPFMerge),
+	}
+}
+
+// HyperLogLogs are strings in
 // Redis's own layout (engine/hll.go), so GET, SET, DUMP and RESTORE carry
 // them between limitkv and Redis.
 

@@ -7,9 +7,35 @@ import (
 	"github.com/limitkv/limitkv/engine"
 )
 
-// Keyspace commands: DEL UNLINK EXISTS TOUCH EXPIRE PEXPIRE EXPIREAT
-// PEXPIREAT TTL PTTL EXPIRETIME PEXPIRETIME PERSIST TYPE KEYS SCAN RANDOMKEY
-// RENAME RENAMENX DBSIZE FLUSHDB FLUSHALL SELECT SWAPDB.
+// keyspaceCommands: commands on keys whatever their type.
+func keyspaceCommands() []*command {
+	return []*command{
+		cmd("del", -2, "write", cmdDel),
+		cmd("unlink", -2, "write fast", cmdDel),
+		cmd("exists", -2, "readonly fast", cmdExists),
+		cmd("touch", -2, "readonly fast", cmdExists),
+		cmd("expire", -3, "write fast ttl_only", cmdExpire),
+		cmd("pexpire", -3, "write fast ttl_only", cmdPExpire),
+		cmd("expireat", -3, "write fast ttl_only", cmdExpireAt),
+		cmd("pexpireat", -3, "write fast ttl_only", cmdPExpireAt),
+		cmd("ttl", 2, "readonly fast", cmdTTL),
+		cmd("pttl", 2, "readonly fast", cmdPTTL),
+		cmd("expiretime", 2, "readonly fast", cmdExpireTime),
+		cmd("pexpiretime", 2, "readonly fast", cmdPExpireTime),
+		cmd("persist", 2, "write fast ttl_only", cmdPersist),
+		cmd("type", 2, "readonly fast", cmdType),
+		cmd("keys", 2, "readonly", cmdKeys),
+		cmd("scan", -2, "readonly", cmdScan),
+		cmd("randomkey", 1, "readonly", cmdRandomKey),
+		cmd("rename", 3, "write as_is", cmdRename),
+		cmd("renamenx", 3, "write fast as_is", cmdRenameNX),
+		cmd("dbsize", 1, "readonly fast", cmdDBSize),
+		cmd("flushdb", -1, "write", cmdFlushDB),
+		cmd("flushall", -1, "write", cmdFlushAll),
+		cmd("select", 2, "loading stale fast", cmdSelect),
+		cmd("swapdb", 3, "write fast", cmdSwapDB),
+	}
+}
 
 func cmdDel(c *Ctx) {
 	var n int64

@@ -12,6 +12,21 @@ import (
 	"github.com/limitkv/limitkv/observe"
 )
 
+// latencyCommands: the latency monitor.
+func latencyCommands() []*command {
+	return []*command{
+		cmd("latency", -2, "", nil).withSub(
+			cmd("doctor", 2, "admin noscript loading stale", cmdLatencyDoctor),
+			cmd("graph", 3, "admin noscript loading stale", cmdLatencyGraph),
+			cmd("help", 2, "loading stale", cmdHelp),
+			cmd("histogram", -2, "admin noscript loading stale", cmdLatencyHistogram),
+			cmd("history", 3, "admin noscript loading stale", cmdLatencyHistory),
+			cmd("latest", 2, "admin noscript loading stale", cmdLatencyLatest),
+			cmd("reset", -2, "admin noscript loading stale", cmdLatencyReset),
+		),
+	}
+}
+
 // LATENCY, as Redis 7.0's latency.c: with latency-monitor-threshold set
 // (milliseconds), every event that lasts at least that long is recorded
 // in the latency monitor (observe.LatencyMonitor). Events: "command" and

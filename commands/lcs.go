@@ -6,6 +6,13 @@ import (
 	"github.com/limitkv/limitkv/engine"
 )
 
+// lcsCommands: LCS, computed with no lock held.
+func lcsCommands() []*command {
+	return []*command{
+		cmd("lcs", -3, "readonly selflock may_wait", cmdLCS),
+	}
+}
+
 // LCS key1 key2 [LEN] [IDX] [MINMATCHLEN len] [WITHMATCHLEN], as Redis
 // 7.0's lcsCommand: the same dynamic-programming table, walked back the
 // same way, so that IDX gives Redis's ranges (its quirks included: a match

@@ -7,9 +7,35 @@ import (
 	"github.com/limitkv/limitkv/engine"
 )
 
-// List commands: LPUSH RPUSH LPUSHX RPUSHX LPOP RPOP LINDEX LLEN LRANGE
-// LTRIM LSET LREM LINSERT LPOS LMOVE RPOPLPUSH LMPOP, and the blocking
-// BLPOP BRPOP BLMOVE BRPOPLPUSH BLMPOP (their wait: blocking.go).
+// listCommands: the list commands, the blocking pops included.
+func listCommands() []*command {
+	return []*command{
+		cmd("lpush", -3, "write denyoom fast as_is", cmdLPush),
+		cmd("rpush", -3, "write denyoom fast as_is", cmdRPush),
+		cmd("lpushx", -3, "write denyoom fast as_is", cmdLPushX),
+		cmd("rpushx", -3, "write denyoom fast as_is", cmdRPushX),
+		cmd("lpop", -2, "write fast as_is", cmdLPop),
+		cmd("rpop", -2, "write fast as_is", cmdRPop),
+		cmd("lindex", 3, "readonly", cmdLIndex),
+		cmd("llen", 2, "readonly fast", cmdLLen),
+		cmd("lrange", 4, "readonly", cmdLRange),
+		cmd("ltrim", 4, "write as_is", cmdLTrim),
+		cmd("lset", 4, "write denyoom as_is", cmdLSet),
+		cmd("lrem", 4, "write as_is", cmdLRem),
+		cmd("linsert", 5, "write denyoom as_is", cmdLInsert),
+		cmd("lpos", -3, "readonly", cmdLPos),
+		cmd("lmove", 5, "write denyoom as_is", cmdLMove),
+		cmd("rpoplpush", 3, "write denyoom as_is", cmdRPopLPush),
+		cmd("blpop", -3, "write noscript blocking", cmdBLPop),
+		cmd("brpop", -3, "write noscript blocking", cmdBRPop),
+		cmd("brpoplpush", 4, "write denyoom noscript blocking", cmdBRPopLPush),
+		cmd("blmove", 6, "write denyoom noscript blocking", cmdBLMove),
+		cmd("blmpop", -5, "write blocking", cmdBLMPop),
+		cmd("lmpop", -4, "write", cmdLMPop),
+	}
+}
+
+// The blocking pops wait in blocking.go.
 //
 // Redis's order of checks is kept: arguments that need no key are parsed
 // first (LRANGE's indexes, LPOP's count, LPOS's options...), except where

@@ -12,6 +12,13 @@ import (
 	"github.com/limitkv/limitkv/rdb"
 )
 
+// migrateCommands: MIGRATE, whose network I/O holds no shard lock.
+func migrateCommands() []*command {
+	return []*command{
+		cmd("migrate", -6, "write selflock may_wait", cmdMigrate).withKeys(migrateKeys),
+	}
+}
+
 // MIGRATE host port key|"" destination-db timeout [COPY] [REPLACE]
 // [AUTH password | AUTH2 username password] [KEYS key...]
 //

@@ -1,6 +1,15 @@
 package commands
 
-// Persistence commands: SAVE BGSAVE LASTSAVE. They drive the snapshot
+// persistenceCommands: SAVE, BGSAVE and LASTSAVE, over the snapshots.
+func persistenceCommands() []*command {
+	return []*command{
+		cmd("save", 1, "admin noscript no_async_loading no_multi", cmdSave),
+		cmd("bgsave", -1, "admin noscript no_async_loading", cmdBgSave),
+		cmd("lastsave", 1, "loading stale fast", cmdLastSave),
+	}
+}
+
+// SAVE, BGSAVE and LASTSAVE drive the snapshot
 // store wired in through Server.Hooks; with persistence off they say so.
 
 const msgNoPersistence = "persistence is off (limitkv was started with --persistence no)"

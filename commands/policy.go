@@ -13,6 +13,24 @@ import (
 	"github.com/limitkv/limitkv/resp"
 )
 
+// policyCommands: named policies. RL.POLICY SET and DEL change every
+// application's limits: they are @admin and @dangerous as well as
+// @ratelimit, so that "+@ratelimit -@admin" lets a user apply policies
+// with RL.CHECK and read them without redefining them.
+func policyCommands() []*command {
+	return []*command{
+		cmd("rl.check", -3, "write denyoom fast", cmdRLCheck).withPrepare(prepareRLCheck),
+		cmd("rl.check_ro", -3, "readonly fast", cmdRLCheckRO).withPrepare(prepareRLCheckRO),
+		cmd("rl.policy", -2, "", nil).withSub(
+			cmd("del", 3, "write admin fast", cmdPolicyDel),
+			cmd("get", 3, "readonly fast", cmdPolicyGet),
+			cmd("help", 2, "loading stale", cmdHelp),
+			cmd("list", -2, "readonly", cmdPolicyList),
+			cmd("set", -4, "write admin denyoom", cmdPolicySet),
+		),
+	}
+}
+
 // Named policies: RL.POLICY SET|GET|DEL|LIST and RL.CHECK. A policy is a
 // limit defined once on the server (the arguments of RL.FIXED, RL.SLIDE or
 // CL.THROTTLE after the key) that applications apply by name, so that a

@@ -8,6 +8,28 @@ import (
 	"github.com/limitkv/limitkv/resp"
 )
 
+// pubsubCommands: publish and subscribe.
+func pubsubCommands() []*command {
+	return []*command{
+		cmd("publish", 3, "pubsub loading stale fast may_replicate", cmdPublish),
+		cmd("subscribe", -2, "pubsub noscript loading stale", cmdSubscribe),
+		cmd("unsubscribe", -1, "pubsub noscript loading stale", cmdUnsubscribe),
+		cmd("psubscribe", -2, "pubsub noscript loading stale", cmdPSubscribe),
+		cmd("punsubscribe", -1, "pubsub noscript loading stale", cmdPUnsubscribe),
+		cmd("spublish", 3, "pubsub loading stale fast may_replicate", cmdSPublish),
+		cmd("ssubscribe", -2, "pubsub noscript loading stale", cmdSSubscribe),
+		cmd("sunsubscribe", -1, "pubsub noscript loading stale", cmdSUnsubscribe),
+		cmd("pubsub", -2, "", nil).withSub(
+			cmd("channels", -2, "pubsub loading stale", cmdPubsubChannels),
+			cmd("help", 2, "loading stale", cmdPubsubHelp),
+			cmd("numpat", 2, "pubsub loading stale", cmdPubsubNumPat),
+			cmd("numsub", -2, "pubsub loading stale", cmdPubsubNumSub),
+			cmd("shardchannels", -2, "pubsub loading stale", cmdPubsubShardChannels),
+			cmd("shardnumsub", -2, "pubsub loading stale", cmdPubsubShardNumSub),
+		),
+	}
+}
+
 // Pub/sub: SUBSCRIBE UNSUBSCRIBE PSUBSCRIBE PUNSUBSCRIBE PUBLISH, the shard
 // channels of SSUBSCRIBE SUNSUBSCRIBE SPUBLISH (without a cluster, a
 // namespace of channels of their own, as in Redis), and PUBSUB.

@@ -8,8 +8,22 @@ import (
 	"github.com/limitkv/limitkv/ratelimit"
 )
 
-// Rate-limit commands: RL.FIXED RL.SLIDE RL.LOGIN CL.THROTTLE (RL.ACQUIRE
-// and RL.RELEASE are in ratelimit_lease.go). Each decision
+// ratelimitCommands: limitkv's own decisions, and CL.THROTTLE, which
+// follows the redis-cell module and registers as it does. Each has a
+// read-only twin (_RO) that answers what PEEK would, on replicas too.
+func ratelimitCommands() []*command {
+	return []*command{
+		cmd("rl.fixed", -4, "write denyoom fast", cmdRLFixed).withPrepare(prepareRLFixed),
+		cmd("rl.fixed_ro", -4, "readonly fast", cmdRLFixedRO).withPrepare(prepareRLFixed),
+		cmd("rl.slide", -4, "write denyoom fast", cmdRLSlide).withPrepare(prepareRLSlide),
+		cmd("rl.slide_ro", -4, "readonly fast", cmdRLSlideRO).withPrepare(prepareRLSlide),
+		cmd("rl.login", -4, "write denyoom fast", cmdRLLogin),
+		cmd("cl.throttle", -1, "write denyoom fast", cmdCLThrottle),
+		cmd("cl.throttle_ro", -1, "readonly fast", cmdCLThrottleRO),
+	}
+}
+
+// RL.ACQUIRE and RL.RELEASE are in ratelimit_lease.go. Each decision
 // runs under the key's shard lock, on the server's clock, in one round
 // trip; see docs/commands.md for the contract.
 

@@ -2,6 +2,15 @@ package commands
 
 import "github.com/limitkv/limitkv/ratelimit"
 
+// leaseCommands: concurrency limits, held as leases.
+func leaseCommands() []*command {
+	return []*command{
+		cmd("rl.acquire", -5, "write denyoom fast", cmdRLAcquire),
+		cmd("rl.acquire_ro", -4, "readonly fast", cmdRLAcquireRO),
+		cmd("rl.release", 3, "write fast", cmdRLRelease),
+	}
+}
+
 // RL.ACQUIRE key limit lease id [SHADOW] and RL.RELEASE key id: a
 // concurrency limit, at most limit leases in flight per key, each freeing
 // itself lease after it was last acquired or renewed. See

@@ -9,7 +9,7 @@ import (
 )
 
 const (
-	commandListBegin = "<!-- commands:begin (generated from commands/table.go; go test ./commands -run TestDocsCommandList -update) -->"
+	commandListBegin = "<!-- commands:begin (generated from the command table; go test ./commands -run TestDocsCommandList -update) -->"
 	commandListEnd   = "<!-- commands:end -->"
 )
 

@@ -13,6 +13,20 @@ import (
 	"github.com/limitkv/limitkv/resp"
 )
 
+// replicationCommands: REPLICAOF and what replicas and masters say to
+// each other.
+func replicationCommands() []*command {
+	return []*command{
+		cmd("replicaof", 3, "admin noscript stale no_async_loading may_wait", cmdReplicaOf),
+		cmd("slaveof", 3, "admin noscript stale no_async_loading may_wait", cmdReplicaOf),
+		cmd("role", 1, "noscript loading stale fast", cmdRole),
+		cmd("replconf", -1, "admin noscript loading stale allow_busy", cmdReplConf),
+		cmd("psync", -3, "admin noscript no_async_loading no_multi may_wait", cmdSync),
+		cmd("sync", 1, "admin noscript no_async_loading no_multi may_wait", cmdSync),
+		cmd("wait", 3, "noscript may_wait", cmdWait),
+	}
+}
+
 // Replication: REPLICAOF, ROLE, REPLCONF, PSYNC, WAIT and INFO
 // replication, the checks replicas make (READONLY, MASTERDOWN, LOADING,
 // NOREPLICAS), and what each command leaves for replicas. The replication

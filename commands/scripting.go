@@ -8,6 +8,24 @@ import (
 	"github.com/limitkv/limitkv/scripting"
 )
 
+// scriptingCommands: EVAL and its kin, and SCRIPT.
+func scriptingCommands() []*command {
+	return []*command{
+		cmd("eval", -3, "noscript stale skip_monitor no_mandatory_keys may_replicate selflock runs_script", cmdEval),
+		cmd("evalsha", -3, "noscript stale skip_monitor no_mandatory_keys may_replicate selflock runs_script", cmdEvalSha),
+		cmd("eval_ro", -3, "readonly noscript stale skip_monitor no_mandatory_keys selflock runs_script", cmdEvalRO),
+		cmd("evalsha_ro", -3, "readonly noscript stale skip_monitor no_mandatory_keys selflock runs_script", cmdEvalShaRO),
+		cmd("script", -2, "", nil).withSub(
+			cmd("debug", 3, "noscript", cmdScriptDebug),
+			cmd("exists", -3, "noscript", cmdScriptExists),
+			cmd("flush", -2, "noscript", cmdScriptFlush),
+			cmd("help", 2, "loading stale", cmdHelp),
+			cmd("kill", 2, "noscript allow_busy", cmdScriptKill),
+			cmd("load", 3, "noscript stale", cmdScriptLoad),
+		),
+	}
+}
+
 // Scripting: EVAL, EVALSHA, EVAL_RO, EVALSHA_RO and SCRIPT, as Redis 7.0
 // has them. The script cache, the Lua states, the run in progress and the
 // combiner are package scripting's; here are the commands, the checks

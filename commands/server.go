@@ -21,7 +21,37 @@ import (
 	"github.com/limitkv/limitkv/replication"
 )
 
-// Server commands: INFO CONFIG TIME SHUTDOWN DEBUG MEMORY OBJECT FUNCTION.
+// serverCommands: the server's own commands.
+func serverCommands() []*command {
+	return []*command{
+		cmd("info", -1, "loading stale", cmdInfo),
+		cmd("config", -2, "", nil).withSub(
+			cmd("get", -3, "admin noscript loading stale", cmdConfigGet),
+			cmd("help", 2, "loading stale", cmdHelp),
+			cmd("resetstat", 2, "admin noscript loading stale", cmdConfigResetStat),
+			cmd("rewrite", 2, "admin noscript loading stale may_wait", cmdConfigRewrite),
+			cmd("set", -4, "admin noscript loading stale may_wait", cmdConfigSet),
+		),
+		cmd("time", 1, "loading stale fast", cmdTime),
+		cmd("shutdown", -1, "admin noscript loading stale no_multi allow_busy may_wait", cmdShutdown),
+		cmd("debug", -2, "admin noscript loading stale protected may_wait", cmdDebug),
+		cmd("memory", -2, "", nil).withSub(
+			cmd("doctor", 2, "", cmdMemoryDoctor),
+			cmd("help", 2, "loading stale", cmdHelp),
+			cmd("malloc-stats", 2, "", cmdMemoryMallocStats),
+			cmd("purge", 2, "may_wait", cmdMemoryPurge),
+			cmd("stats", 2, "", cmdMemoryStats),
+			cmd("usage", -3, "readonly", cmdMemoryUsage),
+		),
+		cmd("object", -2, "", nil).withSub(
+			cmd("encoding", 3, "readonly", cmdObjectEncoding),
+			cmd("freq", 3, "readonly", cmdObjectFreq),
+			cmd("help", 2, "loading stale", cmdHelp),
+			cmd("idletime", 3, "readonly", cmdObjectIdleTime),
+			cmd("refcount", 3, "readonly", cmdObjectRefCount),
+		),
+	}
+}
 
 // RedisVersion is the Redis release whose behaviour limitkv reproduces;
 // clients read it from INFO and HELLO to decide what they may send.

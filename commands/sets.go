@@ -9,10 +9,30 @@ import (
 	"github.com/limitkv/limitkv/engine"
 )
 
-// Set commands: SADD SREM SCARD SISMEMBER SMISMEMBER SMEMBERS SRANDMEMBER
-// SPOP SMOVE SSCAN SINTER SINTERSTORE SINTERCARD SUNION SUNIONSTORE SDIFF
-// SDIFFSTORE.
-//
+// setCommands: the set commands. SPOP is as_is but replicates the SREM
+// (or DEL) of what it chose, not itself (Ctx.replicateAs).
+func setCommands() []*command {
+	return []*command{
+		cmd("sadd", -3, "write denyoom fast as_is", cmdSAdd),
+		cmd("srem", -3, "write fast as_is", cmdSRem),
+		cmd("scard", 2, "readonly fast", cmdSCard),
+		cmd("sismember", 3, "readonly fast", cmdSIsMember),
+		cmd("smismember", -3, "readonly fast", cmdSMIsMember),
+		cmd("smembers", 2, "readonly", cmdSMembers),
+		cmd("srandmember", -2, "readonly", cmdSRandMember),
+		cmd("spop", -2, "write fast as_is", cmdSPop),
+		cmd("smove", 4, "write fast as_is", cmdSMove),
+		cmd("sscan", -3, "readonly", cmdSScan),
+		cmd("sdiff", -2, "readonly", cmdSDiff),
+		cmd("sinter", -2, "readonly", cmdSInter),
+		cmd("sunion", -2, "readonly", cmdSUnion),
+		cmd("sdiffstore", -3, "write denyoom as_is", cmdSDiffStore),
+		cmd("sinterstore", -3, "write denyoom as_is", cmdSInterStore),
+		cmd("sunionstore", -3, "write denyoom as_is", cmdSUnionStore),
+		cmd("sintercard", -3, "readonly", cmdSInterCard),
+	}
+}
+
 // The algebra (SINTER, SUNION, SDIFF, their STORE forms, SINTERCARD) runs
 // as Redis runs it, in one pass over its inputs under the locks of their
 // shards only: its time is linear in the sizes of the sets named, as

@@ -8,6 +8,18 @@ import (
 	"github.com/limitkv/limitkv/observe"
 )
 
+// slowlogCommands: the slow log.
+func slowlogCommands() []*command {
+	return []*command{
+		cmd("slowlog", -2, "", nil).withSub(
+			cmd("get", -2, "admin loading stale", cmdSlowlogGet),
+			cmd("help", 2, "loading stale", cmdHelp),
+			cmd("len", 2, "admin loading stale", cmdSlowlogLen),
+			cmd("reset", 2, "admin loading stale", cmdSlowlogReset),
+		),
+	}
+}
+
 // SLOWLOG, as Redis 7.0's slowlog.c: commands that took at least
 // slowlog-log-slower-than microseconds, in observe.SlowLog, which keeps
 // their arguments within Redis's limits; here, which arguments are

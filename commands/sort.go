@@ -7,6 +7,15 @@ import (
 	"github.com/limitkv/limitkv/engine"
 )
 
+// sortCommands: SORT and SORT_RO. Key functions find the STORE key,
+// and BY and GET patterns lock every shard.
+func sortCommands() []*command {
+	return []*command{
+		cmd("sort", -2, "write denyoom may_wait", cmdSort).withKeys(sortKeys).withLockAll(sortReadsPatterns(false)),
+		cmd("sort_ro", -2, "readonly may_wait", cmdSortRO).withKeys(sortROKeys).withLockAll(sortReadsPatterns(true)),
+	}
+}
+
 // SORT and SORT_RO, as Redis's sort.c: sort a list, set or sorted set by
 // its elements or by weights in other keys (BY), numerically or as strings
 // (ALPHA), return a window (LIMIT) of the elements or of values looked up

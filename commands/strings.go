@@ -6,8 +6,31 @@ import (
 	"github.com/limitkv/limitkv/engine"
 )
 
-// String commands: GET SET SETNX SETEX PSETEX GETSET GETDEL GETEX MGET MSET
-// MSETNX INCR DECR INCRBY DECRBY INCRBYFLOAT APPEND STRLEN GETRANGE SETRANGE.
+// stringCommands: the string commands.
+func stringCommands() []*command {
+	return []*command{
+		cmd("get", 2, "readonly fast", cmdGet),
+		cmd("set", -3, "write denyoom", cmdSet).withKeyFlags(setKeyFlags),
+		cmd("setnx", 3, "write denyoom fast", cmdSetNX),
+		cmd("setex", 4, "write denyoom", cmdSetEX),
+		cmd("psetex", 4, "write denyoom", cmdPSetEX),
+		cmd("getset", 3, "write denyoom fast", cmdGetSet),
+		cmd("getdel", 2, "write fast", cmdGetDel),
+		cmd("getex", -2, "write fast ttl_only", cmdGetEx),
+		cmd("mget", -2, "readonly fast", cmdMGet),
+		cmd("mset", -3, "write denyoom", cmdMSet),
+		cmd("msetnx", -3, "write denyoom", cmdMSetNX),
+		cmd("incr", 2, "write denyoom fast as_is", cmdIncr),
+		cmd("decr", 2, "write denyoom fast as_is", cmdDecr),
+		cmd("incrby", 3, "write denyoom fast as_is", cmdIncrBy),
+		cmd("decrby", 3, "write denyoom fast as_is", cmdDecrBy),
+		cmd("incrbyfloat", 3, "write denyoom fast", cmdIncrByFloat),
+		cmd("append", 3, "write denyoom fast as_is", cmdAppend),
+		cmd("strlen", 2, "readonly fast", cmdStrLen),
+		cmd("getrange", 4, "readonly", cmdGetRange),
+		cmd("setrange", 4, "write denyoom as_is", cmdSetRange),
+	}
+}
 
 func cmdGet(c *Ctx) {
 	v, ok, err := c.Shard(c.Args[1]).GetString(c.DB, c.Args[1], c.Now, c.buf[:0])

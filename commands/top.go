@@ -6,6 +6,13 @@ import (
 	"github.com/limitkv/limitkv/engine"
 )
 
+// topCommands: RL.TOP, the keys denied most.
+func topCommands() []*command {
+	return []*command{
+		cmd("rl.top", -1, "admin loading stale", cmdRLTop),
+	}
+}
+
 // RL.TOP [count] | RL.TOP RESET: the keys denied most often recently, from
 // per-shard Space-Saving summaries (ratelimit/top.go). Like SLOWLOG
 // it is the node's own operational state: not saved, not replicated, not

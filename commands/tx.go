@@ -6,6 +6,17 @@ import (
 	"github.com/limitkv/limitkv/acl"
 )
 
+// transactionCommands: MULTI, EXEC and optimistic locking.
+func transactionCommands() []*command {
+	return []*command{
+		cmd("multi", 1, "noscript loading stale fast allow_busy", cmdMulti),
+		cmd("exec", 1, "noscript loading stale skip_slowlog", cmdExec),
+		cmd("discard", 1, "noscript loading stale fast allow_busy", cmdDiscard),
+		cmd("watch", -2, "noscript loading stale fast allow_busy selflock", cmdWatch),
+		cmd("unwatch", 1, "noscript loading stale fast allow_busy", cmdUnwatch),
+	}
+}
+
 // Transactions: MULTI EXEC DISCARD WATCH UNWATCH. EXEC runs its queued
 // commands with every shard locked, so no other connection sees any state
 // between them, and checks WATCHed keys under the same locks.

@@ -8,6 +8,21 @@ import (
 	"github.com/limitkv/limitkv/engine"
 )
 
+// zalgebraCommands: sorted-set algebra (union, intersection,
+// difference) and random members.
+func zalgebraCommands() []*command {
+	return []*command{
+		cmd("zunion", -3, "readonly", cmdZUnion),
+		cmd("zinter", -3, "readonly", cmdZInter),
+		cmd("zdiff", -3, "readonly", cmdZDiff),
+		cmd("zunionstore", -4, "write denyoom as_is", cmdZUnionStore),
+		cmd("zinterstore", -4, "write denyoom as_is", cmdZInterStore),
+		cmd("zdiffstore", -4, "write denyoom as_is", cmdZDiffStore),
+		cmd("zintercard", -3, "readonly", cmdZInterCard),
+		cmd("zrandmember", -2, "readonly", cmdZRandMember),
+	}
+}
+
 // Sorted-set algebra and random members: ZUNION ZINTER ZDIFF ZUNIONSTORE
 // ZINTERSTORE ZDIFFSTORE ZINTERCARD ZRANDMEMBER, and the count rules
 // HRANDFIELD shares with ZRANDMEMBER.

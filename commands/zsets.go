@@ -7,11 +7,39 @@ import (
 	"github.com/limitkv/limitkv/engine"
 )
 
-// Sorted set commands: ZADD ZINCRBY ZREM ZCARD ZCOUNT ZSCORE ZMSCORE ZRANK
-// ZREVRANK ZRANGE ZRANGEBYSCORE ZREVRANGEBYSCORE ZREVRANGE ZRANGEBYLEX
-// ZREVRANGEBYLEX ZRANGESTORE ZLEXCOUNT ZREMRANGEBYSCORE ZREMRANGEBYRANK
-// ZREMRANGEBYLEX ZPOPMIN ZPOPMAX ZMPOP ZSCAN, and the blocking BZPOPMIN
-// BZPOPMAX BZMPOP (their wait: blocking.go).
+// zsetCommands: the sorted-set commands, the blocking pops included
+// (their wait: blocking.go).
+func zsetCommands() []*command {
+	return []*command{
+		cmd("zadd", -4, "write denyoom fast as_is", cmdZAdd),
+		cmd("zrem", -3, "write fast as_is", cmdZRem),
+		cmd("zcard", 2, "readonly fast", cmdZCard),
+		cmd("zcount", 4, "readonly fast", cmdZCount),
+		cmd("zscore", 3, "readonly fast", cmdZScore),
+		cmd("zmscore", -3, "readonly fast", cmdZMScore),
+		cmd("zincrby", 4, "write denyoom fast as_is", cmdZIncrBy),
+		cmd("zrank", 3, "readonly fast", cmdZRank),
+		cmd("zrevrank", 3, "readonly fast", cmdZRevRank),
+		cmd("zrange", -4, "readonly", cmdZRange),
+		cmd("zrangebyscore", -4, "readonly", cmdZRangeByScore),
+		cmd("zrevrangebyscore", -4, "readonly", cmdZRevRangeByScore),
+		cmd("zrevrange", -4, "readonly", cmdZRevRange),
+		cmd("zrangebylex", -4, "readonly", cmdZRangeByLex),
+		cmd("zrevrangebylex", -4, "readonly", cmdZRevRangeByLex),
+		cmd("zlexcount", 4, "readonly fast", cmdZLexCount),
+		cmd("zremrangebyscore", 4, "write as_is", cmdZRemRangeByScore),
+		cmd("zremrangebyrank", 4, "write as_is", cmdZRemRangeByRank),
+		cmd("zremrangebylex", 4, "write as_is", cmdZRemRangeByLex),
+		cmd("zpopmin", -2, "write fast as_is", cmdZPopMin),
+		cmd("zpopmax", -2, "write fast as_is", cmdZPopMax),
+		cmd("zscan", -3, "readonly", cmdZScan),
+		cmd("zrangestore", -5, "write denyoom as_is", cmdZRangeStore),
+		cmd("bzpopmin", -3, "write noscript fast blocking", cmdBZPopMin),
+		cmd("bzpopmax", -3, "write noscript fast blocking", cmdBZPopMax),
+		cmd("bzmpop", -5, "write blocking", cmdBZMPop),
+		cmd("zmpop", -4, "write", cmdZMPop),
+	}
+}
 
 const (
 	msgZNaN         = "resulting score is not a number (NaN)"
