@@ -8,7 +8,8 @@ import (
 // TestLatencyMonitor: one sample a second, the worst; LATEST shows the
 // last and the all-time worst; RESET matches names in any case.
 func TestLatencyMonitor(t *testing.T) {
-	var m LatencyMonitor
+	sec := int64(1_700_000_000)
+	m := LatencyMonitor{clock: func() int64 { return sec }}
 	m.Add("command", 5)
 	m.Add("command", 3)
 	m.Add("command", 9)
@@ -16,6 +17,12 @@ func TestLatencyMonitor(t *testing.T) {
 	v, ok := m.View("command")
 	if !ok || len(v.Samples) != 1 || v.Samples[0].MS != 9 || v.Max != 9 || v.Last.MS != 9 {
 		t.Fatalf("view %+v", v)
+	}
+	// The next second is a sample of its own; the all-time high stays.
+	sec++
+	m.Add("command", 4)
+	if v, _ := m.View("command"); len(v.Samples) != 2 || v.Last != (LatencySample{sec, 4}) || v.Max != 9 {
+		t.Fatalf("next second: view %+v", v)
 	}
 	if vs := m.Views(); len(vs) != 2 || vs[0].Event != "command" || vs[1].Event != "fast-command" {
 		t.Fatalf("views %+v", vs)
