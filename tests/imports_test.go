@@ -96,6 +96,10 @@ var allowedImports = map[string]struct {
 	// client is what users go get: go-redis and the standard library,
 	// nothing of the server.
 	"client": {},
+	// cluster is the cluster bus's messages, the key slots and nodes.conf,
+	// byte for byte as Redis 7.0 has them; the state machine that uses them
+	// will be commands' and the server's. Formats need nothing of ours.
+	"cluster": {stdOnly: true},
 	// internal/testserver builds and runs the servers for the tests and
 	// the benchmark; who may import it is TestTestserverImporters's rule.
 	"internal/testserver": {stdOnly: true},
