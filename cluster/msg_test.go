@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
+	"math/rand/v2"
 	"reflect"
 	"runtime"
 	"strings"
@@ -402,4 +403,66 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("re-encoding decodes to\n%+v\nnot\n%+v", again, m)
 		}
 	})
+}
+
+// TestDecodeMutations runs FuzzDecode's property over many mutations of
+// the seeds in one process: on a loaded machine the fuzzing engine's
+// coordination gets few executions per second, and this keeps the
+// property exercised on every test run. Mutations keep totlen right
+// half of the time, so that most get past the framing checks to the
+// type-specific ones.
+func TestDecodeMutations(t *testing.T) {
+	seeds := [][]byte{goldenPing()}
+	for _, m := range sampleMsgs() {
+		seeds = append(seeds, m.Append(nil))
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	// Fields whose values steer the checks, so mutated more often.
+	hot := []int{offTotlen, offVer, offType, offCount, offExtensions, offMflags,
+		offData, offData + 4, offData + 8, offData + 2*GossipLen, offData + 2*GossipLen + 4}
+	n := 20000
+	if testing.Short() {
+		n = 2000
+	}
+	accepted := 0
+	for i := range n {
+		b := bytes.Clone(seeds[rng.IntN(len(seeds))])
+		for range 1 + rng.IntN(4) {
+			switch rng.IntN(5) {
+			case 0:
+				b[rng.IntN(len(b))] = byte(rng.Uint32())
+			case 1:
+				if o := hot[rng.IntN(len(hot))] + rng.IntN(4); o < len(b) {
+					b[o] = byte(rng.Uint32())
+				}
+			case 2:
+				b = b[:rng.IntN(len(b)+1)]
+			case 3:
+				b = append(b, make([]byte, rng.IntN(64))...)
+			case 4:
+				if o := offType; o+2 <= len(b) {
+					binary.BigEndian.PutUint16(b[o:], uint16(rng.IntN(typeCount+2)))
+				}
+			}
+			if len(b) < 8 {
+				b = append(b, make([]byte, 8-len(b))...)
+			}
+		}
+		if rng.IntN(2) == 0 {
+			binary.BigEndian.PutUint32(b[offTotlen:], uint32(len(b)))
+		}
+		m, err := Decode(b)
+		if err != nil {
+			continue
+		}
+		accepted++
+		again, err := Decode(m.Append(nil))
+		if err != nil {
+			t.Fatalf("mutation %d: re-encoding does not decode: %v\n%x", i, err, b)
+		}
+		if !reflect.DeepEqual(again, m) {
+			t.Fatalf("mutation %d: re-encoding decodes differently\n%x", i, b)
+		}
+	}
+	t.Logf("%d of %d mutations decoded", accepted, n)
 }
