@@ -197,6 +197,13 @@ func TestNodesConfFromRedis(t *testing.T) {
 			t.Fatalf("%v: %v", cmd, err)
 		}
 	}
+	// B learns of A from A's MEET, but may still be in the handshake (or
+	// not know A at all) when A already knows B.
+	aID := a.c.ClusterMyID(ctx).Val()
+	waitFor(t, 10*time.Second, "B to know A", func() bool {
+		line := nodeLine(b.c.ClusterNodes(ctx).Val(), aID)
+		return line != "" && !strings.Contains(line, "handshake")
+	})
 	if err := b.c.Do(ctx, "cluster", "saveconfig").Err(); err != nil {
 		t.Fatal(err)
 	}
