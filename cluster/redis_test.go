@@ -21,6 +21,9 @@ type redisNode struct {
 	port int
 	dir  string
 	c    *redis.Client
+	// kill ends the server by its pid and waits for it; calling it
+	// again does nothing.
+	kill func()
 }
 
 // needRedis skips without redis-server, except under CI, whose runner
@@ -90,7 +93,7 @@ func startRedis(t *testing.T) *redisNode {
 		for {
 			if c.Ping(ctx).Err() == nil {
 				t.Cleanup(func() { c.Close(); stop() })
-				return &redisNode{port: port, dir: dir, c: c}
+				return &redisNode{port: port, dir: dir, c: c, kill: stop}
 			}
 			select {
 			case <-exited:
