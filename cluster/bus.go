@@ -1,0 +1,384 @@
+package cluster
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// CronInterval is how often the bus does clusterCron's work.
+const CronInterval = 100 * time.Millisecond
+
+// DefaultMaxMsg bounds a received message: Redis's own packets stay far
+// below it, and a peer must not make the bus allocate what it likes.
+const DefaultMaxMsg = 1 << 20
+
+// BusConfig is what a Bus needs to know of its own node.
+type BusConfig struct {
+	// ID is myself's name; a random one when empty, as a fresh node gets.
+	ID string
+	// IP is myself's address as announced; when empty, others take it
+	// from the connection, and myself learns it from the first MEET.
+	IP       string
+	Port     uint16 // the client port
+	BusPort  uint16 // the bus port; Port+BusPortOffset when 0
+	Hostname string
+	// NodeTimeout is cluster-node-timeout in milliseconds.
+	NodeTimeout int64
+	// State, when set, is the state to start from (a loaded nodes.conf);
+	// otherwise a fresh one is made.
+	State *State
+	// Save is called, on the bus's goroutine, when the state no longer
+	// matches what was saved. It must not keep the State.
+	Save func(*State)
+	// Logger receives link errors; slog.Default() when nil.
+	Logger *slog.Logger
+	// Now and Ticks replace the clock and the cron ticker in tests.
+	Now   func() time.Time
+	Ticks <-chan time.Time
+	// MaxMsg bounds a received message; DefaultMaxMsg when 0.
+	MaxMsg int
+}
+
+// Bus is a node's cluster bus: it owns the State and keeps it fed with
+// what the other nodes send, and them with what it knows. One goroutine
+// owns the State; readers hand it messages, and it hands writers their
+// bytes through queues it never waits on, so that a slow peer delays
+// nobody else.
+type Bus struct {
+	cfg    BusConfig
+	ln     net.Listener
+	log    *slog.Logger
+	now    func() time.Time
+	events chan func()
+	done   chan struct{}
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	close  sync.Once
+
+	// Owned by the loop goroutine.
+	st        *State
+	links     map[*link]struct{}
+	outbound  map[string]*link // node ID → the link this node opened
+	dialing   map[string]bool
+	retry     map[string]retryState
+	handshake map[string]int64 // handshake node ID → when it began
+	iteration int
+}
+
+type retryState struct {
+	next    int64
+	backoff int64
+}
+
+// link is one TCP connection of the bus. Only the loop changes node.
+type link struct {
+	conn     net.Conn
+	inbound  bool
+	node     string
+	created  int64
+	out      chan []byte
+	quit     chan struct{}
+	quitOnce sync.Once
+}
+
+// linkQueue is how many messages may wait for a peer: enough for the
+// bursts a cron tick and a FAIL broadcast make, and a peer that lets
+// this many pile up is as good as gone.
+const linkQueue = 64
+
+func (l *link) shut() {
+	l.quitOnce.Do(func() {
+		close(l.quit)
+		l.conn.Close()
+	})
+}
+
+// NewBus listens on the bus port and starts the bus.
+func NewBus(cfg BusConfig) (*Bus, error) {
+	if cfg.NodeTimeout <= 0 {
+		return nil, errors.New("cluster: the node timeout must be positive")
+	}
+	if cfg.BusPort == 0 {
+		cfg.BusPort = cfg.Port + BusPortOffset
+	}
+	if cfg.MaxMsg == 0 {
+		cfg.MaxMsg = DefaultMaxMsg
+	}
+	b := &Bus{
+		cfg:       cfg,
+		log:       cfg.Logger,
+		now:       cfg.Now,
+		events:    make(chan func()),
+		done:      make(chan struct{}),
+		links:     map[*link]struct{}{},
+		outbound:  map[string]*link{},
+		dialing:   map[string]bool{},
+		retry:     map[string]retryState{},
+		handshake: map[string]int64{},
+	}
+	if b.log == nil {
+		b.log = slog.Default()
+	}
+	if b.now == nil {
+		b.now = time.Now
+	}
+	b.st = cfg.State
+	if b.st == nil {
+		id := cfg.ID
+		if id == "" {
+			id = randomName()
+		}
+		b.st = NewState(&Node{ID: id, IP: cfg.IP, Port: cfg.Port, CPort: cfg.BusPort, Hostname: cfg.Hostname}, cfg.NodeTimeout)
+	}
+	me := b.st.Me()
+	me.Hostname, me.Port, me.CPort, me.Linked = cfg.Hostname, cfg.Port, cfg.BusPort, true
+	if cfg.IP != "" {
+		me.IP = cfg.IP
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.IP, strconv.Itoa(int(cfg.BusPort))))
+	if err != nil {
+		return nil, err
+	}
+	b.ln = ln
+	b.ctx, b.cancel = context.WithCancel(context.Background())
+	ticks := cfg.Ticks
+	var ticker *time.Ticker
+	if ticks == nil {
+		ticker = time.NewTicker(CronInterval)
+		ticks = ticker.C
+	}
+	b.wg.Add(2)
+	go b.accept()
+	go func() {
+		defer b.wg.Done()
+		if ticker != nil {
+			defer ticker.Stop()
+		}
+		b.loop(ticks)
+	}()
+	return b, nil
+}
+
+func randomName() string {
+	var r [NameLen / 2]byte
+	rand.Read(r[:])
+	return hex.EncodeToString(r[:])
+}
+
+// Addr is the bus's listening address.
+func (b *Bus) Addr() net.Addr { return b.ln.Addr() }
+
+// ID is myself's name.
+func (b *Bus) ID() string {
+	var id string
+	b.Do(func(s *State) { id = s.Myself })
+	return id
+}
+
+// Do runs f on the bus's goroutine with the State, for reading it or
+// changing it (assigning slots, say) between messages. It reports false
+// when the bus is closed and f did not run.
+func (b *Bus) Do(f func(*State)) bool {
+	ran := make(chan struct{})
+	select {
+	case b.events <- func() { f(b.st); close(ran) }:
+	case <-b.done:
+		return false
+	}
+	select {
+	case <-ran:
+		return true
+	case <-b.done:
+		return false
+	}
+}
+
+// post hands an event to the loop, and reports false when it was
+// dropped because the bus is closing.
+func (b *Bus) post(f func()) bool {
+	select {
+	case b.events <- f:
+		return true
+	case <-b.done:
+		return false
+	}
+}
+
+// Meet starts a handshake with the node at ip:port whose bus listens on
+// cport (CLUSTER MEET; cport 0 means port+BusPortOffset). The node is
+// known under a random name until its PONG names it.
+func (b *Bus) Meet(ip string, port, cport uint16) error {
+	if net.ParseIP(ip) == nil {
+		return fmt.Errorf("cluster: invalid IP address %q", ip)
+	}
+	if cport == 0 {
+		cport = port + BusPortOffset
+	}
+	if !b.Do(func(s *State) { b.startHandshake(ip, port, cport, true) }) {
+		return net.ErrClosed
+	}
+	return nil
+}
+
+// Close stops the bus and waits for its goroutines.
+func (b *Bus) Close() error {
+	b.close.Do(func() {
+		close(b.done)
+		b.cancel()
+		b.ln.Close()
+	})
+	b.wg.Wait()
+	return nil
+}
+
+func (b *Bus) nowMS() int64 { return b.now().UnixMilli() }
+
+func (b *Bus) accept() {
+	defer b.wg.Done()
+	for {
+		conn, err := b.ln.Accept()
+		if err != nil {
+			select {
+			case <-b.done:
+				return
+			default:
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			b.log.Error("cluster bus: accept", "err", err)
+			select {
+			case <-b.done:
+				return
+			case <-time.After(CronInterval):
+			}
+			continue
+		}
+		if !b.post(func() { b.addLink(conn, true, "") }) {
+			conn.Close()
+			return
+		}
+	}
+}
+
+func (b *Bus) loop(ticks <-chan time.Time) {
+	defer func() {
+		for l := range b.links {
+			l.shut()
+		}
+	}()
+	for {
+		select {
+		case <-b.done:
+			return
+		case f := <-b.events:
+			f()
+		case <-ticks:
+			b.cron()
+		}
+	}
+}
+
+// addLink starts a link's reader and writer. A connection that arrives
+// as the bus closes is dropped.
+func (b *Bus) addLink(conn net.Conn, inbound bool, node string) *link {
+	l := &link{conn: conn, inbound: inbound, node: node, created: b.nowMS(),
+		out: make(chan []byte, linkQueue), quit: make(chan struct{})}
+	select {
+	case <-b.done:
+		conn.Close()
+		return nil
+	default:
+	}
+	b.links[l] = struct{}{}
+	b.wg.Add(2)
+	go b.read(l)
+	go b.write(l)
+	return l
+}
+
+func (b *Bus) read(l *link) {
+	defer b.wg.Done()
+	for {
+		m, err := ReadMsg(l.conn, b.cfg.MaxMsg)
+		if err != nil {
+			select {
+			case <-l.quit:
+			default:
+				if !errors.Is(err, net.ErrClosed) && !isEOF(err) {
+					b.log.Warn("cluster bus: closing link", "peer", l.conn.RemoteAddr().String(), "err", err)
+				}
+			}
+			b.post(func() { b.dropLink(l) })
+			return
+		}
+		b.post(func() { b.receive(l, m) })
+	}
+}
+
+func isEOF(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
+}
+
+func (b *Bus) write(l *link) {
+	defer b.wg.Done()
+	for {
+		select {
+		case <-l.quit:
+			return
+		case buf := <-l.out:
+			l.conn.SetWriteDeadline(time.Now().Add(time.Duration(max(b.cfg.NodeTimeout, 1000)) * time.Millisecond))
+			if _, err := l.conn.Write(buf); err != nil {
+				select {
+				case <-l.quit:
+				default:
+					b.log.Warn("cluster bus: write", "peer", l.conn.RemoteAddr().String(), "err", err)
+				}
+				l.shut()
+				return
+			}
+		}
+	}
+}
+
+// send queues m on l without waiting: a peer whose queue is full is
+// not keeping up, and its link is dropped to be made anew.
+func (b *Bus) send(l *link, m *Msg) {
+	if l == nil {
+		return
+	}
+	if m.Type < typeCount {
+		b.st.StatsSent[m.Type]++
+	}
+	select {
+	case l.out <- m.Append(nil):
+	default:
+		b.log.Warn("cluster bus: peer not reading, dropping its link", "peer", l.conn.RemoteAddr().String())
+		b.dropLink(l)
+	}
+}
+
+func (b *Bus) dropLink(l *link) {
+	if _, ok := b.links[l]; !ok {
+		return
+	}
+	l.shut()
+	delete(b.links, l)
+	if !l.inbound && b.outbound[l.node] == l {
+		delete(b.outbound, l.node)
+		if n := b.st.Node(l.node); n != nil {
+			n.Linked = false
+		}
+	}
+}

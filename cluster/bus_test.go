@@ -1,0 +1,147 @@
+package cluster
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// startBus starts a Bus on 127.0.0.1 with a short node timeout,
+// retrying when another process takes the probed port first.
+func startBus(t *testing.T, hostname string) (*Bus, int) {
+	t.Helper()
+	return startBusWith(t, func(c *BusConfig) { c.Hostname = hostname })
+}
+
+func startBusWith(t *testing.T, set func(*BusConfig)) (*Bus, int) {
+	t.Helper()
+	for attempt := 0; ; attempt++ {
+		port := freePortPair(t)
+		cfg := BusConfig{
+			IP: "127.0.0.1", Port: uint16(port), NodeTimeout: 1000,
+			Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		}
+		set(&cfg)
+		b, err := NewBus(cfg)
+		if err == nil {
+			t.Cleanup(func() { b.Close() })
+			return b, port
+		}
+		if attempt == 3 {
+			t.Fatal(err)
+		}
+	}
+}
+
+// view runs f with the bus's State, on the bus's goroutine.
+func view(t *testing.T, b *Bus, f func(*State) bool) bool {
+	t.Helper()
+	var ok bool
+	if !b.Do(func(s *State) { ok = f(s) }) {
+		t.Fatal("bus closed")
+	}
+	return ok
+}
+
+func connectedMaster(s *State, id string, port int, hostname string) bool {
+	n := s.Node(id)
+	return n != nil && n.Linked && n.IsMaster() && !n.Handshake() && n.IP == "127.0.0.1" &&
+		int(n.Port) == port && int(n.CPort) == port+BusPortOffset && n.Hostname == hostname
+}
+
+func TestBusMeet(t *testing.T) {
+	// Save runs on the bus's goroutine, so view reads saves safely.
+	saves := 0
+	a, aPort := startBusWith(t, func(c *BusConfig) {
+		c.Hostname = "bus-a.test"
+		c.Save = func(*State) { saves++ }
+	})
+	b, bPort := startBus(t, "bus-b.test")
+	aID, bID := a.ID(), b.ID()
+	if err := a.Meet("127.0.0.1", uint16(bPort), 0); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "both buses to list each other", func() bool {
+		return view(t, a, func(s *State) bool { return connectedMaster(s, bID, bPort, "bus-b.test") && len(s.Nodes()) == 2 }) &&
+			view(t, b, func(s *State) bool { return connectedMaster(s, aID, aPort, "bus-a.test") && len(s.Nodes()) == 2 })
+	})
+	if view(t, a, func(*State) bool { return saves == 0 }) {
+		t.Error("meeting B changed A's state without saving it")
+	}
+	view(t, a, func(s *State) bool {
+		for j := range uint16(100) {
+			s.SetOwner(j, s.Myself)
+		}
+		return true
+	})
+	waitFor(t, 30*time.Second, "B to learn A's slots", func() bool {
+		return view(t, b, func(s *State) bool {
+			return slices.Equal(s.Ranges(aID), []SlotRange{{0, 99}})
+		})
+	})
+}
+
+// TestBusClose checks that Close returns with links, dials and
+// handshakes under way, and that the bus is then inert.
+func TestBusClose(t *testing.T) {
+	a, _ := startBus(t, "")
+	b, bPort := startBus(t, "")
+	a.Meet("127.0.0.1", uint16(bPort), 0)
+	dead := freePortPair(t)
+	a.Meet("127.0.0.1", uint16(dead), 0)
+	b.Close()
+	a.Close()
+	if a.Do(func(*State) {}) {
+		t.Error("Do ran on a closed bus")
+	}
+	if err := a.Meet("127.0.0.1", 1, 0); err == nil {
+		t.Error("Meet on a closed bus succeeded")
+	}
+}
+
+// lockedBuffer is a log the bus's goroutines write while the test reads.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestBusMalformed sends garbage to the bus: the link is closed, the
+// reason logged, and the bus carries on.
+func TestBusMalformed(t *testing.T) {
+	var log lockedBuffer
+	a, aPort := startBusWith(t, func(c *BusConfig) { c.Logger = slog.New(slog.NewTextHandler(&log, nil)) })
+	c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", aPort+BusPortOffset))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.Write([]byte("RCmb\xff\xff\xff\xffgarbage"))
+	c.SetReadDeadline(time.Now().Add(30 * time.Second))
+	if _, err := c.Read(make([]byte, 1)); err == nil {
+		t.Error("the bus answered garbage")
+	}
+	waitFor(t, 30*time.Second, "the bad packet to be logged", func() bool {
+		return strings.Contains(log.String(), "bad message length")
+	})
+	if !a.Do(func(*State) {}) {
+		t.Error("the bus stopped")
+	}
+}
