@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -144,4 +145,56 @@ func TestBusMalformed(t *testing.T) {
 	if !a.Do(func(*State) {}) {
 		t.Error("the bus stopped")
 	}
+}
+
+// TestBusCronClock drives the cron with the test's ticks and clock: a
+// node that cannot be reached at all is suspected once the node timeout
+// passes, since the ping its first connection attempt would carry
+// counts as sent.
+func TestBusCronClock(t *testing.T) {
+	ticks := make(chan time.Time)
+	var mu sync.Mutex
+	clock := time.UnixMilli(1_000_000_000_000)
+	now := func() time.Time { mu.Lock(); defer mu.Unlock(); return clock }
+	advance := func(d time.Duration) { mu.Lock(); clock = clock.Add(d); mu.Unlock() }
+	a, _ := startBusWith(t, func(c *BusConfig) { c.Now, c.Ticks = now, ticks })
+
+	dead := freePortPair(t)
+	const id = "00000000000000000000000000000000000000aa"
+	view(t, a, func(s *State) bool {
+		s.AddNode(&Node{ID: id, IP: "127.0.0.1", Port: uint16(dead), CPort: uint16(dead + BusPortOffset), Flags: NodeMaster})
+		return true
+	})
+	flags := func() uint16 {
+		var f uint16
+		view(t, a, func(s *State) bool { f = s.Node(id).Flags; return true })
+		return f
+	}
+	ticks <- now()
+	if flags()&NodePFail != 0 {
+		t.Fatal("suspected before the node timeout")
+	}
+	advance(1500 * time.Millisecond)
+	ticks <- now()
+	if flags()&NodePFail == 0 {
+		t.Errorf("not suspected after the node timeout: %s", FlagsString(flags()))
+	}
+}
+
+// TestBusNoLeak checks that Close leaves no goroutine behind, links,
+// dials and readers included.
+func TestBusNoLeak(t *testing.T) {
+	before := runtime.NumGoroutine()
+	a, _ := startBus(t, "")
+	b, bPort := startBus(t, "")
+	if err := a.Meet("127.0.0.1", uint16(bPort), 0); err != nil {
+		t.Fatal(err)
+	}
+	bID := b.ID()
+	waitFor(t, 30*time.Second, "A to link to B", func() bool {
+		return view(t, a, func(s *State) bool { n := s.Node(bID); return n != nil && n.Linked })
+	})
+	a.Close()
+	b.Close()
+	waitFor(t, 30*time.Second, "the goroutines to end", func() bool { return runtime.NumGoroutine() <= before })
 }
