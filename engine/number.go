@@ -5,53 +5,15 @@ import (
 	"math/big"
 	"strconv"
 	"strings"
+
+	"github.com/limitkv/limitkv/ratelimit"
 )
 
 // ParseInt parses a decimal int64 exactly as Redis's string2ll does: an
 // optional minus sign, no plus sign, no leading zeros, no spaces, at most 20
-// characters. Values stored as integers format back to the same bytes.
-func ParseInt(b []byte) (int64, bool) {
-	n := len(b)
-	if n == 0 || n > 20 {
-		return 0, false
-	}
-	if n == 1 && b[0] == '0' {
-		return 0, true
-	}
-	i := 0
-	neg := false
-	if b[0] == '-' {
-		neg = true
-		i = 1
-		if n == 1 {
-			return 0, false
-		}
-	}
-	if b[i] < '1' || b[i] > '9' {
-		return 0, false
-	}
-	var v uint64
-	for ; i < n; i++ {
-		c := b[i]
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		if v > (math.MaxUint64-9)/10 {
-			return 0, false
-		}
-		v = v*10 + uint64(c-'0')
-	}
-	if neg {
-		if v > 1<<63 {
-			return 0, false
-		}
-		return -int64(v), true
-	}
-	if v > math.MaxInt64 {
-		return 0, false
-	}
-	return int64(v), true
-}
+// characters. Values stored as integers format back to the same bytes. The
+// rate-limit core reads its integers with the same function.
+func ParseInt(b []byte) (int64, bool) { return ratelimit.ParseInt(b) }
 
 // Atoi reads a leading decimal number as C's atoi does: spaces, a sign,
 // digits, and whatever follows ignored; 0 when there are none. Redis reads

@@ -24,7 +24,7 @@ const LimitRange = "an integer from 1 to 9007199254740992"
 
 // ParseLimit parses a limit or a COST: an integer from 1 to MaxLimit.
 func ParseLimit(b []byte) (int64, bool) {
-	n, ok := parseInt(b)
+	n, ok := ParseInt(b)
 	return n, ok && n >= 1 && n <= MaxLimit
 }
 
@@ -130,7 +130,7 @@ func ParseArgs(args [][]byte, cmd string, fixed bool, rules *[MaxRules]Rule) (Ar
 	a := Args{Cost: 1}
 	j := 0
 	for j < len(args) {
-		if _, isInt := parseInt(args[j]); !isInt && len(a.Rules) > 0 {
+		if _, isInt := ParseInt(args[j]); !isInt && len(a.Rules) > 0 {
 			break
 		}
 		limit, ok := ParseLimit(args[j])
@@ -242,7 +242,7 @@ const leaseLimitRange = "an integer from 1 to 10000"
 // id (only SHADOW), which also define a CONCURRENCY policy.
 func ParseLease(limitArg, leaseArg []byte, opts [][]byte) (Lease, error) {
 	var a Lease
-	limit, ok := parseInt(limitArg)
+	limit, ok := ParseInt(limitArg)
 	if !ok || limit < 1 || limit > MaxLeases {
 		return a, ArgError("invalid limit '" + string(limitArg) + "': expected " + leaseLimitRange +
 			" (a semaphore wider than that is better split over several keys)")

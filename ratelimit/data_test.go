@@ -348,7 +348,7 @@ func formatLogins(list [][]byte) string {
 	}
 	var b strings.Builder
 	for _, v := range list {
-		if ms, ok := parseInt(v); ok {
+		if ms, ok := ParseInt(v); ok {
 			fmt.Fprintf(&b, "%s %s\n", v, formatTime(ms))
 		} else {
 			fmt.Fprintf(&b, "%s\n", v)

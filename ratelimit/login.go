@@ -49,7 +49,7 @@ func (l Login) History(now int64) LoginHistory {
 // whether the decision needs the one after it. An entry that is not a time
 // fails the decision with ErrLoginEntry.
 func (h *LoginHistory) Add(entry []byte) (more bool) {
-	t, ok := parseInt(entry)
+	t, ok := ParseInt(entry)
 	if !ok {
 		h.err = ErrLoginEntry
 		return false

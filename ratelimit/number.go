@@ -2,11 +2,12 @@ package ratelimit
 
 import "math"
 
-// parseInt parses a decimal int64 exactly as Redis's string2ll does, and
-// so as the engine's ParseInt: an optional minus sign, no plus sign, no
-// leading zeros, no spaces, at most 20 characters. A login time and a
-// limit must read the same here as everywhere else in the server.
-func parseInt(b []byte) (int64, bool) {
+// ParseInt parses a decimal int64 exactly as Redis's string2ll does: an
+// optional minus sign, no plus sign, no leading zeros, no spaces, at most
+// 20 characters. It is the server's one integer reader (engine.ParseInt
+// is this), so that a login time and a limit read the same here as every
+// other integer does everywhere else.
+func ParseInt(b []byte) (int64, bool) {
 	n := len(b)
 	if n == 0 || n > 20 {
 		return 0, false

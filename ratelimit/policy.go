@@ -155,7 +155,7 @@ func (p *Policy) parseGCRA(args [][]byte) error {
 		}
 		return ArgError("GCRA needs max_burst count_per_period period")
 	}
-	burst, ok := parseInt(args[0])
+	burst, ok := ParseInt(args[0])
 	if !ok || burst < 0 || burst >= MaxLimit {
 		return ArgError("invalid max_burst '" + string(args[0]) + "': expected an integer from 0 to 9007199254740991")
 	}

@@ -56,7 +56,7 @@ func TestParseIntIsString2ll(t *testing.T) {
 	for _, s := range cases {
 		v, err := strconv.ParseInt(s, 10, 64)
 		wantOK := err == nil && strconv.FormatInt(v, 10) == s
-		got, ok := parseInt([]byte(s))
+		got, ok := ParseInt([]byte(s))
 		if ok != wantOK || ok && got != v {
 			t.Fatalf("%q: %d %v, want %d %v", s, got, ok, v, wantOK)
 		}
