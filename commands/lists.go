@@ -135,7 +135,14 @@ func pop(c *Ctx, head bool) {
 	if hasCount {
 		c.W.Array(count)
 	}
-	// Reply straight from the list, then cut the popped range in one go.
+	replyAndCut(c, l, head, count)
+	listChanged(s, e, l)
+}
+
+// replyAndCut writes count elements from one end of l straight from the
+// list, then cuts them in one go.
+func replyAndCut(c *Ctx, l *engine.List, head bool, count int) {
+	n := l.Len()
 	if head {
 		for i, v := range l.Ascend(0, c.buf[:0]) {
 			if i == count {
@@ -144,16 +151,15 @@ func pop(c *Ctx, head bool) {
 			c.W.Bulk(v)
 		}
 		l.RemoveRange(0, count)
-	} else {
-		for i, v := range l.Descend(n-1, c.buf[:0]) {
-			if i < n-count {
-				break
-			}
-			c.W.Bulk(v)
-		}
-		l.RemoveRange(n-count, count)
+		return
 	}
-	listChanged(s, e, l)
+	for i, v := range l.Descend(n-1, c.buf[:0]) {
+		if i < n-count {
+			break
+		}
+		c.W.Bulk(v)
+	}
+	l.RemoveRange(n-count, count)
 }
 
 // listIndex turns a Redis index (negative counts from the tail) into a
@@ -705,23 +711,7 @@ func listPop(c *Ctx, s *engine.Shard, e engine.Entry, key []byte, head bool, cou
 	n := l.Len()
 	k := int(min(count, int64(n)))
 	c.W.Array(k)
-	if head {
-		for i, v := range l.Ascend(0, c.buf[:0]) {
-			if i == k {
-				break
-			}
-			c.W.Bulk(v)
-		}
-		l.RemoveRange(0, k)
-	} else {
-		for i, v := range l.Descend(n-1, c.buf[:0]) {
-			if i < n-k {
-				break
-			}
-			c.W.Bulk(v)
-		}
-		l.RemoveRange(n-k, k)
-	}
+	replyAndCut(c, l, head, k)
 	listChanged(s, e, l)
 	return [][]byte{name, key, strconv.AppendInt(nil, int64(k), 10)}
 }
