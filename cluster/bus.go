@@ -11,6 +11,7 @@ import (
 	"net"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -64,6 +65,12 @@ type Bus struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	close  sync.Once
+
+	// routing is the State's routing snapshot, as of the last event.
+	routing atomic.Pointer[Routing]
+	// nextRouting and routeIndex are publishRouting's scratch.
+	nextRouting *Routing
+	routeIndex  map[string]uint16
 
 	// Owned by the loop goroutine.
 	st        *State
@@ -150,6 +157,7 @@ func NewBus(cfg BusConfig) (*Bus, error) {
 		return nil, err
 	}
 	b.ln = ln
+	b.routing.Store(NewRouting(b.st))
 	b.ctx, b.cancel = context.WithCancel(context.Background())
 	ticks := cfg.Ticks
 	var ticker *time.Ticker
@@ -200,6 +208,24 @@ func (b *Bus) Do(f func(*State)) bool {
 		return true
 	case <-b.done:
 		return false
+	}
+}
+
+// Routing is the routing snapshot as of the bus's last event: one atomic
+// load, for every request.
+func (b *Bus) Routing() *Routing { return b.routing.Load() }
+
+// publishRouting replaces the routing snapshot when the State routes
+// differently from it; between changes, which are rare, requests keep
+// reading the same snapshot.
+func (b *Bus) publishRouting() {
+	if b.nextRouting == nil {
+		b.nextRouting, b.routeIndex = new(Routing), map[string]uint16{}
+	}
+	b.nextRouting.fill(b.st, b.routeIndex)
+	if !b.nextRouting.Equal(b.routing.Load()) {
+		b.routing.Store(b.nextRouting)
+		b.nextRouting = nil
 	}
 }
 
@@ -287,6 +313,7 @@ func (b *Bus) loop(ticks <-chan time.Time) {
 		case <-ticks:
 			b.cron()
 		}
+		b.publishRouting()
 	}
 }
 

@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"github.com/limitkv/limitkv/cluster"
 	"sort"
 	"strconv"
 	"strings"
@@ -52,6 +53,13 @@ type Client struct {
 	// last one earned, served by Serve after the command (authGuard).
 	authFails int
 	penalty   time.Duration
+
+	// Cluster mode (cluster.go): asking is ASKING's one-request pass
+	// into an importing slot, readOnly READONLY's leave to read from a
+	// replica; route is the routing of the current request, kept for its
+	// room.
+	asking, readOnly bool
+	route            cluster.Query
 
 	// Transaction state.
 	multi    bool

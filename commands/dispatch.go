@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"github.com/limitkv/limitkv/cluster"
 	"log/slog"
 	"net"
 	"runtime/debug"
@@ -32,6 +33,8 @@ type Server struct {
 	Table *cmdspec.Table
 	// Repl is the server's place in replication.
 	Repl *replication.Node
+	// Cluster is the node's cluster bus, nil unless cluster-enabled.
+	Cluster *cluster.Bus
 	// Hooks wired by main and by persistence.
 	Hooks Hooks
 
