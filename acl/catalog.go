@@ -69,7 +69,6 @@ var absentCommands = []struct {
 	{"pfselftest", cmdspec.CatHyperLogLog | cmdspec.CatAdmin | cmdspec.CatSlow | cmdspec.CatDangerous},
 	{"readonly", cmdspec.CatFast | cmdspec.CatConnection},
 	{"readwrite", cmdspec.CatFast | cmdspec.CatConnection},
-	{"restore-asking", cmdspec.CatKeyspace | cmdspec.CatWrite | cmdspec.CatSlow | cmdspec.CatDangerous},
 	{"substr", cmdspec.CatRead | cmdspec.CatString | cmdspec.CatSlow},
 	{"xack", cmdspec.CatWrite | cmdspec.CatStream | cmdspec.CatFast},
 	{"xadd", cmdspec.CatWrite | cmdspec.CatStream | cmdspec.CatFast},

@@ -81,6 +81,9 @@ const (
 	// or function that declares its flags loses it.
 	// COMMAND does not show it.
 	MayReplicate
+	// Asking: runs in an importing slot as if the client had sent ASKING
+	// (RESTORE-ASKING, which MIGRATE sends in cluster mode).
+	Asking
 )
 
 // flagNames lists the flags COMMAND shows, in the order Redis shows them.
@@ -91,7 +94,7 @@ var flagNames = []struct {
 	{Write, "write"}, {ReadOnly, "readonly"}, {DenyOOM, "denyoom"}, {Admin, "admin"},
 	{PubSub, "pubsub"}, {NoScript, "noscript"}, {Blocking, "blocking"}, {Loading, "loading"},
 	{Stale, "stale"}, {SkipMonitor, "skip_monitor"}, {SkipSlowlog, "skip_slowlog"},
-	{Fast, "fast"}, {NoAuth, "no_auth"}, {NoMandatoryKeys, "no_mandatory_keys"},
+	{Asking, "asking"}, {Fast, "fast"}, {NoAuth, "no_auth"}, {NoMandatoryKeys, "no_mandatory_keys"},
 	{NoAsyncLoading, "no_async_loading"}, {NoMulti, "no_multi"}, {Movable, "movablekeys"},
 	{AllowBusy, "allow_busy"},
 }

@@ -59,6 +59,10 @@ type Config struct {
 	tlsSet  atomic.Pointer[tlsconf.Set]
 	tlsAuth atomic.Int32
 
+	// clusterReadsWhenDown is cluster-allow-reads-when-down, read by
+	// routing (clusternode.go).
+	clusterReadsWhenDown atomic.Bool
+
 	// repl holds the replication settings the replication node reads.
 	repl *replication.Settings
 }
@@ -75,7 +79,7 @@ const (
 func NewConfig() *Config {
 	c := &Config{repl: replication.NewSettings()}
 	effects := c.effects()
-	for _, more := range []map[string]config.Effect{c.portEffects(), c.tlsEffects(), c.replicationEffects()} {
+	for _, more := range []map[string]config.Effect{c.portEffects(), c.tlsEffects(), c.replicationEffects(), c.clusterEffects()} {
 		for name, e := range more {
 			effects[name] = e
 		}

@@ -324,6 +324,9 @@ func (s *Server) request(cl *Client, w *resp.Writer, args [][]byte) {
 	n := w.Len()
 	cl.dispatched = false
 	s.execute(cl, w, args, now)
+	if cl.asking && !cl.multi && !named(args[0], "asking") {
+		cl.asking = false // ASKING admits the next command only
+	}
 	if b := cl.blocked; b != nil {
 		// Outside every lock and the script gate, as the penalty below.
 		cl.blocked = nil
@@ -396,6 +399,14 @@ func (s *Server) execute(cl *Client, w *resp.Writer, args [][]byte, now int64) {
 	flags := spec.Flags
 	if flags&cmdspec.RunsScript != 0 {
 		flags = s.commandFlags(spec, args)
+	}
+	// Cluster mode: a request for keys another node serves is redirected
+	// there, before anything else refuses it, as in Redis.
+	if s.Cluster != nil {
+		if msg := s.clusterRedirect(cl, spec, flags, args); msg != "" {
+			s.clusterRefuse(cl, w, spec, msg)
+			return
+		}
 	}
 	// maxmemory: evict, then refuse what may grow memory (maxmemory.go).
 	if s.rejectOOM(cl, spec, flags, now) {

@@ -15,6 +15,7 @@ func dumpCommands() []*command {
 	return []*command{
 		cmd("dump", 2, "readonly", cmdDump),
 		cmd("restore", -4, "write denyoom selflock", cmdRestore),
+		cmd("restore-asking", -4, "write denyoom asking selflock", cmdRestore),
 		cmd("copy", -3, "write denyoom", cmdCopy),
 		cmd("move", 3, "write fast", cmdMove),
 	}
@@ -311,6 +312,10 @@ func cmdCopy(c *Ctx) {
 			return
 		}
 	}
+	if c.Srv.Cluster != nil && (db != 0 || c.DB != 0) {
+		c.W.Error("Copying to another database is not allowed in cluster mode")
+		return
+	}
 	if db == c.DB && string(src) == string(dst) {
 		c.W.Error(msgSameObject)
 		return
@@ -342,6 +347,10 @@ func cmdCopy(c *Ctx) {
 }
 
 func cmdMove(c *Ctx) {
+	if c.Srv.Cluster != nil {
+		c.W.Error("MOVE is not allowed in cluster mode")
+		return
+	}
 	key := c.Args[1]
 	db, ok := c.dbIndex(2, msgNotInteger)
 	if !ok {

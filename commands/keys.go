@@ -414,6 +414,10 @@ func (c *Ctx) dbIndex(i int, notInt string) (int, bool) {
 }
 
 func cmdSelect(c *Ctx) {
+	if n, ok := engine.ParseInt(c.Args[1]); ok && n != 0 && n == int64(int32(n)) && c.Srv.Cluster != nil {
+		c.W.Error("SELECT is not allowed in cluster mode") // a cluster node has DB 0 only
+		return
+	}
 	db, ok := c.dbIndex(1, msgNotInteger)
 	if !ok {
 		return
@@ -424,6 +428,10 @@ func cmdSelect(c *Ctx) {
 }
 
 func cmdSwapDB(c *Ctx) {
+	if c.Srv.Cluster != nil {
+		c.W.Error("SWAPDB is not allowed in cluster mode") // a cluster node has DB 0 only
+		return
+	}
 	a, ok := c.dbIndex(1, "invalid first DB index")
 	if !ok {
 		return

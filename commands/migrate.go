@@ -172,7 +172,7 @@ func cmdMigrate(c *Ctx) {
 	}
 
 	// Read the keys and build the RESTORE commands under their locks.
-	var batch migrate.Batch
+	batch := migrate.Batch{Asking: c.Srv.Cluster != nil}
 	var moving []migrating
 	var failed string
 	found := 0

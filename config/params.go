@@ -16,7 +16,8 @@ import (
 func table() []*param {
 	t := serverParams()
 	t = append(t, tlsParams()...)
-	return append(t, replicationParams()...)
+	t = append(t, replicationParams()...)
+	return append(t, clusterParams()...)
 }
 
 func serverParams() []*param {
@@ -146,7 +147,7 @@ func tlsParams() []*param {
 		{name: "tls-session-cache-timeout", kind: kInt, def: "300", min: 0, max: 2147483647,
 			help: "seconds a TLS session may be resumed"},
 		boolean("tls-replication", "no", "a replica's link to its primary uses TLS"),
-		boolean("tls-cluster", "no", "accepted for compatibility (limitkv has no cluster bus)"),
+		boolean("tls-cluster", "no", "the cluster bus uses TLS, with the certificates of tls-*"),
 	}
 }
 
@@ -190,5 +191,47 @@ func replicationParams() []*param {
 		{name: "replica-lazy-flush", alias: "slave-lazy-flush", kind: kBool, def: "no", help: "accepted for compatibility"},
 		{name: "replica-ignore-maxmemory", alias: "slave-ignore-maxmemory", kind: kBool, def: "yes",
 			help: "a replica evicts nothing by itself: its master's evictions reach it as deletions"},
+	}
+}
+
+// clusterParams are Redis Cluster's settings, with Redis 7.0's names,
+// defaults, ranges and mutability.
+func clusterParams() []*param {
+	maxInt := int64(math.MaxInt32)
+	port := func(name, help string) *param {
+		return &param{name: name, kind: kInt, def: "0", min: 0, max: 65535, help: help}
+	}
+	return []*param{
+		{name: "cluster-enabled", kind: kBool, def: "no", immutable: true,
+			help: "run as a Redis Cluster node: the cluster bus, slots, MOVED and ASK redirections"},
+		{name: "cluster-config-file", def: "nodes.conf", immutable: true,
+			help: "the node's cluster state (id, epochs, slots, peers), in dir; written by the node, never by hand"},
+		{name: "cluster-node-timeout", kind: kInt, def: "15000", min: 0, max: math.MaxInt64,
+			help: "milliseconds a node may be unreachable before it is suspected failing"},
+		{name: "cluster-port", kind: kInt, def: "0", min: 0, max: 65535, immutable: true,
+			help: "the cluster bus's port (0: port+10000)"},
+		{name: "cluster-announce-ip", def: "", help: "address the node gives the cluster (empty: the one others see)"},
+		port("cluster-announce-port", "client port the node gives the cluster (0: port)"),
+		port("cluster-announce-tls-port", "TLS client port the node gives the cluster (0: tls-port)"),
+		port("cluster-announce-bus-port", "bus port the node gives the cluster (0: the bus's own)"),
+		{name: "cluster-announce-hostname", def: "", help: "hostname the node gives the cluster (empty: none)"},
+		{name: "cluster-preferred-endpoint-type", kind: kEnum, def: "ip", enum: []string{"ip", "hostname", "unknown-endpoint"},
+			help: "what redirections and CLUSTER SLOTS name a node by"},
+		{name: "cluster-require-full-coverage", kind: kBool, def: "yes",
+			help: "the cluster refuses every request while any slot is unserved"},
+		{name: "cluster-allow-reads-when-down", kind: kBool, def: "no",
+			help: "a node of a cluster that is down still answers reads"},
+		{name: "cluster-allow-pubsubshard-when-down", kind: kBool, def: "yes",
+			help: "shard channels keep working while the cluster is down"},
+		{name: "cluster-replica-no-failover", alias: "cluster-slave-no-failover", kind: kBool, def: "no",
+			help: "this replica never fails its master over by itself"},
+		{name: "cluster-replica-validity-factor", alias: "cluster-slave-validity-factor", kind: kInt, def: "10", min: 0, max: maxInt,
+			help: "a replica whose link has been down longer than this many node timeouts does not fail over (0: any)"},
+		{name: "cluster-migration-barrier", kind: kInt, def: "1", min: 0, max: maxInt,
+			help: "replicas a master keeps before one may migrate to an orphaned master"},
+		{name: "cluster-allow-replica-migration", kind: kBool, def: "yes",
+			help: "replicas may migrate to orphaned masters, and a master that loses its slots follows them"},
+		{name: "cluster-link-sendbuf-limit", kind: kMemory, def: "0", min: 0, max: math.MaxInt64,
+			help: "close a bus link whose unsent messages pass this many bytes (0: no limit)"},
 	}
 }

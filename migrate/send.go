@@ -46,14 +46,21 @@ type Target struct {
 // Batch is the RESTORE commands of one exchange, framed as they are sent,
 // so that the caller can build it under its locks and send it after.
 type Batch struct {
-	buf []byte
-	n   int
+	// Asking sends RESTORE-ASKING, as a cluster node does: the target
+	// is importing the slot, and serves only commands that say so.
+	Asking bool
+	buf    []byte
+	n      int
 }
 
 // Restore adds a RESTORE of key with the given TTL in ms (0: none) and
 // DUMP payload.
 func (b *Batch) Restore(key []byte, ttl int64, payload []byte, replace bool) {
-	args := [][]byte{[]byte("RESTORE"), key, strconv.AppendInt(nil, ttl, 10), payload}
+	name := "RESTORE"
+	if b.Asking {
+		name = "RESTORE-ASKING"
+	}
+	args := [][]byte{[]byte(name), key, strconv.AppendInt(nil, ttl, 10), payload}
 	if replace {
 		args = append(args, []byte("REPLACE"))
 	}

@@ -139,6 +139,9 @@ func (c *Conn) FD() int { return c.fd }
 
 // RemoteAddr and LocalAddr name the two ends.
 func (c *Conn) RemoteAddr() string { return c.remote }
+
+// IsTLS reports whether the connection uses TLS.
+func (c *Conn) IsTLS() bool { return c.tls != nil }
 func (c *Conn) LocalAddr() string  { return c.local }
 
 // CloseAfterReply closes the connection once the current reply is sent and

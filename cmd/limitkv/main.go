@@ -138,6 +138,21 @@ func run(args []string, stdout, stderr io.Writer) int {
 		log.Info("rate-limit policies loaded", "file", path, "policies", n)
 	}
 
+	// The cluster bus, once the keyspace is loaded: nodes.conf names the
+	// node, and a damaged one stops start-up rather than making a
+	// stranger of it.
+	if err := srv.StartCluster(); err != nil {
+		log.Error("cannot start the cluster", "err", err)
+		if logOut != stderr {
+			fmt.Fprintf(stderr, "limitkv: %v\n", err)
+		}
+		if store != nil {
+			store.Close()
+		}
+		return 1
+	}
+	defer srv.StopCluster()
+
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var bg sync.WaitGroup
