@@ -71,6 +71,10 @@ type Registry struct {
 	cur atomic.Pointer[map[string]*Named]
 	// gen counts changes, for snapshots.
 	gen atomic.Uint64
+	// stamps are the cluster's stamps of the policies changed since
+	// start-up, tombstones of deleted ones included (exchange.go); under
+	// mu.
+	stamps map[string]Stamp
 }
 
 // Lock takes the registry's lock, which orders changes.

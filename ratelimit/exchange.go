@@ -1,0 +1,223 @@
+package ratelimit
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// The nodes of a cluster share one set of named policies: RL.POLICY SET
+// or DEL on any node reaches every other, and a node that joins or comes
+// back is sent them all. Messages may arrive in any order and twice, so
+// each policy carries a stamp, the time of its last change and the node
+// that made it, and the latest stamp wins everywhere (last writer wins);
+// a deletion is kept as a tombstone with its stamp, so that a node that
+// missed it does not bring the policy back.
+
+// Stamp orders the changes of one policy across nodes.
+type Stamp struct {
+	Millis int64  // when the change was made, on its node's clock
+	Node   string // the node that made it, which breaks ties
+}
+
+// After reports whether a is a later change than b.
+func (a Stamp) After(b Stamp) bool {
+	if a.Millis != b.Millis {
+		return a.Millis > b.Millis
+	}
+	return a.Node > b.Node
+}
+
+// Change is one policy's state as nodes exchange it: its definition, or
+// its deletion (Def nil), and the stamp of the change.
+type Change struct {
+	Name  string
+	Def   [][]byte // the definition after the name, as SET takes it; nil: deleted
+	Stamp Stamp
+}
+
+// StampLocked stamps a change the caller made on this node, at now (ms)
+// by node, under the registry's lock, and returns the change to send.
+// The stamp is later than the one it replaces even when another node's
+// clock is ahead of this one's, so that the change wins everywhere, as
+// it did here.
+func (reg *Registry) StampLocked(name string, now int64, node string) Change {
+	if reg.stamps == nil {
+		reg.stamps = map[string]Stamp{}
+	}
+	st := Stamp{Millis: max(now, reg.stamps[name].Millis+1), Node: node}
+	reg.stamps[name] = st
+	ch := Change{Name: name, Stamp: st}
+	if p := reg.current()[name]; p != nil {
+		ch.Def = p.Def
+	}
+	return ch
+}
+
+// ChangesLocked is every policy and tombstone with its stamp, for a
+// node that joins: a policy that was never stamped (loaded from a
+// snapshot or a file) carries the zero stamp, which any change beats.
+func (reg *Registry) ChangesLocked() []Change {
+	var out []Change
+	for _, p := range reg.Sorted() {
+		out = append(out, Change{Name: p.Name, Def: p.Def, Stamp: reg.stamps[p.Name]})
+	}
+	for name, st := range reg.stamps {
+		if reg.current()[name] == nil {
+			out = append(out, Change{Name: name, Stamp: st})
+		}
+	}
+	return out
+}
+
+// MergeLocked applies the changes that are later than what the registry
+// holds, and reports how many it applied. An unstamped change (a policy
+// another node loaded from its snapshot or file) only adds a policy this
+// node lacks. A definition this node cannot parse is refused whole, with
+// its name, and nothing of chs is applied.
+func (reg *Registry) MergeLocked(chs []Change) (int, error) {
+	latest := map[string]Change{}
+	for _, ch := range chs {
+		if prev, ok := latest[ch.Name]; !ok || ch.Stamp.After(prev.Stamp) {
+			latest[ch.Name] = ch
+		}
+	}
+	var set []*Named
+	var del []string
+	for name, ch := range latest {
+		cur, stamped := reg.stamps[name]
+		switch {
+		case stamped && !ch.Stamp.After(cur):
+			continue
+		case !stamped && ch.Stamp == (Stamp{}) && (ch.Def == nil || reg.Lookup([]byte(name)) != nil):
+			continue
+		case ch.Def == nil:
+			del = append(del, name)
+			continue
+		}
+		p, err := ParseNamed([]byte(name), ch.Def)
+		if err != nil {
+			return 0, fmt.Errorf("policy '%s': %v", name, err)
+		}
+		set = append(set, p)
+	}
+	if len(set) == 0 && len(del) == 0 {
+		return 0, nil
+	}
+	m, msg := reg.WithChanges(set, "")
+	if msg != "" {
+		return 0, errors.New(msg)
+	}
+	for _, name := range del {
+		delete(m, name)
+	}
+	reg.ReplaceLocked(m)
+	if reg.stamps == nil {
+		reg.stamps = map[string]Stamp{}
+	}
+	for _, p := range set {
+		if st := latest[p.Name].Stamp; st != (Stamp{}) {
+			reg.stamps[p.Name] = st
+		}
+	}
+	for _, name := range del {
+		reg.stamps[name] = latest[name].Stamp
+	}
+	return len(set) + len(del), nil
+}
+
+// Changes on the wire: a version byte, then per change its stamp
+// (varint millis, node name), its name, and its definition's words (a
+// count of zero for a deletion), each string length-prefixed.
+const changesVersion = 1
+
+// maxChangeWords bounds a definition read from the wire, as
+// ReadPayload's does.
+const maxChangeWords = 256
+
+// AppendChanges encodes chs after b.
+func AppendChanges(b []byte, chs []Change) []byte {
+	b = append(b, changesVersion)
+	b = binary.AppendUvarint(b, uint64(len(chs)))
+	str := func(s []byte) {
+		b = binary.AppendUvarint(b, uint64(len(s)))
+		b = append(b, s...)
+	}
+	for _, ch := range chs {
+		b = binary.AppendVarint(b, ch.Stamp.Millis)
+		str([]byte(ch.Stamp.Node))
+		str([]byte(ch.Name))
+		b = binary.AppendUvarint(b, uint64(len(ch.Def)))
+		for _, w := range ch.Def {
+			str(w)
+		}
+	}
+	return b
+}
+
+// ReadChanges decodes what AppendChanges encoded, refusing whatever does
+// not hold together without reading or allocating past b.
+func ReadChanges(b []byte) ([]Change, error) {
+	bad := errors.New("damaged policy changes")
+	if len(b) == 0 || b[0] != changesVersion {
+		return nil, bad
+	}
+	b = b[1:]
+	uv := func() (uint64, bool) {
+		v, n := binary.Uvarint(b)
+		if n <= 0 {
+			return 0, false
+		}
+		b = b[n:]
+		return v, true
+	}
+	str := func() ([]byte, bool) {
+		l, ok := uv()
+		if !ok || l > uint64(len(b)) {
+			return nil, false
+		}
+		s := b[:l:l]
+		b = b[l:]
+		return s, true
+	}
+	count, ok := uv()
+	if !ok || count > MaxPolicies*2 || count > uint64(len(b)) {
+		return nil, bad
+	}
+	out := make([]Change, 0, count)
+	for range count {
+		var ch Change
+		ms, n := binary.Varint(b)
+		if n <= 0 {
+			return nil, bad
+		}
+		b = b[n:]
+		ch.Stamp.Millis = ms
+		node, ok1 := str()
+		name, ok2 := str()
+		nw, ok3 := uv()
+		if !ok1 || !ok2 || !ok3 || nw > maxChangeWords || nw > uint64(len(b)) {
+			return nil, bad
+		}
+		ch.Stamp.Node, ch.Name = string(node), string(name)
+		if nw > 0 {
+			ch.Def = make([][]byte, nw)
+			for i := range ch.Def {
+				w, ok := str()
+				if !ok {
+					return nil, bad
+				}
+				ch.Def[i] = w
+			}
+		}
+		if strings.TrimSpace(ch.Name) == "" {
+			return nil, bad
+		}
+		out = append(out, ch)
+	}
+	if len(b) != 0 {
+		return nil, bad
+	}
+	return out, nil
+}
