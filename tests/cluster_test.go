@@ -62,12 +62,14 @@ func repeatKind(kind string, n int) []string {
 
 // testCluster is a set of cluster-enabled nodes and a connection to each.
 type testCluster struct {
-	t      *testing.T
-	kinds  []string
-	nodes  []*server
-	conns  []*redis.Client
-	gone   map[int]bool // nodes deleted from the cluster (and shut down)
-	cliBin string
+	t     *testing.T
+	kinds []string
+	nodes []*server
+	conns []*redis.Client
+	gone  map[int]bool // nodes deleted from the cluster
+	// created says that redis-cli --cluster create made the cluster.
+	created bool
+	cliBin  string
 }
 
 // startClusterNodes starts one node of each kind, none of them knowing
@@ -422,6 +424,9 @@ func TestCluster(t *testing.T) {
 			if !c.run("create", clusterCreate) {
 				return
 			}
+			if !c.created {
+				t.Fatalf("the later steps need the cluster the create step makes: run TestCluster/%s whole", k.name)
+			}
 			c.run("clients", clusterClients)
 			c.run("errors", clusterErrors)
 		})
@@ -432,6 +437,7 @@ func TestCluster(t *testing.T) {
 func clusterCreate(c *testCluster) {
 	t := c.t
 	c.create(6, 1)
+	c.created = true
 	ids := make([]string, 6)
 	for i := range ids {
 		ids[i] = c.id(i)
