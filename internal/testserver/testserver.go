@@ -488,3 +488,146 @@ func (b *syncBuffer) String() string {
 	defer b.mu.Unlock()
 	return b.b.String()
 }
+
+// busOffset is how far above its client port a cluster node listens for
+// the cluster bus, in Redis and in limitkv alike.
+const busOffset = 10000
+
+// FreeClusterPort asks the kernel for a free loopback port whose cluster
+// bus port, port+10000, is free too; the ports in taken, and those whose
+// bus port or client port would meet one of them, are passed over, so
+// that the nodes of one cluster do not collide with each other.
+func FreeClusterPort(taken ...int) (int, error) {
+	used := map[int]bool{}
+	for _, p := range taken {
+		used[p], used[p+busOffset], used[p-busOffset] = true, true, true
+	}
+	for range 100 {
+		port, err := FreePort()
+		if err != nil {
+			return 0, err
+		}
+		if port+busOffset > 65535 || used[port] || used[port+busOffset] || reservedPorts[port+busOffset] {
+			continue
+		}
+		ln, err := net.Listen("tcp", Addr(port+busOffset))
+		if err != nil {
+			continue
+		}
+		ln.Close()
+		return port, nil
+	}
+	return 0, errors.New("no free port with a free cluster bus port")
+}
+
+// ClusterArgs are the flags, the same for limitkv and redis-server, that
+// make a node of a cluster with its nodes.conf in its data directory and
+// the given node timeout.
+func ClusterArgs(nodeTimeout time.Duration) []string {
+	return []string{"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+		"--cluster-node-timeout", strconv.FormatInt(nodeTimeout.Milliseconds(), 10)}
+}
+
+// ClusterSpec says how to run the nodes of a cluster.
+type ClusterSpec struct {
+	// Kinds has one entry per node, Limitkv or Redis, in the order the
+	// nodes are returned.
+	Kinds []string
+	// Limitkv and Redis are the binaries of the two kinds; only those of
+	// the kinds named are needed.
+	Limitkv, Redis string
+	// Dir holds a directory of its own for each node.
+	Dir string
+	// NodeTimeout is cluster-node-timeout; 0 means 3 s.
+	NodeTimeout time.Duration
+	// Extra flags for every node.
+	Extra []string
+}
+
+// startAttempts bounds the starts of one node: a port found free may be
+// taken by another process before the node binds it, its bus port above
+// all.
+const startAttempts = 3
+
+// StartCluster starts one cluster-enabled node of each kind of spec.Kinds,
+// each on a port whose bus port is free, in a directory of its own under
+// spec.Dir, and waits until each answers PING. The nodes know nothing of
+// each other yet: joining them is the caller's (redis-cli --cluster
+// create, CLUSTER MEET). On an error the nodes already started are
+// stopped.
+func StartCluster(spec ClusterSpec) ([]*Server, error) {
+	timeout := spec.NodeTimeout
+	if timeout == 0 {
+		timeout = 3 * time.Second
+	}
+	var nodes []*Server
+	var ports []int
+	fail := func(err error) ([]*Server, error) {
+		for _, n := range nodes {
+			n.Stop()
+		}
+		return nil, err
+	}
+	for i, kind := range spec.Kinds {
+		var bin string
+		switch kind {
+		case Limitkv:
+			bin = spec.Limitkv
+		case Redis:
+			bin = spec.Redis
+		default:
+			return fail(fmt.Errorf("node %d: unknown kind %q", i, kind))
+		}
+		if bin == "" {
+			return fail(fmt.Errorf("node %d: no %s binary", i, kind))
+		}
+		var err error
+		for range startAttempts {
+			var port int
+			if port, err = FreeClusterPort(ports...); err != nil {
+				return fail(err)
+			}
+			dir := filepath.Join(spec.Dir, fmt.Sprintf("node%d-%s-%d", i, kind, port))
+			if err = os.MkdirAll(dir, 0o755); err != nil {
+				return fail(err)
+			}
+			flags := append(ClusterArgs(timeout), spec.Extra...)
+			args := LimitkvArgs(port, dir, flags...)
+			if kind == Redis {
+				args = RedisArgs(port, dir, flags...)
+			}
+			var s *Server
+			s, err = Start(Spec{Kind: kind, Bin: bin, Args: args, Addr: Addr(port), Dir: dir, WorkDir: dir})
+			if err == nil {
+				nodes = append(nodes, s)
+				ports = append(ports, port)
+				break
+			}
+		}
+		if err != nil {
+			return fail(fmt.Errorf("node %d: %v", i, err))
+		}
+	}
+	return nodes, nil
+}
+
+// StartClusterTest is StartCluster for a test: it fails the test if a node
+// does not come up, and stops every node, by pid, when the test ends.
+func StartClusterTest(t TB, spec ClusterSpec) []*Server {
+	t.Helper()
+	nodes, err := StartCluster(spec)
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	for _, n := range nodes {
+		t.Cleanup(n.Stop)
+	}
+	return nodes
+}
+
+// Port is the client port the server answers on.
+func (s *Server) Port() int {
+	_, p, _ := net.SplitHostPort(s.Addr)
+	port, _ := strconv.Atoi(p)
+	return port
+}
