@@ -188,15 +188,15 @@ func (e *Engine) SlotOf(key []byte) (slot uint16, ok bool) {
 	return e.slotOf(key) % ClusterSlots, true
 }
 
-// slotShard returns the shard owning slot's keys and the slot's set in its
-// database 0, which is cluster mode's only one (nil when it has none).
-func (e *Engine) slotShard(slot uint16) (*Shard, *refSet) {
-	s := &e.shards[slot%Shards]
+// slotSetIn returns slot's set in database 0 of its shard s, which is
+// cluster mode's only database, or nil when it has none. The caller holds
+// s's lock.
+func (e *Engine) slotSetIn(s *Shard, slot uint16) *refSet {
 	t := &s.dbs[0]
 	if e.slotOf == nil || t.bySlot == nil {
-		return s, nil
+		return nil
 	}
-	return s, &t.bySlot.sets[(slot%ClusterSlots)/Shards]
+	return &t.bySlot.sets[(slot%ClusterSlots)/Shards]
 }
 
 // CountKeysInSlot returns the number of keys of database 0 in slot, expired
@@ -204,10 +204,10 @@ func (e *Engine) slotShard(slot uint16) (*Shard, *refSet) {
 // them; 0 when the engine has no slots. It takes the slot's shard lock: the
 // caller must not hold it.
 func (e *Engine) CountKeysInSlot(slot uint16) int {
-	s, _ := e.slotShard(slot)
+	s := &e.shards[slot%Shards]
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, set := e.slotShard(slot); set != nil {
+	if set := e.slotSetIn(s, slot); set != nil {
 		return set.n
 	}
 	return 0
@@ -218,10 +218,10 @@ func (e *Engine) CountKeysInSlot(slot uint16) int {
 // CLUSTER GETKEYSINSLOT returns them. It takes the slot's shard lock: the
 // caller must not hold it.
 func (e *Engine) KeysInSlot(slot uint16, max int) [][]byte {
-	s, _ := e.slotShard(slot)
+	s := &e.shards[slot%Shards]
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	_, set := e.slotShard(slot)
+	set := e.slotSetIn(s, slot)
 	if set == nil || max <= 0 {
 		return nil
 	}
@@ -244,10 +244,10 @@ func (e *Engine) KeysInSlot(slot uint16, max int) [][]byte {
 // joins the effect log, which is handed to the effect sink before the lock
 // is released. It takes the slot's shard lock: the caller must not hold it.
 func (e *Engine) DeleteKeysInSlot(slot uint16) int {
-	s, _ := e.slotShard(slot)
+	s := &e.shards[slot%Shards]
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	_, set := e.slotShard(slot)
+	set := e.slotSetIn(s, slot)
 	if set == nil || set.n == 0 {
 		return 0
 	}
