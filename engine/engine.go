@@ -51,6 +51,7 @@ type Config struct {
 	// SlotOf, for cluster mode, gives a key's hash slot (below
 	// ClusterSlots): keys are then sharded by slot and indexed per slot
 	// (slots.go). Nil, the engine keeps no index and costs nothing for it.
+	// It must not keep key or any part of it past its return.
 	SlotOf func(key []byte) uint16
 }
 
@@ -124,7 +125,7 @@ func (e *Engine) hash(key []byte) uint64 { return maphash.Bytes(e.seed, key) }
 // by its slot when the engine has slots, so that a slot's keys share a lock.
 func (e *Engine) ShardIndex(key []byte) int {
 	if e.slotOf != nil {
-		return int(e.slotOf(key) % Shards)
+		return int(e.slotOfKey(key) % Shards)
 	}
 	return int(e.hash(key) >> (64 - shardBits))
 }
