@@ -68,11 +68,15 @@ func (s *Shard) growTable(t *table) {
 	s.acct(int64(len(t.slots)-n) * 8)
 }
 
-// shrinkTable shrinks t if it is sparse, counting the slots let go.
+// shrinkTable shrinks t if it is sparse, counting the slots let go, and
+// lets an emptied table's slot index go.
 func (s *Shard) shrinkTable(t *table) {
 	n := len(t.slots)
 	t.shrinkIfSparse()
 	s.acct(int64(len(t.slots)-n) * 8)
+	if t.count == 0 {
+		s.dropIndex(t)
+	}
 }
 
 // appendLog appends to the change log, counting its growth.
