@@ -182,6 +182,7 @@ func (s *Shard) deleteAt(db int, t *table, i uint32) {
 	r := s.record(ref)
 	t.delExp(recExpire(r))
 	s.changed(db, r)
+	s.indexDel(t, recKey(r), ref)
 	s.freeRecord(ref, r, false)
 	t.removeAt(i)
 	t.count--
@@ -278,6 +279,7 @@ func (s *Shard) put(db int, key []byte, enc byte, expireAt int64, head, body []b
 		ref, r := s.newRecord(key, enc, s.eng.freshStamp(s.eng.Now()), expireAt, head, body)
 		t.slots[i] = mkSlot(h, ref)
 		t.addExp(expireAt)
+		s.indexAdd(t, key, ref)
 		s.changed(db, r)
 		return Entry{rec: r, db: db, slot: i}
 	}
@@ -311,6 +313,7 @@ func (s *Shard) put(db int, key []byte, enc byte, expireAt int64, head, body []b
 		var nref uint32
 		nref, r = s.newRecord(key, enc, stamp, expireAt, head, body)
 		t.slots[i] = mkSlot(h, nref)
+		s.indexMove(t, key, ref, nref)
 		// The old record's objects were either freed above or moved into r.
 		if blk[0] == encStub {
 			s.freeObj(le32(blk[2:]))
@@ -367,9 +370,11 @@ func (s *Shard) putHeap(db int, key, r []byte, expireAt int64) Entry {
 			i = t.next(i)
 		}
 		t.count++
+		s.indexAdd(t, key, ref)
 	} else {
 		t.delExp(recExpire(old))
 		r[1] |= old[1] & flagDirty
+		s.indexMove(t, key, slotRef(t.slots[i]), ref)
 		s.freeRecord(slotRef(t.slots[i]), old, false)
 	}
 	t.slots[i] = mkSlot(h, ref)
@@ -452,6 +457,7 @@ func (s *Shard) Flush(db int) {
 		}
 	}
 	s.acct(-int64(len(t.slots)) * 8)
+	s.dropIndex(t)
 	*t = table{}
 	s.compactIfEmpty()
 }

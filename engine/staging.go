@@ -8,10 +8,10 @@ package engine
 // swap moves each shard's tables, arena and objects as they are: a few
 // field moves per shard, whatever the datasets hold.
 
-// NewStaging returns an empty engine with e's hashing, databases, clock and
+// NewStaging returns an empty engine with e's hashing and slots, databases, clock and
 // eviction settings, for Adopt.
 func (e *Engine) NewStaging() *Engine {
-	s := &Engine{seed: e.seed, numDB: e.numDB}
+	s := &Engine{seed: e.seed, numDB: e.numDB, slotOf: e.slotOf}
 	s.policy.Store(e.policy.Load())
 	s.samples.Store(e.samples.Load())
 	s.lfuLog.Store(e.lfuLog.Load())
