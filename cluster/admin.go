@@ -529,3 +529,10 @@ func (b *Bus) Links() []LinkInfo {
 	})
 	return out
 }
+
+// NodeLine is the node's line of CLUSTER NODES, without its newline, as
+// CLUSTER REPLICAS lists it (clusterGenNodeDescription).
+func (s *State) NodeLine(n *Node) string {
+	cn := s.confNode(n)
+	return string(cn.AppendLine(nil))
+}

@@ -33,7 +33,7 @@ var allowedImports = map[string]struct {
 	"lua51":     {ours: []string{"resp"}},
 	"persist":   {ours: []string{"engine"}},
 	"tlsconf":   {stdOnly: true},
-	"commands":  {ours: []string{"cmdspec", "acl", "cmddocs", "engine", "ratelimit", "resp", "lua51", "tlsconf", "replication", "rdb", "observe", "config", "scripting", "blocking", "pubsub", "migrate"}},
+	"commands":  {ours: []string{"cmdspec", "acl", "cmddocs", "engine", "ratelimit", "resp", "lua51", "tlsconf", "replication", "rdb", "observe", "config", "scripting", "blocking", "pubsub", "migrate", "cluster"}},
 	// config is what a setting is and how files, flags and CONFIG read and
 	// write it; what a setting does to the server, commands hands it as
 	// callbacks. CONFIG GET's patterns match as the keyspace's globs do
