@@ -478,7 +478,7 @@ func cmdClusterShards(c *Ctx) {
 		c.W.BulkString("nodes")
 		c.W.Array(len(sh.Nodes))
 		for _, n := range sh.Nodes {
-			fields := 7
+			fields := 6
 			for _, opt := range []bool{n.Port != 0, n.TLSPort != 0, n.Hostname != ""} {
 				if opt {
 					fields++
