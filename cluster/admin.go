@@ -396,10 +396,11 @@ func (b *Bus) SetSlot(slot uint16, args []string, keysInSlot func(uint16) int) e
 // Forget is CLUSTER FORGET: the node and its links go.
 func (b *Bus) Forget(id string) error {
 	return b.Admin(func(s *State) (Changes, error) {
-		if n := s.Node(id); n != nil && id != s.Myself && !(s.Me().IsSlave() && s.Me().Master == id) {
+		err := s.Forget(id, b.nowMS())
+		if err == nil {
 			b.forget(id)
 		}
-		return changed(s.Forget(id, b.nowMS()))
+		return changed(err)
 	})
 }
 
