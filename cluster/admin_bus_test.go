@@ -33,16 +33,18 @@ type hooked struct {
 	publish   chan published
 	module    chan moduleMsg
 	linked    chan string
+	lost      chan []uint16
 }
 
 func startHooked(t *testing.T, set func(*BusConfig)) *hooked {
 	t.Helper()
 	h := &hooked{replicate: make(chan string, 16), publish: make(chan published, 16),
-		module: make(chan moduleMsg, 16), linked: make(chan string, 16)}
+		module: make(chan moduleMsg, 16), linked: make(chan string, 16), lost: make(chan []uint16, 16)}
 	h.Bus, h.port = startBusWith(t, func(c *BusConfig) {
 		c.OnReplicate = func(ip string, port int) { h.replicate <- net.JoinHostPort(ip, itoa(port)) }
 		c.OnPublish = func(ch, msg []byte, shard bool) { h.publish <- published{string(ch), string(msg), shard} }
 		c.OnModule = func(s string, id uint64, typ uint8, p []byte) { h.module <- moduleMsg{s, id, typ, string(p)} }
+		c.OnLostSlots = func(slots []uint16) { h.lost <- slots }
 		c.OnLinked = func(id string) {
 			select {
 			case h.linked <- id:
@@ -210,4 +212,58 @@ func TestBusTLS(t *testing.T) {
 	if _, err := ReadMsg(conn, DefaultMaxMsg); err == nil {
 		t.Fatal("a TLS bus answered a plaintext MEET")
 	}
+}
+
+// TestBusLosingSlots: a master that loses some slots to a greater epoch
+// is told which, and one that loses its last becomes the taker's replica.
+func TestBusLosingSlots(t *testing.T) {
+	a, b := startHooked(t, nil), startHooked(t, nil)
+	meetAll(t, a, b)
+	aID, bID := a.ID(), b.ID()
+	if err := a.AddSlots([]SlotRange{{0, 1}}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 20*time.Second, "B to see A's slots", func() bool {
+		return view(t, b.Bus, func(s *State) bool { return s.Owner[1] == aID })
+	})
+	none := func(uint16) int { return 0 }
+	take := func(slot uint16) {
+		t.Helper()
+		if err := b.SetSlot(slot, []string{"importing", aID}, none); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.SetSlot(slot, []string{"node", bID}, none); err != nil {
+			t.Fatal(err)
+		}
+	}
+	take(0)
+	if got := recv(t, a.lost, "A's lost slots"); len(got) != 1 || got[0] != 0 {
+		t.Fatalf("OnLostSlots(%v)", got)
+	}
+	take(1)
+	if got := recv(t, a.replicate, "A's OnReplicate"); got != net.JoinHostPort("127.0.0.1", itoa(b.port)) {
+		t.Fatalf("OnReplicate(%s)", got)
+	}
+	if !view(t, a.Bus, func(s *State) bool { return s.Me().IsSlave() && s.Me().Master == bID }) {
+		t.Fatal("A is not B's replica")
+	}
+}
+
+// TestBusAddressUpdate: a node that comes back at another address with
+// its name is found there from its PINGs (nodeUpdateAddressIfNeeded).
+func TestBusAddressUpdate(t *testing.T) {
+	a, b := startHooked(t, nil), startHooked(t, nil)
+	meetAll(t, a, b)
+	bID := b.ID()
+	b.Close()
+	moved := startHooked(t, func(c *BusConfig) { c.ID = bID })
+	if err := moved.Meet("127.0.0.1", uint16(a.port), 0); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 20*time.Second, "A to find B at its new address", func() bool {
+		return view(t, a.Bus, func(s *State) bool {
+			n := s.Node(bID)
+			return n != nil && int(n.Port) == moved.port && int(n.CPort) == moved.port+BusPortOffset && n.Linked
+		})
+	})
 }
