@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 )
 
 // The operator's side of the state: what the CLUSTER subcommands do to
@@ -98,7 +99,7 @@ func (s *State) SetSlot(slot uint16, args []string, keysInSlot func(uint16) int)
 	}
 	action := ""
 	if len(args) > 0 {
-		action = lower(args[0])
+		action = strings.ToLower(args[0])
 	}
 	target := func() (*Node, error) {
 		n := s.nodes[args[1]]
@@ -168,16 +169,6 @@ func (s *State) SetSlot(slot uint16, args []string, keysInSlot func(uint16) int)
 	}
 	c.Save, c.UpdateState = true, true
 	return c, nil
-}
-
-func lower(s string) string {
-	b := []byte(s)
-	for i, ch := range b {
-		if 'A' <= ch && ch <= 'Z' {
-			b[i] = ch + 'a' - 'A'
-		}
-	}
-	return string(b)
 }
 
 // BumpEpoch gives myself a new config epoch without consensus, unless
@@ -286,8 +277,8 @@ func (s *State) SetMyMaster(id string) bool {
 	return true
 }
 
-// Replicas is CLUSTER REPLICAS's (and SLAVES's) list: the replicas of
-// the master id.
+// ReplicasOf is CLUSTER REPLICAS's (and SLAVES's) list: the replicas
+// of the master id.
 func (s *State) ReplicasOf(id string) ([]*Node, error) {
 	n, err := s.Lookup(id)
 	if err != nil {

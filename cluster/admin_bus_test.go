@@ -9,6 +9,7 @@ import (
 	"crypto/x509/pkix"
 	"math/big"
 	"net"
+	"strconv"
 	"testing"
 	"time"
 )
@@ -41,7 +42,7 @@ func startHooked(t *testing.T, set func(*BusConfig)) *hooked {
 	h := &hooked{replicate: make(chan string, 16), publish: make(chan published, 16),
 		module: make(chan moduleMsg, 16), linked: make(chan string, 16), lost: make(chan []uint16, 16)}
 	h.Bus, h.port = startBusWith(t, func(c *BusConfig) {
-		c.OnReplicate = func(ip string, port int) { h.replicate <- net.JoinHostPort(ip, itoa(port)) }
+		c.OnReplicate = func(ip string, port int) { h.replicate <- net.JoinHostPort(ip, strconv.Itoa(port)) }
 		c.OnPublish = func(ch, msg []byte, shard bool) { h.publish <- published{string(ch), string(msg), shard} }
 		c.OnModule = func(s string, id uint64, typ uint8, p []byte) { h.module <- moduleMsg{s, id, typ, string(p)} }
 		c.OnLostSlots = func(slots []uint16) { h.lost <- slots }
@@ -57,8 +58,6 @@ func startHooked(t *testing.T, set func(*BusConfig)) *hooked {
 	})
 	return h
 }
-
-func itoa(n int) string { return big.NewInt(int64(n)).String() }
 
 func recv[T any](t *testing.T, ch chan T, what string) T {
 	t.Helper()
@@ -113,7 +112,7 @@ func TestBusAdminAndRelay(t *testing.T) {
 	if err := b.Replicate(aID, false); err != nil {
 		t.Fatal(err)
 	}
-	if got := recv(t, b.replicate, "B's OnReplicate"); got != net.JoinHostPort("127.0.0.1", itoa(a.port)) {
+	if got := recv(t, b.replicate, "B's OnReplicate"); got != net.JoinHostPort("127.0.0.1", strconv.Itoa(a.port)) {
 		t.Fatalf("OnReplicate(%s)", got)
 	}
 	waitFor(t, 20*time.Second, "A and C to see B replicate A", func() bool {
@@ -201,7 +200,7 @@ func TestBusTLS(t *testing.T) {
 	meetAll(t, a, b)
 
 	// A plaintext peer gets no answer from a TLS bus.
-	conn, err := net.Dial("tcp", net.JoinHostPort("127.0.0.1", itoa(a.port+BusPortOffset)))
+	conn, err := net.Dial("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(a.port+BusPortOffset)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -241,7 +240,7 @@ func TestBusLosingSlots(t *testing.T) {
 		t.Fatalf("OnLostSlots(%v)", got)
 	}
 	take(1)
-	if got := recv(t, a.replicate, "A's OnReplicate"); got != net.JoinHostPort("127.0.0.1", itoa(b.port)) {
+	if got := recv(t, a.replicate, "A's OnReplicate"); got != net.JoinHostPort("127.0.0.1", strconv.Itoa(b.port)) {
 		t.Fatalf("OnReplicate(%s)", got)
 	}
 	if !view(t, a.Bus, func(s *State) bool { return s.Me().IsSlave() && s.Me().Master == bID }) {

@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"strconv"
 	"strings"
 
 	"github.com/limitkv/limitkv/cluster"
@@ -154,7 +155,7 @@ func cmdClusterAddSlotsRange(c *Ctx) {
 			var last uint16
 			last, err = slotArg(c.Args[i+1])
 			if err == nil && first > last {
-				err = errReply("ERR start slot number " + itoa(int64(first)) + " is greater than end slot number " + itoa(int64(last)))
+				err = errReply("ERR start slot number " + strconv.Itoa(int(first)) + " is greater than end slot number " + strconv.Itoa(int(last)))
 			}
 			if err == nil {
 				ranges = append(ranges, cluster.SlotRange{First: first, Last: last})
@@ -173,28 +174,6 @@ func cmdClusterAddSlotsRange(c *Ctx) {
 		return
 	}
 	clusterSlots(c, b, ranges)
-}
-
-func itoa(n int64) string {
-	var buf [20]byte
-	i := len(buf)
-	neg := n < 0
-	if neg {
-		n = -n
-	}
-	for {
-		i--
-		buf[i] = byte('0' + n%10)
-		n /= 10
-		if n == 0 {
-			break
-		}
-	}
-	if neg {
-		i--
-		buf[i] = '-'
-	}
-	return string(buf[i:])
 }
 
 func cmdClusterFlushSlots(c *Ctx) {
@@ -240,9 +219,9 @@ func cmdClusterBumpEpoch(c *Ctx) {
 	case err != nil:
 		clusterErr(c, err)
 	case bumped:
-		c.W.Simple("BUMPED " + itoa(int64(epoch)))
+		c.W.Simple("BUMPED " + strconv.FormatUint(epoch, 10))
 	default:
-		c.W.Simple("STILL " + itoa(int64(epoch)))
+		c.W.Simple("STILL " + strconv.FormatUint(epoch, 10))
 	}
 }
 
