@@ -127,7 +127,7 @@ func TestDescribeRoundTrip(t *testing.T) {
 		"~*", "resetkeys", "~k:*", "%R~r:*", "%W~w:*", "%RW~b:*", "&*", "resetchannels", "&ch:*",
 		"+select|0", "+select|3", "+config|get", "-config", "+client", "-client|kill", "+rl.slide", "-get",
 		"+get", "-set", "+set", "clearselectors", "(~s:* +get)", "(+@read %R~x:*)", "()",
-		"-monitor", "+cluster|info", "-client|tracking", "+client|caching"}
+		"-monitor", "+xinfo|stream", "-client|tracking", "+client|caching"}
 	for _, cat := range CategoryOrder {
 		pool = append(pool, "+@"+cat.Names()[0], "-@"+cat.Names()[0])
 	}
@@ -168,7 +168,7 @@ func TestDescribeRoundTrip(t *testing.T) {
 func TestCategoriesBringSubcommands(t *testing.T) {
 	c := testCatalog
 	r := applyRules(t, c, []string{"-@all", "+@slow"})
-	for _, name := range []string{"config|get", "client|setname", "acl|whoami", "client|tracking", "cluster|info"} {
+	for _, name := range []string{"config|get", "client|setname", "acl|whoami", "client|tracking", "xinfo|stream"} {
 		if !r.selectors[0].bit(c.lookup(name).id) {
 			t.Errorf("+@slow does not allow %s", name)
 		}
@@ -185,16 +185,16 @@ func TestAbsentCommands(t *testing.T) {
 	c := testCatalog
 	for _, c := range []struct{ rules, want string }{
 		{"+@all -@stream", "+@all -@stream"},
-		{"-@all +monitor +cluster|info", "-@all +cluster|info +monitor"},
+		{"-@all +monitor +xinfo|stream", "-@all +monitor +xinfo|stream"},
 		{"+@all -client|tracking", "+@all -client|tracking"},
-		{"-@all +CLUSTER|Info", "-@all +cluster|info"},
+		{"-@all +XINFO|Stream", "-@all +xinfo|stream"},
 	} {
 		r := applyRules(t, testCatalog, strings.Fields(c.rules))
 		if got, _, _ := r.DescribeSelector(0); got != c.want {
 			t.Errorf("%s: described as %q, want %q", c.rules, got, c.want)
 		}
 	}
-	for _, bad := range []string{"+cluster|nosuch", "+cluster|info|x", "+xadd|a|b", "-nosuch"} {
+	for _, bad := range []string{"+xinfo|nosuch", "+xinfo|stream|x", "+xadd|a|b", "-nosuch"} {
 		if _, err := tryRules(c, []string{bad}); err == nil {
 			t.Errorf("%s: no error", bad)
 		}

@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -38,8 +39,9 @@ type BusConfig struct {
 	// otherwise a fresh one is made.
 	State *State
 	// Save is called, on the bus's goroutine, when the state no longer
-	// matches what was saved. It must not keep the State.
-	Save func(*State)
+	// matches what was saved, and by CLUSTER SAVECONFIG, which reports
+	// its error. It must not keep the State.
+	Save func(*State) error
 	// Logger receives link errors; slog.Default() when nil.
 	Logger *slog.Logger
 	// Now and Ticks replace the clock and the cron ticker in tests.
@@ -47,6 +49,28 @@ type BusConfig struct {
 	Ticks <-chan time.Time
 	// MaxMsg bounds a received message; DefaultMaxMsg when 0.
 	MaxMsg int
+	// TLS, when set, makes the bus port a TLS listener, and DialTLS the
+	// outbound links TLS clients (tls-cluster).
+	TLS, DialTLS *tls.Config
+
+	// The server's part of what the bus learns, all called on the bus's
+	// goroutine, which they must not block on.
+	//
+	// OnReplicate is called whenever myself's master changes, with the
+	// new master's client address, or "" and 0 when myself became a
+	// master.
+	OnReplicate func(masterIP string, masterPort int)
+	// OnLostSlots is called with the slots myself lost to another master
+	// while staying a master: their keys are to be deleted.
+	OnLostSlots func(slots []uint16)
+	// OnPublish is called with a PUBLISH (or, shard set, a
+	// PUBLISHSHARD) another node relayed.
+	OnPublish func(channel, message []byte, shard bool)
+	// OnModule is called with a module message another node sent.
+	OnModule func(sender string, moduleID uint64, typ uint8, payload []byte)
+	// OnLinked is called when an outbound link to a named node comes up,
+	// so that the server can send a node what a newcomer must know.
+	OnLinked func(nodeID string)
 }
 
 // Bus is a node's cluster bus: it owns the State and keeps it fed with
@@ -73,9 +97,12 @@ type Bus struct {
 	routeIndex  map[string]uint16
 
 	// Owned by the loop goroutine.
-	st        *State
-	links     map[*link]struct{}
-	outbound  map[string]*link // node ID → the link this node opened
+	st       *State
+	links    map[*link]struct{}
+	outbound map[string]*link // node ID → the link this node opened
+	inbound  map[string]*link // node ID → the last link it opened here
+	// master is myself's master as OnReplicate last heard of it.
+	master    string
 	dialing   map[string]bool
 	retry     map[string]retryState
 	handshake map[string]int64 // handshake node ID → when it began
@@ -96,6 +123,9 @@ type link struct {
 	out      chan []byte
 	quit     chan struct{}
 	quitOnce sync.Once
+	// queued and queuedCap are the bytes waiting in out and the room
+	// their buffers take, CLUSTER LINKS's send buffer.
+	queued, queuedCap atomic.Int64
 }
 
 // linkQueue is how many messages may wait for a peer: enough for the
@@ -129,6 +159,7 @@ func NewBus(cfg BusConfig) (*Bus, error) {
 		done:      make(chan struct{}),
 		links:     map[*link]struct{}{},
 		outbound:  map[string]*link{},
+		inbound:   map[string]*link{},
 		dialing:   map[string]bool{},
 		retry:     map[string]retryState{},
 		handshake: map[string]int64{},
@@ -155,6 +186,12 @@ func NewBus(cfg BusConfig) (*Bus, error) {
 	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.IP, strconv.Itoa(int(cfg.BusPort))))
 	if err != nil {
 		return nil, err
+	}
+	if cfg.TLS != nil {
+		ln = tls.NewListener(ln, cfg.TLS)
+	}
+	if me.IsSlave() {
+		b.master = me.Master
 	}
 	b.ln = ln
 	b.routing.Store(NewRouting(b.st))
@@ -314,6 +351,7 @@ func (b *Bus) loop(ticks <-chan time.Time) {
 			b.cron()
 		}
 		b.publishRouting()
+		b.reportMaster()
 	}
 }
 
@@ -366,7 +404,10 @@ func (b *Bus) write(l *link) {
 			return
 		case buf := <-l.out:
 			l.conn.SetWriteDeadline(time.Now().Add(time.Duration(max(b.cfg.NodeTimeout, 1000)) * time.Millisecond))
-			if _, err := l.conn.Write(buf); err != nil {
+			_, err := l.conn.Write(buf)
+			l.queued.Add(-int64(len(buf)))
+			l.queuedCap.Add(-int64(cap(buf)))
+			if err != nil {
 				select {
 				case <-l.quit:
 				default:
@@ -388,9 +429,14 @@ func (b *Bus) send(l *link, m *Msg) {
 	if m.Type < typeCount {
 		b.st.StatsSent[m.Type]++
 	}
+	buf := m.Append(nil)
+	l.queued.Add(int64(len(buf)))
+	l.queuedCap.Add(int64(cap(buf)))
 	select {
-	case l.out <- m.Append(nil):
+	case l.out <- buf:
 	default:
+		l.queued.Add(-int64(len(buf)))
+		l.queuedCap.Add(-int64(cap(buf)))
 		b.log.Warn("cluster bus: peer not reading, dropping its link", "peer", l.conn.RemoteAddr().String())
 		b.dropLink(l)
 	}
@@ -402,6 +448,9 @@ func (b *Bus) dropLink(l *link) {
 	}
 	l.shut()
 	delete(b.links, l)
+	if l.inbound && b.inbound[l.node] == l {
+		delete(b.inbound, l.node)
+	}
 	if !l.inbound && b.outbound[l.node] == l {
 		delete(b.outbound, l.node)
 		if n := b.st.Node(l.node); n != nil {

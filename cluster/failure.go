@@ -24,6 +24,9 @@ type Changes struct {
 	// LostSlots are slots myself owned and lost while remaining a
 	// master: their keys are to be deleted.
 	LostSlots []uint16
+	// Announce: myself's config changed in a way every node must hear
+	// of at once rather than at the next PINGs (clusterBroadcastPong).
+	Announce bool
 }
 
 func (c *Changes) merge(o Changes) {
@@ -38,6 +41,7 @@ func (c *Changes) merge(o Changes) {
 		c.BecomeReplicaOf = o.BecomeReplicaOf
 	}
 	c.LostSlots = append(c.LostSlots, o.LostSlots...)
+	c.Announce = c.Announce || o.Announce
 }
 
 // AddFailureReport records that sender reports failing as failing at
@@ -380,7 +384,7 @@ func (s *State) processGossip(m *Msg, sender *Node, now int64) Changes {
 		if n == nil {
 			// Only a known node's word adds a node, by name rather than
 			// by address: an address may belong to another cluster now.
-			if g.Flags&NodeNoAddr == 0 {
+			if g.Flags&NodeNoAddr == 0 && !s.Blacklisted(g.Name.String(), now) {
 				n = &Node{
 					ID: g.Name.String(), Flags: g.Flags,
 					IP: g.IP.String(), Port: g.Port, CPort: g.CPort, PPort: g.PPort,

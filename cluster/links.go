@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"crypto/tls"
 	"math/rand/v2"
 	"net"
 	"strconv"
@@ -36,6 +37,9 @@ func (b *Bus) startHandshake(ip string, port, cport uint16, meet bool) {
 // forget deletes a node and its outbound link.
 func (b *Bus) forget(id string) {
 	if l := b.outbound[id]; l != nil {
+		b.dropLink(l)
+	}
+	if l := b.inbound[id]; l != nil {
 		b.dropLink(l)
 	}
 	b.st.DelNode(id)
@@ -76,8 +80,15 @@ func (b *Bus) dial(n *Node) {
 	b.wg.Add(1)
 	go func() {
 		defer b.wg.Done()
-		d := net.Dialer{Timeout: timeout}
-		conn, err := d.DialContext(b.ctx, "tcp", addr)
+		var conn net.Conn
+		var err error
+		if b.cfg.DialTLS != nil {
+			d := tls.Dialer{NetDialer: &net.Dialer{Timeout: timeout}, Config: b.cfg.DialTLS}
+			conn, err = d.DialContext(b.ctx, "tcp", addr)
+		} else {
+			d := net.Dialer{Timeout: timeout}
+			conn, err = d.DialContext(b.ctx, "tcp", addr)
+		}
 		if !b.post(func() { b.dialed(id, addr, conn, err) }) && conn != nil {
 			conn.Close()
 		}
@@ -116,6 +127,9 @@ func (b *Bus) dialed(id, addr string, conn net.Conn, err error) {
 		n.Flags &^= NodeMeet
 	}
 	b.sendPing(l, n, typ)
+	if !n.Handshake() && b.cfg.OnLinked != nil {
+		b.cfg.OnLinked(id)
+	}
 }
 
 // header is a message from myself with clusterBuildMessageHdr's header:
@@ -201,11 +215,19 @@ func (b *Bus) receive(l *link, m *Msg) {
 	st := b.st
 	now := b.nowMS()
 	var c Changes
-	if isPing(m.Type) {
-		sender := st.Node(m.Sender.String())
-		if sender != nil && sender.Handshake() {
-			sender = nil
+	sender := st.Node(m.Sender.String())
+	if sender != nil && sender.Handshake() {
+		sender = nil
+	}
+	if sender != nil && l.inbound && b.inbound[sender.ID] != l {
+		// A node has one inbound link: a newer one replaces it.
+		if old := b.inbound[sender.ID]; old != nil {
+			b.dropLink(old)
 		}
+		b.inbound[sender.ID] = l
+		l.node = sender.ID
+	}
+	if isPing(m.Type) {
 		if me := st.Me(); b.cfg.IP == "" && (m.Type == TypeMeet || me.IP == "") {
 			if host, _, err := net.SplitHostPort(l.conn.LocalAddr().String()); err == nil && me.IP != host {
 				me.IP = host
@@ -219,7 +241,11 @@ func (b *Bus) receive(l *link, m *Msg) {
 		if !l.inbound {
 			if n := st.Node(l.node); n != nil && n.Handshake() {
 				if sender != nil {
-					// Already known by name: this handshake was redundant.
+					// Already known by name: this handshake was redundant,
+					// but it may have found the node at a new address.
+					if b.updateAddress(sender, l, m) {
+						c.Save, c.UpdateState = true, true
+					}
 					b.forget(n.ID)
 					b.finish(c, nil, now)
 					return
@@ -227,6 +253,9 @@ func (b *Bus) receive(l *link, m *Msg) {
 				n = b.rename(n, m.Sender.String())
 				n.Flags = n.Flags&^(NodeHandshake|NodeMeet) | m.Flags&(NodeMaster|NodeSlave)
 				c.Save = true
+				if b.cfg.OnLinked != nil {
+					b.cfg.OnLinked(n.ID)
+				}
 			} else if n != nil && m.Type == TypePong && n.ID != m.Sender.String() {
 				// Another node answers at this address now: the one we
 				// knew there has moved, and is reachable only once
@@ -242,6 +271,12 @@ func (b *Bus) receive(l *link, m *Msg) {
 		if m.Type == TypePing || m.Type == TypeMeet {
 			b.sendPing(l, nil, TypePong)
 		}
+		if sender != nil && m.Type == TypePing && b.updateAddress(sender, l, m) {
+			c.Save, c.UpdateState = true, true
+		}
+	}
+	if sender != nil {
+		b.relay(sender, m)
 	}
 	c.merge(st.Receive(m, !l.inbound, now))
 	b.finish(c, l, now)
@@ -275,11 +310,20 @@ func (b *Bus) finish(c Changes, l *link, now int64) {
 			return m
 		})
 	}
+	if c.BecomeReplicaOf != "" && st.SetMyMaster(c.BecomeReplicaOf) {
+		c.Save, c.UpdateState = true, true
+	}
+	if len(c.LostSlots) > 0 && b.cfg.OnLostSlots != nil {
+		b.cfg.OnLostSlots(c.LostSlots)
+	}
+	if c.Announce {
+		b.broadcastPong()
+	}
 	if c.UpdateState || len(c.Failed) > 0 {
 		st.UpdateState(now)
 	}
-	if c.Save && b.cfg.Save != nil {
-		b.cfg.Save(st)
+	if c.Save {
+		b.save()
 	}
 }
 

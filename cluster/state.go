@@ -84,6 +84,10 @@ type State struct {
 	Migrating   map[uint16]string // slot → the node it is migrating to
 	Importing   map[uint16]string // slot → the node it is importing from
 
+	// blacklist holds the nodes FORGET removed, until when (ms) gossip
+	// may not add them back (nodes_black_list).
+	blacklist map[string]int64
+
 	nodes map[string]*Node
 	// order is the nodes' insertion order, for output that does not
 	// change from one call to the next.

@@ -25,6 +25,7 @@ var groupTitles = []struct{ group, title string }{
 	{"connection", "Connection"},
 	{"pubsub", "Pub/sub"},
 	{"server", "Server"},
+	{"cluster", "Cluster"},
 }
 
 // CommandList renders the commands of t, a table made with d's SpecData,

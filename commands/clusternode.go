@@ -3,12 +3,17 @@ package commands
 import (
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
+	"sync"
 
 	"github.com/limitkv/limitkv/cluster"
 	"github.com/limitkv/limitkv/cmdspec"
 	"github.com/limitkv/limitkv/config"
+	"github.com/limitkv/limitkv/ratelimit"
 	"github.com/limitkv/limitkv/resp"
 )
 
@@ -54,20 +59,33 @@ func (s *Server) StartCluster() error {
 		Hostname:    s.Cfg.Get("cluster-announce-hostname"),
 		NodeTimeout: timeout,
 		State:       st,
-		Save:        func(st *cluster.State) { s.saveNodesConf(path, st) },
+		Save:        func(st *cluster.State) error { return s.saveNodesConf(path, st) },
 		Logger:      s.Log,
+		OnReplicate: func(ip string, port int) { s.clusterOut.do(func() { s.followMaster(ip, port) }) },
+		OnLostSlots: func(slots []uint16) {
+			slots = slices.Clone(slots)
+			s.clusterOut.do(func() { s.dropSlots(slots) })
+		},
+		OnPublish: func(channel, message []byte, shard bool) { s.Publish(channel, message, shard) },
+		OnModule:  s.receiveModule,
+		OnLinked:  func(id string) { s.clusterOut.do(func() { s.sendPolicies(id) }) },
 	})
 	if err != nil {
 		return fmt.Errorf("cluster bus: %w", err)
 	}
 	s.Cluster = bus
+	s.clusterOut.start(bus)
 	bus.Do(func(st *cluster.State) {
 		st.RequireFullCoverage = s.Cfg.Get("cluster-require-full-coverage") == "yes"
 		st.AllowReplicaMigration = s.Cfg.Get("cluster-allow-replica-migration") == "yes"
 	})
 	// A new node writes its identity at once, as Redis does, so that a
 	// restart before any change keeps it.
-	bus.Do(func(st *cluster.State) { s.saveNodesConf(path, st) })
+	bus.Do(func(st *cluster.State) {
+		if err := s.saveNodesConf(path, st); err != nil {
+			s.Log.Error("cannot save the cluster configuration", "file", path, "err", err)
+		}
+	})
 	s.Log.Info("cluster bus ready", "node", bus.ID(), "addr", bus.Addr().String(), "config", path)
 	return nil
 }
@@ -95,6 +113,7 @@ func (c *Config) clusterEffects() map[string]config.Effect {
 // StopCluster closes the cluster bus, if any.
 func (s *Server) StopCluster() {
 	if s.Cluster != nil {
+		s.clusterOut.stop()
 		s.Cluster.Close()
 	}
 }
@@ -107,12 +126,42 @@ func (s *Server) nodesConfPath() string {
 	return filepath.Join(s.Cfg.Get("dir"), name)
 }
 
-// saveNodesConf writes nodes.conf, on the bus's goroutine. A failure is
-// logged and the bus goes on: Redis exits instead, but a node that
-// cannot write its file still serves correctly until it restarts.
-func (s *Server) saveNodesConf(path string, st *cluster.State) {
-	if err := st.NodesConf().WriteFile(path); err != nil {
-		s.Log.Error("cannot save the cluster configuration", "file", path, "err", err)
+// saveNodesConf writes nodes.conf, on the bus's goroutine. The bus logs
+// a failure and goes on: Redis exits instead, but a node that cannot
+// write its file still serves correctly until it restarts.
+func (s *Server) saveNodesConf(path string, st *cluster.State) error {
+	return st.NodesConf().WriteFile(path)
+}
+
+// followMaster makes the node replicate the master the cluster gave it,
+// or a master again (ip ""), through limitkv's own replication. Unlike
+// REPLICAOF it leaves replicaof alone: in cluster mode nodes.conf says
+// whom a node replicates.
+func (s *Server) followMaster(ip string, port int) {
+	var err error
+	if ip == "" {
+		_, err = s.Repl.ReplicaOfNoOne()
+	} else {
+		_, err = s.Repl.ReplicaOf(ip, port)
+	}
+	if err != nil {
+		s.Log.Error("cluster: cannot change the node's master", "master", net.JoinHostPort(ip, strconv.Itoa(port)), "err", err)
+		return
+	}
+	if ip != "" {
+		s.Log.Info("cluster: replicating " + net.JoinHostPort(ip, strconv.Itoa(port)))
+	}
+}
+
+// dropSlots deletes the keys of slots another master took from this one
+// (Redis's delKeysInSlot): requests for them are redirected already.
+func (s *Server) dropSlots(slots []uint16) {
+	n := 0
+	for _, slot := range slots {
+		n += s.Eng.DeleteKeysInSlot(slot)
+	}
+	if n > 0 {
+		s.Log.Info("cluster: deleted the keys of slots another master took", "slots", len(slots), "keys", n)
 	}
 }
 
@@ -224,4 +273,150 @@ func (s *Server) clusterRefuse(cl *Client, w *resp.Writer, spec *cmdspec.Spec, m
 		cl.flagTx()
 	}
 	w.Error(msg)
+}
+
+// clusterOutbox runs the server's calls into the bus on a goroutine of
+// its own, in order: a handler that holds shard locks, or the pub/sub
+// registry's, must never wait for the bus, whose goroutine may itself be
+// waiting for those locks to deliver what another node sent.
+type clusterOutbox struct {
+	mu   sync.Mutex
+	jobs []func()
+	// publishes counts the queued PUBLISH relays: past maxQueuedPublishes
+	// new ones are dropped, as a slow bus link drops them in Redis,
+	// rather than queued without bound.
+	publishes int
+	wake      chan struct{}
+	done      chan struct{}
+	wg        sync.WaitGroup
+}
+
+const maxQueuedPublishes = 10000
+
+func (o *clusterOutbox) start(bus *cluster.Bus) {
+	o.wake, o.done = make(chan struct{}, 1), make(chan struct{})
+	o.wg.Add(1)
+	go func() {
+		defer o.wg.Done()
+		for {
+			select {
+			case <-o.done:
+				return
+			case <-o.wake:
+			}
+			o.mu.Lock()
+			jobs := o.jobs
+			o.jobs, o.publishes = nil, 0
+			o.mu.Unlock()
+			for _, f := range jobs {
+				f()
+			}
+		}
+	}()
+}
+
+func (o *clusterOutbox) stop() {
+	close(o.done)
+	o.wg.Wait()
+}
+
+// do queues f.
+func (o *clusterOutbox) do(f func()) { o.add(f, false) }
+
+func (o *clusterOutbox) add(f func(), publish bool) bool {
+	o.mu.Lock()
+	if publish {
+		if o.publishes >= maxQueuedPublishes {
+			o.mu.Unlock()
+			return false
+		}
+		o.publishes++
+	}
+	o.jobs = append(o.jobs, f)
+	o.mu.Unlock()
+	select {
+	case o.wake <- struct{}{}:
+	default:
+	}
+	return true
+}
+
+// clusterPublish relays a message published here to the other nodes,
+// which is how a cluster replicates PUBLISH.
+func (s *Server) clusterPublish(channel, message []byte, shard bool) {
+	channel, message = slices.Clone(channel), slices.Clone(message)
+	if !s.clusterOut.add(func() { s.Cluster.Publish(channel, message, shard) }, true) {
+		s.Log.Warn("cluster: too many messages waiting for the bus: a PUBLISH reaches this node's subscribers only")
+	}
+}
+
+// Named policies across the cluster: each change made here goes to every
+// node in MODULE messages (which redis-server nodes ignore), and a node
+// whose link comes up is sent them all, so that nodes that join or come
+// back catch up (ratelimit/exchange.go orders the changes).
+
+// policyModuleID is the module id of the policy messages: "limitkv"
+// and a format number, so that no module of a Redis node claims it.
+const policyModuleID = 0x6c696d69746b7601
+
+const (
+	policyMsgChanges = 1
+	// policyMsgChunk bounds one message's payload, far below a bus
+	// message's limit.
+	policyMsgChunk = 64 << 10
+)
+
+// stampPolicy stamps a change just made to the named policy (the caller
+// holds the registry's lock) and queues it for the other nodes.
+func (s *Server) stampPolicy(name string) {
+	r := s.Cluster.Routing()
+	ch := s.policies.StampLocked(name, s.Eng.Now(), r.Nodes[r.Myself].ID)
+	s.clusterOut.do(func() { s.sendPolicyChanges("", []ratelimit.Change{ch}) })
+}
+
+// sendPolicies sends every policy and tombstone to the node id.
+func (s *Server) sendPolicies(id string) {
+	reg := &s.policies
+	reg.Lock()
+	chs := reg.ChangesLocked()
+	reg.Unlock()
+	if len(chs) > 0 {
+		s.sendPolicyChanges(id, chs)
+	}
+}
+
+// sendPolicyChanges sends chs to the node to ("" for all), cut into
+// messages of at most policyMsgChunk bytes.
+func (s *Server) sendPolicyChanges(to string, chs []ratelimit.Change) {
+	for len(chs) > 0 {
+		n, size := 0, 0
+		for n < len(chs) && (n == 0 || size < policyMsgChunk) {
+			size += len(chs[n].Name) + len(chs[n].Stamp.Node) + 32
+			for _, w := range chs[n].Def {
+				size += len(w) + 4
+			}
+			n++
+		}
+		s.Cluster.SendModule(to, policyModuleID, policyMsgChanges, ratelimit.AppendChanges(nil, chs[:n]))
+		chs = chs[n:]
+	}
+}
+
+// receiveModule takes the policy changes another node sent, on the bus's
+// goroutine; other modules' messages are not this server's.
+func (s *Server) receiveModule(sender string, moduleID uint64, typ uint8, payload []byte) {
+	if moduleID != policyModuleID || typ != policyMsgChanges {
+		return
+	}
+	chs, err := ratelimit.ReadChanges(payload)
+	if err != nil {
+		s.Log.Warn("cluster: policy changes refused", "node", sender, "err", err)
+		return
+	}
+	reg := &s.policies
+	reg.Lock()
+	defer reg.Unlock()
+	if _, err := reg.MergeLocked(chs); err != nil {
+		s.Log.Warn("cluster: policy changes refused", "node", sender, "err", err)
+	}
 }

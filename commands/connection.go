@@ -73,6 +73,7 @@ func cmdReset(c *Ctx) {
 	c.Srv.dropSubscriptions(cl)
 	cl.db.Store(0)
 	cl.name.Store(nil)
+	cl.readOnly, cl.asking = false, false
 	c.W.SetProto(2)
 	cl.setDefaultUser()
 	c.W.Simple("RESET")

@@ -33,8 +33,10 @@ type Server struct {
 	Table *cmdspec.Table
 	// Repl is the server's place in replication.
 	Repl *replication.Node
-	// Cluster is the node's cluster bus, nil unless cluster-enabled.
-	Cluster *cluster.Bus
+	// Cluster is the node's cluster bus, nil unless cluster-enabled;
+	// clusterOut runs the server's calls into it (clusternode.go).
+	Cluster    *cluster.Bus
+	clusterOut clusterOutbox
 	// Hooks wired by main and by persistence.
 	Hooks Hooks
 

@@ -60,6 +60,9 @@ func cmdPolicySet(c *Ctx) {
 	}
 	reg.ReplaceLocked(m)
 	c.replicate(-1, c.Args...)
+	if c.Srv.Cluster != nil {
+		c.Srv.stampPolicy(p.Name)
+	}
 	c.W.OK()
 }
 
@@ -86,6 +89,9 @@ func cmdPolicyDel(c *Ctx) {
 	m, _ := reg.WithChanges(nil, string(c.Args[2]))
 	reg.ReplaceLocked(m)
 	c.replicate(-1, c.Args...)
+	if c.Srv.Cluster != nil {
+		c.Srv.stampPolicy(string(c.Args[2]))
+	}
 	c.W.Int(1)
 }
 

@@ -166,11 +166,22 @@ func unsubscribe(c *Ctx, k pubsub.Kind) {
 // PUBLISH reaches the subscribers of the replicas too, as in Redis.
 func cmdPublish(c *Ctx) {
 	c.W.Int(int64(c.Srv.publish(c, pubsub.Channel, c.Args[1], c.Args[2])))
-	c.replicate(-1, c.Args...)
+	c.propagatePublish(false)
 }
 
 func cmdSPublish(c *Ctx) {
 	c.W.Int(int64(c.Srv.publish(c, pubsub.Shard, c.Args[1], c.Args[2])))
+	c.propagatePublish(true)
+}
+
+// propagatePublish sends a message published here on: to the replicas,
+// or in a cluster to the other nodes (replicas included) over the bus,
+// as Redis does.
+func (c *Ctx) propagatePublish(shard bool) {
+	if c.Srv.Cluster != nil {
+		c.Srv.clusterPublish(c.Args[1], c.Args[2], shard)
+		return
+	}
 	c.replicate(-1, c.Args...)
 }
 

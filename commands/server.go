@@ -428,7 +428,7 @@ var infoSections = []struct {
 	{"commandstats", false, lockless(infoCommandStats)},
 	{"errorstats", true, lockless(infoErrorStats)},
 	{"latencystats", false, lockless(infoLatencyStats)},
-	{"cluster", true, lockless(func(_ *Server, b *strings.Builder) { b.WriteString("cluster_enabled:0\r\n") })},
+	{"cluster", true, lockless(infoCluster)},
 	{"keyspace", true, infoKeyspace},
 	{"ratelimit", true, lockless(infoRateLimit)},
 }

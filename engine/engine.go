@@ -48,11 +48,10 @@ func (c *ManualClock) AdvanceTo(ms int64) { c.ms.Store(ms) }
 type Config struct {
 	Databases int   // number of databases, as SELECT sees them
 	Clock     Clock // defaults to SystemClock
-	// SlotOf, for cluster mode, gives a key's hash slot (below
-	// ClusterSlots): keys are then sharded by slot and indexed per slot
-	// (slots.go). Nil, the engine keeps no index and costs nothing for it.
-	// It must not keep key or any part of it past its return.
-	SlotOf func(key []byte) uint16
+	// Slots, for cluster mode: keys are sharded by their hash slot
+	// (KeySlot) and indexed per slot (slots.go). Off, the engine keeps no
+	// index and costs nothing for it.
+	Slots bool
 }
 
 // Engine is the whole keyspace.
@@ -60,7 +59,7 @@ type Engine struct {
 	shards [Shards]Shard
 	seed   maphash.Seed
 	numDB  int
-	slotOf func(key []byte) uint16 // Config.SlotOf
+	slots  bool // Config.Slots
 	clock  atomic.Pointer[clockBox]
 	// sweepClock times the sweeper's work and budget: the machine's
 	// monotonic clock, which a test may replace before sweeping.
@@ -93,7 +92,7 @@ func New(cfg Config) *Engine {
 	if cfg.Clock == nil {
 		cfg.Clock = SystemClock{}
 	}
-	e := &Engine{seed: maphash.MakeSeed(), numDB: cfg.Databases, slotOf: cfg.SlotOf, sweepClock: time.Now}
+	e := &Engine{seed: maphash.MakeSeed(), numDB: cfg.Databases, slots: cfg.Slots, sweepClock: time.Now}
 	e.SetEviction(DefaultEviction)
 	e.clock.Store(&clockBox{cfg.Clock})
 	for i := range e.shards {
@@ -124,8 +123,8 @@ func (e *Engine) hash(key []byte) uint64 { return maphash.Bytes(e.seed, key) }
 // ShardIndex returns the index of the shard that owns key: by its hash, or
 // by its slot when the engine has slots, so that a slot's keys share a lock.
 func (e *Engine) ShardIndex(key []byte) int {
-	if e.slotOf != nil {
-		return int(e.slotOfKey(key) % Shards)
+	if e.slots {
+		return int(KeySlot(key) % Shards)
 	}
 	return int(e.hash(key) >> (64 - shardBits))
 }

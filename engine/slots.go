@@ -7,7 +7,7 @@ import "unsafe"
 // of a count, GETKEYSINSLOT costs what it returns and a node that loses a
 // slot deletes its keys without a scan of the keyspace.
 //
-// With Config.SlotOf set, a key's shard is chosen by its slot rather than by
+// With Config.Slots set, a key's shard is chosen by its slot rather than by
 // its hash, so every key of a slot lives under one lock and a slot's index
 // is one structure, kept in the table of its database: it follows the table
 // through SWAPDB and a full sync's Adopt without being rebuilt, which is why
@@ -135,31 +135,17 @@ func (x *slotIndex) bytes() int64 {
 	return n
 }
 
-// slotOfKey calls slotOf on key without key escaping to the heap. A call
-// through a function value makes its arguments escape, and ShardIndex
-// would then cost every caller that builds a key on its stack an
-// allocation, cluster mode or not; SlotOf's contract (it keeps nothing)
-// is what makes hiding the pointer from escape analysis sound.
-func (e *Engine) slotOfKey(key []byte) uint16 {
-	// The address passes through an integer, which escape analysis does
-	// not follow; no call comes between, so a stack that moves cannot
-	// leave it stale.
-	p := uintptr(unsafe.Pointer(unsafe.SliceData(key)))
-	hidden := *(**byte)(unsafe.Pointer(&p))
-	return e.slotOf(unsafe.Slice(hidden, len(key)))
-}
-
 // slotSet returns the set of the slot key belongs to in t, creating the
 // table's index if need be; nil when the engine has no slots.
 func (s *Shard) slotSet(t *table, key []byte) *refSet {
-	if s.eng.slotOf == nil {
+	if !s.eng.slots {
 		return nil
 	}
 	if t.bySlot == nil {
 		t.bySlot = new(slotIndex)
 		s.acct(slotIndexBytes)
 	}
-	return &t.bySlot.sets[(s.eng.slotOfKey(key)%ClusterSlots)/Shards]
+	return &t.bySlot.sets[KeySlot(key)/Shards]
 }
 
 // indexAdd records that key, at ref, entered t.
@@ -192,21 +178,12 @@ func (s *Shard) dropIndex(t *table) {
 	}
 }
 
-// SlotOf returns the hash slot of key, by the function the engine was
-// configured with; ok is false when it has none (cluster mode off).
-func (e *Engine) SlotOf(key []byte) (slot uint16, ok bool) {
-	if e.slotOf == nil {
-		return 0, false
-	}
-	return e.slotOfKey(key) % ClusterSlots, true
-}
-
 // slotSetIn returns slot's set in database 0 of its shard s, which is
 // cluster mode's only database, or nil when it has none. The caller holds
 // s's lock.
 func (e *Engine) slotSetIn(s *Shard, slot uint16) *refSet {
 	t := &s.dbs[0]
-	if e.slotOf == nil || t.bySlot == nil {
+	if !e.slots || t.bySlot == nil {
 		return nil
 	}
 	return &t.bySlot.sets[(slot%ClusterSlots)/Shards]

@@ -3,7 +3,6 @@ package engine
 import (
 	"bytes"
 	"fmt"
-	"hash/crc32"
 	"math/rand/v2"
 	"runtime"
 	"slices"
@@ -15,16 +14,8 @@ import (
 	"github.com/limitkv/limitkv/ratelimit"
 )
 
-// testSlot stands in for the cluster's CRC16: a checksum of the key, or of
-// its hash tag, as Redis Cluster places keys.
-func testSlot(key []byte) uint16 {
-	if i := bytes.IndexByte(key, '{'); i >= 0 {
-		if j := bytes.IndexByte(key[i+1:], '}'); j > 0 {
-			key = key[i+1 : i+1+j]
-		}
-	}
-	return uint16(crc32.ChecksumIEEE(key) % ClusterSlots)
-}
+// testSlot is the slot the engine files a key under.
+func testSlot(key []byte) uint16 { return KeySlot(key) }
 
 // naiveSlots lists, by scanning every table, the keys of database db in
 // each slot, expired ones included.
@@ -112,7 +103,7 @@ func checkIndex(t *testing.T, e *Engine, step string) {
 func slotOps(t *testing.T, seed uint64, steps int) {
 	rng := rand.New(rand.NewPCG(seed, seed^0x5eed))
 	clock := NewManualClock(1_700_000_000_000)
-	e := New(Config{Databases: 3, Clock: clock, SlotOf: testSlot})
+	e := New(Config{Databases: 3, Clock: clock, Slots: true})
 	e.SetEviction(Eviction{Policy: AllKeysRandom, Samples: 5, LFULogFactor: 10, LFUDecayTime: 1})
 	key := func() []byte {
 		// Few names, many sharing a hash tag, so that slots hold several
@@ -331,7 +322,7 @@ func TestSlotIndexAgainstModel(t *testing.T) {
 // DEL's: by WATCH, by the change counter, by the effect log replication
 // takes, and in memory.
 func TestDeleteKeysInSlotAccounts(t *testing.T) {
-	e := New(Config{Databases: 1, SlotOf: testSlot})
+	e := New(Config{Databases: 1, Slots: true})
 	var logged []string
 	e.SetEffectSink(func(s *Shard) {
 		log := s.TakeEffects(nil)
@@ -382,7 +373,7 @@ func TestDeleteKeysInSlotAccounts(t *testing.T) {
 // goroutines while another counts, for the race detector and for the
 // final count.
 func TestSlotIndexConcurrent(t *testing.T) {
-	e := New(Config{Databases: 1, SlotOf: testSlot})
+	e := New(Config{Databases: 1, Slots: true})
 	slot := testSlot([]byte("hot"))
 	const writers, perWriter = 4, 500
 	var wg sync.WaitGroup
@@ -437,11 +428,11 @@ func TestSlotIndexConcurrent(t *testing.T) {
 // same keys without it.
 func BenchmarkSlotIndexFootprint(b *testing.B) {
 	const n = 1_000_000
-	heap := func(slotOf func([]byte) uint16) (int64, *Engine) {
+	heap := func(slots bool) (int64, *Engine) {
 		runtime.GC()
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
-		e := New(Config{Databases: 1, SlotOf: slotOf})
+		e := New(Config{Databases: 1, Slots: slots})
 		key := make([]byte, 0, 32)
 		for j := 0; j < n; j++ {
 			key = strconv.AppendInt(append(key[:0], "rl:user:"...), int64(j), 10)
@@ -452,11 +443,11 @@ func BenchmarkSlotIndexFootprint(b *testing.B) {
 		return int64(after.HeapAlloc) - int64(before.HeapAlloc), e
 	}
 	for i := 0; i < b.N; i++ {
-		plain, pe := heap(nil)
+		plain, pe := heap(false)
 		pm := pe.MemoryUsed()
 		runtime.KeepAlive(pe)
 		pe = nil
-		indexed, ie := heap(testSlot)
+		indexed, ie := heap(true)
 		var counted int64
 		for s := range ie.shards {
 			if x := ie.shards[s].dbs[0].bySlot; x != nil {

@@ -11,7 +11,7 @@ package engine
 // NewStaging returns an empty engine with e's hashing and slots, databases, clock and
 // eviction settings, for Adopt.
 func (e *Engine) NewStaging() *Engine {
-	s := &Engine{seed: e.seed, numDB: e.numDB, slotOf: e.slotOf}
+	s := &Engine{seed: e.seed, numDB: e.numDB, slots: e.slots}
 	s.policy.Store(e.policy.Load())
 	s.samples.Store(e.samples.Load())
 	s.lfuLog.Store(e.lfuLog.Load())

@@ -18,7 +18,7 @@ type table struct {
 	expires int   // keys with a TTL
 	expSum  int64 // sum of their expiry times in seconds, for INFO's avg_ttl
 	sweep   uint32
-	bySlot  *slotIndex // its keys by hash slot, with Config.SlotOf (slots.go)
+	bySlot  *slotIndex // its keys by hash slot, with Config.Slots (slots.go)
 }
 
 func (t *table) addExp(at int64) {

@@ -33,7 +33,7 @@ var allowedImports = map[string]struct {
 	"lua51":     {ours: []string{"resp"}},
 	"persist":   {ours: []string{"engine"}},
 	"tlsconf":   {stdOnly: true},
-	"commands":  {ours: []string{"cmdspec", "acl", "cmddocs", "engine", "ratelimit", "resp", "lua51", "tlsconf", "replication", "rdb", "observe", "config", "scripting", "blocking", "pubsub", "migrate"}},
+	"commands":  {ours: []string{"cmdspec", "acl", "cmddocs", "engine", "ratelimit", "resp", "lua51", "tlsconf", "replication", "rdb", "observe", "config", "scripting", "blocking", "pubsub", "migrate", "cluster"}},
 	// config is what a setting is and how files, flags and CONFIG read and
 	// write it; what a setting does to the server, commands hands it as
 	// callbacks. CONFIG GET's patterns match as the keyspace's globs do
@@ -96,10 +96,11 @@ var allowedImports = map[string]struct {
 	// client is what users go get: go-redis and the standard library,
 	// nothing of the server.
 	"client": {},
-	// cluster is the cluster bus's messages, the key slots and nodes.conf,
-	// byte for byte as Redis 7.0 has them; the state machine that uses them
-	// will be commands' and the server's. Formats need nothing of ours.
-	"cluster": {stdOnly: true},
+	// cluster is the cluster bus, its messages, nodes.conf and the
+	// cluster's state, byte for byte as Redis 7.0 has them; commands drive
+	// it. It takes key slots from the engine, which shards a cluster
+	// node's keys by them, and nothing else of ours.
+	"cluster": {ours: []string{"engine"}},
 	// internal/testserver builds and runs the servers for the tests and
 	// the benchmark; who may import it is TestTestserverImporters's rule.
 	"internal/testserver": {stdOnly: true},

@@ -91,7 +91,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	log := slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: level}))
 
 	databases, _ := strconv.Atoi(cfg.Get("databases"))
-	eng := engine.New(engine.Config{Databases: databases})
+	// A cluster node shards and indexes its keys by hash slot.
+	eng := engine.New(engine.Config{Databases: databases, Slots: cfg.Get("cluster-enabled") == "yes"})
 	srv := commands.New(eng, cfg, log)
 	if err := srv.LoadUsers(); err != nil {
 		log.Error("cannot load the ACL users", "err", err)

@@ -1,0 +1,389 @@
+package commands
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/limitkv/limitkv/cluster"
+	"github.com/limitkv/limitkv/engine"
+	"github.com/limitkv/limitkv/resp"
+)
+
+// clusterPortPair finds a port whose bus port, 10000 above, is free too.
+func clusterPortPair(t *testing.T) int {
+	t.Helper()
+	for range 200 {
+		p := 20000 + rand.IntN(30000)
+		a, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
+		if err != nil {
+			continue
+		}
+		b, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p+cluster.BusPortOffset))
+		a.Close()
+		if err != nil {
+			continue
+		}
+		b.Close()
+		return p
+	}
+	t.Fatal("no free port pair")
+	return 0
+}
+
+// clusterServer is an in-process server in cluster mode: its engine
+// indexes keys by slot, and its bus listens on loopback.
+type clusterServer struct {
+	*scriptServer
+	bus  *cluster.Bus
+	port int
+}
+
+func newClusterServer(t *testing.T) *clusterServer {
+	t.Helper()
+	eng := engine.New(engine.Config{Databases: 16, Clock: engine.NewManualClock(transcriptEpoch), Slots: true})
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	srv := New(eng, NewConfig(), quiet)
+	port := clusterPortPair(t)
+	bus, err := cluster.NewBus(cluster.BusConfig{IP: "127.0.0.1", Port: uint16(port), NodeTimeout: 5000, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { bus.Close() })
+	srv.Cluster = bus
+	return &clusterServer{scriptServer: &scriptServer{t: t, srv: srv, w: resp.NewWriter(2), client: newTestClient(srv)}, bus: bus, port: port}
+}
+
+// reply runs a request as dispatch would, refusals included, and gives
+// the reply's text.
+func (s *scriptServer) reply(args ...string) string {
+	s.t.Helper()
+	bs := make([][]byte, len(args))
+	for i, a := range args {
+		bs[i] = []byte(a)
+	}
+	s.w.Reset()
+	spec, msg := s.srv.lookup(bs)
+	if msg != "" {
+		s.w.Error(msg)
+	} else {
+		s.c = Ctx{Srv: s.srv, Client: s.client, W: s.w, Args: bs, Now: transcriptEpoch, Spec: spec}
+		s.srv.run(&s.c)
+	}
+	v, err := resp.ReadValue(bufio.NewReader(bytes.NewReader(s.w.Bytes())))
+	if err != nil {
+		s.t.Fatalf("%v: unreadable reply %q: %v", args, s.w.Bytes(), err)
+	}
+	return v.String()
+}
+
+func TestClusterDisabled(t *testing.T) {
+	s := newScriptServer(t)
+	want := newScriptServer(t).reply("CLUSTER", "INFO")
+	if want != "-ERR This instance has cluster support disabled" {
+		t.Fatalf("CLUSTER INFO without cluster mode: %s", want)
+	}
+	for _, sub := range testTable().Lookup([]byte("cluster")).Sub {
+		args := []string{"CLUSTER", sub.Name}
+		for len(args) < max(sub.Arity, -sub.Arity) {
+			args = append(args, "1")
+		}
+		if got := s.reply(args...); got != want {
+			t.Errorf("%v: %s", args, got)
+		}
+	}
+	for _, c := range []string{"READONLY", "READWRITE", "ASKING"} {
+		if got := s.reply(c); got != want {
+			t.Errorf("%s: %s", c, got)
+		}
+	}
+	if got := s.reply("INFO", "cluster"); !strings.Contains(got, "cluster_enabled:0") {
+		t.Errorf("INFO cluster: %s", got)
+	}
+}
+
+// clusterScript is a sequence of requests to a lone fresh node, whose
+// replies must be Redis's; $me stands for the node's ID, and $port for
+// its port, in requests and replies.
+var clusterScript = [][]string{
+	{"CLUSTER", "KEYSLOT", "foo"},
+	{"CLUSTER", "KEYSLOT", "{user1000}.following"},
+	{"CLUSTER", "COUNTKEYSINSLOT", "abc"},
+	{"CLUSTER", "COUNTKEYSINSLOT", "16384"},
+	{"CLUSTER", "COUNTKEYSINSLOT", "0"},
+	{"CLUSTER", "GETKEYSINSLOT", "0", "-1"},
+	{"CLUSTER", "GETKEYSINSLOT", "x", "1"},
+	{"CLUSTER", "GETKEYSINSLOT", "0", "10"},
+	{"CLUSTER", "ADDSLOTS", "16384"},
+	{"CLUSTER", "ADDSLOTS", "-1"},
+	{"CLUSTER", "ADDSLOTS", "1", "1"},
+	{"CLUSTER", "ADDSLOTS", "1", "2"},
+	{"CLUSTER", "ADDSLOTS", "3", "2", "x"},
+	{"CLUSTER", "ADDSLOTS", "3", "2"},
+	{"CLUSTER", "ADDSLOTSRANGE", "5"},
+	{"CLUSTER", "ADDSLOTSRANGE", "5", "6", "7"},
+	{"CLUSTER", "ADDSLOTSRANGE", "10", "5"},
+	{"CLUSTER", "ADDSLOTSRANGE", "1", "3", "x", "y"},
+	{"CLUSTER", "ADDSLOTSRANGE", "20", "30", "x", "y"},
+	{"CLUSTER", "ADDSLOTSRANGE", "20", "30", "25", "26"},
+	{"CLUSTER", "ADDSLOTSRANGE", "10", "30", "40", "50"},
+	{"CLUSTER", "DELSLOTS", "3"},
+	{"CLUSTER", "DELSLOTSRANGE", "10", "12"},
+	{"CLUSTER", "DELSLOTSRANGE", "10", "12"},
+	{"CLUSTER", "SETSLOT", "1", "MIGRATING", "0123456789012345678901234567890123456789"},
+	{"CLUSTER", "SETSLOT", "1", "IMPORTING", "$me"},
+	{"CLUSTER", "SETSLOT", "1", "NODE", "nosuchnode"},
+	{"CLUSTER", "SETSLOT", "1", "FOO"},
+	{"CLUSTER", "SETSLOT", "1", "STABLE", "x"},
+	{"CLUSTER", "SETSLOT", "x", "STABLE"},
+	{"CLUSTER", "SETSLOT", "5000", "MIGRATING", "$me"},
+	{"CLUSTER", "SETSLOT", "1", "MIGRATING", "$me"},
+	{"CLUSTER", "SETSLOT", "1", "STABLE"},
+	{"CLUSTER", "BUMPEPOCH"},
+	{"CLUSTER", "BUMPEPOCH"},
+	{"CLUSTER", "SETSLOT", "5000", "IMPORTING", "$me"},
+	{"CLUSTER", "SETSLOT", "5000", "NODE", "$me"},
+	{"CLUSTER", "BUMPEPOCH"},
+	{"CLUSTER", "SET-CONFIG-EPOCH", "x"},
+	{"CLUSTER", "SET-CONFIG-EPOCH", "-1"},
+	{"CLUSTER", "SET-CONFIG-EPOCH", "5"},
+	{"CLUSTER", "NODES"},
+	{"CLUSTER", "SLOTS"},
+	{"CLUSTER", "SHARDS"},
+	{"CLUSTER", "MYID"},
+	{"CLUSTER", "REPLICAS", "$me"},
+	{"CLUSTER", "SLAVES", "nosuchnode"},
+	{"CLUSTER", "COUNT-FAILURE-REPORTS", "$me"},
+	{"CLUSTER", "COUNT-FAILURE-REPORTS", "nosuchnode"},
+	{"CLUSTER", "FORGET", "$me"},
+	{"CLUSTER", "FORGET", "nosuchnode"},
+	{"CLUSTER", "REPLICATE", "$me"},
+	{"CLUSTER", "REPLICATE", "nosuchnode"},
+	{"CLUSTER", "MEET", "127.0.0.1", "x"},
+	{"CLUSTER", "MEET", "127.0.0.1", "7000", "y"},
+	{"CLUSTER", "MEET", "foo", "7000"},
+	{"CLUSTER", "MEET", "127.0.0.1", "70000"},
+	{"CLUSTER", "MEET", "127.0.0.1", "0"},
+	{"CLUSTER", "MEET", "127.0.0.1", "7000", "0"},
+	{"CLUSTER", "MEET", "1", "2", "3", "4"},
+	{"CLUSTER", "RESET", "foo"},
+	{"CLUSTER", "RESET", "soft", "x"},
+	{"CLUSTER", "LINKS"},
+	{"CLUSTER", "HELP"},
+	{"CLUSTER", "HELP", "x"},
+	{"CLUSTER", "FOO"},
+	{"CLUSTER"},
+	{"READONLY"},
+	{"READWRITE"},
+	{"ASKING"},
+	{"READONLY", "x"},
+	{"CLUSTER", "SAVECONFIG"},
+	{"CLUSTER", "FLUSHSLOTS"},
+	{"CLUSTER", "NODES"},
+	{"CLUSTER", "RESET", "SOFT"},
+	{"CLUSTER", "BUMPEPOCH"},
+	{"CLUSTER", "RESET", "HARD"},
+	{"CLUSTER", "BUMPEPOCH"},
+	{"CLUSTER", "NODES"},
+}
+
+// clusterInfoHead are CLUSTER INFO's lines that do not depend on timing:
+// not the state and size, which a master does not decide until two
+// seconds after its first update. A lone node counts no messages.
+func clusterInfoHead(info string) string {
+	var out []string
+	// The reply's text escapes its CRLFs.
+	for _, l := range strings.Split(info, `\r\n`) {
+		if !strings.HasPrefix(l, "cluster_state:") && !strings.HasPrefix(l, "cluster_size:") {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+// normalize replaces the node's ID and port, and the pong times CLUSTER
+// NODES prints, which differ from node to node and run to run.
+func normalize(reply, me string, port int) string {
+	reply = strings.ReplaceAll(reply, me, "$me")
+	reply = strings.ReplaceAll(reply, strconv.Itoa(port+cluster.BusPortOffset), "$cport")
+	reply = strings.ReplaceAll(reply, strconv.Itoa(port), "$port")
+	return reply
+}
+
+// TestClusterLikeRedis runs clusterScript on our node and on a lone
+// redis-server 7.0 in cluster mode, and wants the same replies.
+func TestClusterLikeRedis(t *testing.T) {
+	rport, do := startClusterRedis(t)
+	want := clusterScriptReplies(t, rport, do)
+	s := newClusterServer(t)
+	got := clusterScriptReplies(t, s.port, s.reply)
+	for i := range clusterScript {
+		if got[i] != want[i] {
+			t.Errorf("%v:\n got: %s\nwant: %s", clusterScript[i], got[i], want[i])
+		}
+	}
+	if g, w := clusterInfoHead(unquote(s.reply("CLUSTER", "INFO"))), clusterInfoHead(unquote(do("CLUSTER", "INFO"))); g != w {
+		t.Errorf("CLUSTER INFO:\n got: %s\nwant: %s", g, w)
+	}
+	if g, w := s.reply("INFO", "cluster"), do("INFO", "cluster"); g != w {
+		t.Errorf("INFO cluster: %s, want %s", g, w)
+	}
+}
+
+func TestClusterConnectionModes(t *testing.T) {
+	s := newClusterServer(t)
+	s.reply("READONLY")
+	if !s.client.readOnly {
+		t.Fatal("READONLY did not set the mode")
+	}
+	s.reply("READWRITE")
+	if s.client.readOnly {
+		t.Fatal("READWRITE did not clear the mode")
+	}
+	s.reply("ASKING")
+	if !s.client.asking {
+		t.Fatal("ASKING did not set the pass")
+	}
+}
+
+// clusterScriptReplies runs clusterScript through do, with $me
+// substituted and the replies normalized.
+func clusterScriptReplies(t *testing.T, port int, do func(...string) string) []string {
+	t.Helper()
+	me := unquote(do("CLUSTER", "MYID"))
+	var out []string
+	for _, req := range clusterScript {
+		args := make([]string, len(req))
+		for i, a := range req {
+			args[i] = strings.ReplaceAll(a, "$me", me)
+		}
+		r := do(args...)
+		out = append(out, normalize(r, me, port))
+		if len(req) == 3 && req[1] == "RESET" && req[2] == "HARD" {
+			me = unquote(do("CLUSTER", "MYID"))
+		}
+	}
+	return out
+}
+
+func unquote(s string) string { return strings.Trim(s, `"`) }
+
+// startClusterRedis starts a lone redis-server in cluster mode on free
+// loopback ports and gives its port and a function sending it a request
+// and giving its reply's text. It skips without redis-server, except in
+// CI, which installs it.
+func startClusterRedis(t *testing.T) (int, func(...string) string) {
+	t.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("redis-server is required in CI")
+		}
+		t.Skip("redis-server not on PATH")
+	}
+	dir := t.TempDir()
+	port := clusterPortPair(t)
+	cmd := exec.Command(bin, "--cluster-enabled", "yes", "--cluster-config-file", filepath.Join(dir, "nodes.conf"),
+		"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--cluster-announce-ip", "127.0.0.1", "--save", "", "--appendonly", "no",
+		"--dir", dir, "--logfile", filepath.Join(dir, "redis.log"))
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	var conn net.Conn
+	for range 200 {
+		if conn, err = net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port)); err == nil {
+			break
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatalf("redis-server did not start: %v", err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	r := bufio.NewReader(conn)
+	w := resp.NewWriter(2)
+	return port, func(args ...string) string {
+		t.Helper()
+		w.Reset()
+		w.Array(len(args))
+		for _, a := range args {
+			w.BulkString(a)
+		}
+		if _, err := conn.Write(w.Bytes()); err != nil {
+			t.Fatal(err)
+		}
+		v, err := resp.ReadValue(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v.String()
+	}
+}
+
+// TestClusterKeys checks the subcommands that read the keyspace, with
+// Redis's texts.
+func TestClusterKeys(t *testing.T) {
+	s := newClusterServer(t)
+	me := unquote(s.reply("CLUSTER", "MYID"))
+	other := newClusterServer(t)
+	s.reply("CLUSTER", "MEET", "127.0.0.1", strconv.Itoa(other.port))
+	otherID := unquote(other.reply("CLUSTER", "MYID"))
+	for i := 0; !known(s, otherID); i++ {
+		if i == 1000 {
+			t.Fatal("the MEET did not complete")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	slot := cluster.KeySlot([]byte("foo"))
+	sl := strconv.Itoa(int(slot))
+	for _, c := range []struct{ req, want string }{
+		{"CLUSTER ADDSLOTS " + sl, "+OK"},
+		{"SET foo 1", "+OK"},
+		{"SET {foo}2 1", "+OK"},
+		{"CLUSTER COUNTKEYSINSLOT " + sl, ":2"},
+		{"CLUSTER GETKEYSINSLOT " + sl + " 0", "[]"},
+		{"CLUSTER GETKEYSINSLOT " + sl + " 1", "len 1"},
+		{"CLUSTER GETKEYSINSLOT " + sl + " 10", "len 2"},
+		{"CLUSTER FLUSHSLOTS", "-ERR DB must be empty to perform CLUSTER FLUSHSLOTS."},
+		{"CLUSTER REPLICATE " + otherID, "-ERR To set a master the node must be empty and without assigned slots."},
+		{"CLUSTER RESET", "-ERR CLUSTER RESET can't be called with master nodes containing keys"},
+		{"CLUSTER SETSLOT " + sl + " NODE " + otherID, "-ERR Can't assign hashslot " + sl + " to a different node while I still hold keys for this hash slot."},
+		{"CLUSTER SETSLOT " + sl + " MIGRATING " + otherID, "+OK"},
+		{"DEL foo {foo}2", ":2"},
+		{"CLUSTER SETSLOT " + sl + " NODE " + otherID, "+OK"},
+		{"CLUSTER REPLICATE " + otherID, "+OK"},
+		{"CLUSTER REPLICATE " + me, "-ERR Can't replicate myself"},
+		{"CLUSTER FORGET " + otherID, "-ERR Can't forget my master!"},
+		{"CLUSTER SETSLOT 1 STABLE", "-ERR Please use SETSLOT only with masters."},
+		{"CLUSTER RESET", "+OK"},
+	} {
+		got := s.reply(strings.Fields(c.req)...)
+		if strings.HasPrefix(c.want, "len ") {
+			if n := strings.Count(got, `"`) / 2; "len "+strconv.Itoa(n) != c.want {
+				t.Errorf("%s: %s, want %s keys", c.req, got, c.want[4:])
+			}
+			continue
+		}
+		if got != c.want {
+			t.Errorf("%s: %s, want %s", c.req, got, c.want)
+		}
+	}
+}
+
+func known(s *clusterServer, id string) bool {
+	ok := false
+	s.bus.Do(func(st *cluster.State) { n := st.Node(id); ok = n != nil && !n.Handshake() })
+	return ok
+}
