@@ -432,7 +432,7 @@ func (b *Bus) Reset(hard bool) error {
 // reported as Redis reports it.
 func (b *Bus) SaveConfig() error {
 	var err error
-	if !b.Do(func(*State) { err = b.save() }) {
+	if !b.Do(func(*State) { err = b.save(true) }) {
 		return net.ErrClosed
 	}
 	if err != nil {
@@ -443,11 +443,11 @@ func (b *Bus) SaveConfig() error {
 
 // save hands the state to BusConfig.Save, logging a failure: the next
 // change saves again.
-func (b *Bus) save() error {
+func (b *Bus) save(sync bool) error {
 	if b.cfg.Save == nil {
 		return nil
 	}
-	err := b.cfg.Save(b.st)
+	err := b.cfg.Save(b.st, sync)
 	if err != nil {
 		b.log.Error("cluster: saving the config", "err", err)
 	}
@@ -525,6 +525,6 @@ func (b *Bus) Links() []LinkInfo {
 // NodeLine is the node's line of CLUSTER NODES, without its newline, as
 // CLUSTER REPLICAS lists it (clusterGenNodeDescription).
 func (s *State) NodeLine(n *Node) string {
-	cn := s.confNode(n)
+	cn := s.confNode(n, s.Ranges(n.ID))
 	return string(cn.AppendLine(nil))
 }

@@ -41,6 +41,18 @@ func TestAdminWithRedis(t *testing.T) {
 		return len(f) == 10 && f[8] == "0-99" && f[9] == "200"
 	})
 
+	// Two masters that met at config epoch 0 resolve their collision by
+	// a bump of one of them; the epoch SETSLOT takes below must be later
+	// than that, so the bus first learns the cluster's current epoch.
+	waitFor(t, 20*time.Second, "the masters' config epochs to settle", func() bool {
+		var cur, mine uint64
+		view(t, bus.Bus, func(s *State) bool { cur, mine = s.CurrentEpoch, s.Me().ConfigEpoch; return true })
+		info := r.c.ClusterInfo(ctx).Val()
+		f := strings.Fields(nodeLine(r.c.ClusterNodes(ctx).Val(), rID))
+		return len(f) > 6 && f[6] != strconv.FormatUint(mine, 10) &&
+			strings.Contains(info, "cluster_current_epoch:"+strconv.FormatUint(cur, 10)+"\r\n")
+	})
+
 	// SETSLOT NODE to myself of a slot being imported takes a new epoch,
 	// which wins the slot from its owner.
 	if err := bus.SetSlot(1000, []string{"importing", rID}, func(uint16) int { return 0 }); err != nil {

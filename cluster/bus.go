@@ -39,9 +39,11 @@ type BusConfig struct {
 	// otherwise a fresh one is made.
 	State *State
 	// Save is called, on the bus's goroutine, when the state no longer
-	// matches what was saved, and by CLUSTER SAVECONFIG, which reports
-	// its error. It must not keep the State.
-	Save func(*State) error
+	// matches what was saved (sync false: the caller may write it later,
+	// as Redis writes most changes without an fsync before it replies),
+	// and by CLUSTER SAVECONFIG (sync true: written and synced before it
+	// returns, with its error). It must not keep the State.
+	Save func(st *State, sync bool) error
 	// Logger receives link errors; slog.Default() when nil.
 	Logger *slog.Logger
 	// Now and Ticks replace the clock and the cron ticker in tests.
@@ -68,6 +70,10 @@ type BusConfig struct {
 	OnPublish func(channel, message []byte, shard bool)
 	// OnModule is called with a module message another node sent.
 	OnModule func(sender string, moduleID uint64, typ uint8, payload []byte)
+	// Offset is myself's replication offset, which every message's
+	// header carries: others list a replica in CLUSTER SLOTS once it has
+	// one, and an election ranks replicas by it.
+	Offset func() int64
 	// OnLinked is called when an outbound link to a named node comes up,
 	// so that the server can send a node what a newcomer must know.
 	OnLinked func(nodeID string)
@@ -236,7 +242,9 @@ func (b *Bus) ID() string {
 func (b *Bus) Do(f func(*State)) bool {
 	ran := make(chan struct{})
 	select {
-	case b.events <- func() { f(b.st); close(ran) }:
+	// The routing snapshot is renewed before the caller goes on, so that
+	// a request that follows a CLUSTER command is routed by its effect.
+	case b.events <- func() { f(b.st); b.publishRouting(); close(ran) }:
 	case <-b.done:
 		return false
 	}

@@ -61,7 +61,7 @@ func TestBusMeet(t *testing.T) {
 	saves := 0
 	a, aPort := startBusWith(t, func(c *BusConfig) {
 		c.Hostname = "bus-a.test"
-		c.Save = func(*State) error { saves++; return nil }
+		c.Save = func(*State, bool) error { saves++; return nil }
 	})
 	b, bPort := startBus(t, "bus-b.test")
 	aID, bID := a.ID(), b.ID()

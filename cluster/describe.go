@@ -31,7 +31,13 @@ func (s *State) UpdateState(now int64) bool {
 	}
 	state := uint8(StateOK)
 	if s.RequireFullCoverage {
+		// Owners come in runs: a node is looked up once per run.
+		last := "\x00"
 		for _, id := range s.Owner {
+			if id == last {
+				continue
+			}
+			last = id
 			if n := s.nodes[id]; n == nil || n.Failed() {
 				state = StateFail
 				break
@@ -67,8 +73,9 @@ func (s *State) UpdateState(now int64) bool {
 // nodes.conf's lines, without the vars line, in the state's node order.
 func (s *State) ClusterNodes() string {
 	var b []byte
+	ranges := s.allRanges()
 	for _, n := range s.Nodes() {
-		cn := s.confNode(n)
+		cn := s.confNode(n, ranges[n.ID])
 		b = cn.AppendLine(b)
 		b = append(b, '\n')
 	}

@@ -150,6 +150,9 @@ func (b *Bus) header(typ uint16) *Msg {
 	if me.IsSlave() && me.Master != "" {
 		m.SlaveOf = NameOf(me.Master)
 	}
+	if b.cfg.Offset != nil {
+		m.Offset = uint64(max(b.cfg.Offset(), 0))
+	}
 	if b.cfg.IP != "" {
 		m.MyIP = IPOf(b.cfg.IP)
 	}
@@ -323,7 +326,7 @@ func (b *Bus) finish(c Changes, l *link, now int64) {
 		st.UpdateState(now)
 	}
 	if c.Save {
-		b.save()
+		b.save(false)
 	}
 }
 

@@ -141,3 +141,20 @@ func TestRoutingEqual(t *testing.T) {
 		t.Fatal("a refilled snapshot differs from a new one")
 	}
 }
+
+// The bus renews the snapshot after every event it handles: its cost is
+// paid on every ping.
+func BenchmarkRoutingFill(b *testing.B) {
+	s := NewState(&Node{ID: nodeName('a'), IP: "127.0.0.1", Port: 7000}, 15000)
+	for i := range 6 {
+		s.AddNode(&Node{ID: nodeName('b' + byte(i)), IP: "127.0.0.1", Port: uint16(7001 + i), Flags: NodeMaster})
+	}
+	for j := range Slots {
+		s.SetOwner(uint16(j), nodeName('a'+byte(j*7/Slots)))
+	}
+	r, index := new(Routing), map[string]uint16{}
+	b.ReportAllocs()
+	for b.Loop() {
+		r.fill(s, index)
+	}
+}

@@ -329,13 +329,33 @@ func FromNodesConf(c *NodesConf, nodeTimeout, now int64) (*State, error) {
 // owner table and myself's slot moves.
 func (s *State) NodesConf() *NodesConf {
 	c := &NodesConf{CurrentEpoch: s.CurrentEpoch, LastVoteEpoch: s.LastVoteEpoch}
+	ranges := s.allRanges()
 	for _, n := range s.Nodes() {
-		c.Nodes = append(c.Nodes, s.confNode(n))
+		c.Nodes = append(c.Nodes, s.confNode(n, ranges[n.ID]))
 	}
 	return c
 }
 
-func (s *State) confNode(n *Node) ConfNode {
+// allRanges is Ranges of every owner, in one pass over the slots: the
+// bus saves the state after every change, a reshard's thousands of them
+// included.
+func (s *State) allRanges() map[string][]SlotRange {
+	out := map[string][]SlotRange{}
+	for j := 0; j < Slots; j++ {
+		id := s.Owner[j]
+		k := j
+		for k+1 < Slots && s.Owner[k+1] == id {
+			k++
+		}
+		if id != "" {
+			out[id] = append(out[id], SlotRange{uint16(j), uint16(k)})
+		}
+		j = k
+	}
+	return out
+}
+
+func (s *State) confNode(n *Node, ranges []SlotRange) ConfNode {
 	cn := ConfNode{
 		ID:          n.ID,
 		IP:          n.IP,
@@ -347,17 +367,29 @@ func (s *State) confNode(n *Node) ConfNode {
 		PongRecv:    n.PongReceived,
 		ConfigEpoch: s.epochOf(n),
 		Connected:   n.Linked || n.Flags&NodeMyself != 0,
-		Slots:       s.Ranges(n.ID),
+		Slots:       ranges,
 	}
 	if s.nodes[n.Master] != nil {
 		cn.Master = n.Master
 	}
-	if n.ID == s.Myself {
-		for j := range uint16(Slots) {
+	if n.ID == s.Myself && len(s.Migrating)+len(s.Importing) > 0 {
+		// In slot order, a slot both migrating and importing shown
+		// migrating, as Redis lists them.
+		open := make([]uint16, 0, len(s.Migrating)+len(s.Importing))
+		for j := range s.Migrating {
+			open = append(open, j)
+		}
+		for j := range s.Importing {
+			if _, ok := s.Migrating[j]; !ok {
+				open = append(open, j)
+			}
+		}
+		slices.Sort(open)
+		for _, j := range open {
 			if to, ok := s.Migrating[j]; ok {
 				cn.Moves = append(cn.Moves, SlotMove{Slot: j, Node: to})
-			} else if from, ok := s.Importing[j]; ok {
-				cn.Moves = append(cn.Moves, SlotMove{Slot: j, Importing: true, Node: from})
+			} else {
+				cn.Moves = append(cn.Moves, SlotMove{Slot: j, Importing: true, Node: s.Importing[j]})
 			}
 		}
 	}

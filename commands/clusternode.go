@@ -3,6 +3,7 @@ package commands
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -34,6 +35,7 @@ func (s *Server) StartCluster() error {
 		return errors.New("replicaof directive not allowed in cluster mode")
 	}
 	path := s.nodesConfPath()
+	s.nodesConf.path = path
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
@@ -59,7 +61,7 @@ func (s *Server) StartCluster() error {
 		Hostname:    s.Cfg.Get("cluster-announce-hostname"),
 		NodeTimeout: timeout,
 		State:       st,
-		Save:        func(st *cluster.State) error { return s.saveNodesConf(path, st) },
+		Save:        s.nodesConf.save,
 		Logger:      s.Log,
 		OnReplicate: func(ip string, port int) { s.clusterOut.do(func() { s.followMaster(ip, port) }) },
 		OnLostSlots: func(slots []uint16) {
@@ -69,23 +71,23 @@ func (s *Server) StartCluster() error {
 		OnPublish: func(channel, message []byte, shard bool) { s.Publish(channel, message, shard) },
 		OnModule:  s.receiveModule,
 		OnLinked:  func(id string) { s.clusterOut.do(func() { s.sendPolicies(id) }) },
+		Offset:    s.Repl.Offset,
 	})
 	if err != nil {
 		return fmt.Errorf("cluster bus: %w", err)
 	}
 	s.Cluster = bus
 	s.clusterOut.start(bus)
+	s.nodesConf.start(s.Log)
 	bus.Do(func(st *cluster.State) {
 		st.RequireFullCoverage = s.Cfg.Get("cluster-require-full-coverage") == "yes"
 		st.AllowReplicaMigration = s.Cfg.Get("cluster-allow-replica-migration") == "yes"
 	})
 	// A new node writes its identity at once, as Redis does, so that a
 	// restart before any change keeps it.
-	bus.Do(func(st *cluster.State) {
-		if err := s.saveNodesConf(path, st); err != nil {
-			s.Log.Error("cannot save the cluster configuration", "file", path, "err", err)
-		}
-	})
+	if err := bus.SaveConfig(); err != nil {
+		return err
+	}
 	s.Log.Info("cluster bus ready", "node", bus.ID(), "addr", bus.Addr().String(), "config", path)
 	return nil
 }
@@ -115,6 +117,7 @@ func (s *Server) StopCluster() {
 	if s.Cluster != nil {
 		s.clusterOut.stop()
 		s.Cluster.Close()
+		s.nodesConf.stop()
 	}
 }
 
@@ -126,11 +129,98 @@ func (s *Server) nodesConfPath() string {
 	return filepath.Join(s.Cfg.Get("dir"), name)
 }
 
-// saveNodesConf writes nodes.conf, on the bus's goroutine. The bus logs
-// a failure and goes on: Redis exits instead, but a node that cannot
-// write its file still serves correctly until it restarts.
-func (s *Server) saveNodesConf(path string, st *cluster.State) error {
-	return st.NodesConf().WriteFile(path)
+// nodesConfSaver writes nodes.conf. A change is written by a goroutine
+// of its own, the latest one only when several came meanwhile: CLUSTER
+// SETSLOT, which a reshard sends for every slot to every master, must not
+// wait for an fsync, which Redis does not make for it either. CLUSTER
+// SAVECONFIG writes and syncs before it answers. The file is always
+// replaced whole (cluster.NodesConf.WriteFile), and a version number
+// keeps an older state from overwriting a newer one.
+type nodesConfSaver struct {
+	path string
+	log  *slog.Logger
+
+	mu      sync.Mutex // orders writes
+	written uint64     // the version on disk
+
+	pmu     sync.Mutex
+	version uint64 // of the last state handed in
+	pending *cluster.NodesConf
+	wake    chan struct{}
+	done    chan struct{}
+	wg      sync.WaitGroup
+}
+
+// save is the bus's Save: on the bus's goroutine, so versions follow
+// the order of the changes.
+func (n *nodesConfSaver) save(st *cluster.State, sync bool) error {
+	conf := st.NodesConf()
+	n.pmu.Lock()
+	n.version++
+	v := n.version
+	if !sync {
+		n.pending = conf
+		n.pmu.Unlock()
+		select {
+		case n.wake <- struct{}{}:
+		default:
+		}
+		return nil
+	}
+	n.pending = nil
+	n.pmu.Unlock()
+	return n.write(conf, v)
+}
+
+func (n *nodesConfSaver) write(conf *cluster.NodesConf, v uint64) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if v <= n.written {
+		return nil
+	}
+	if err := conf.WriteFile(n.path); err != nil {
+		return err
+	}
+	n.written = v
+	return nil
+}
+
+// flush writes the pending state, if any.
+func (n *nodesConfSaver) flush() {
+	n.pmu.Lock()
+	conf, v := n.pending, n.version
+	n.pending = nil
+	n.pmu.Unlock()
+	if conf == nil {
+		return
+	}
+	if err := n.write(conf, v); err != nil {
+		n.log.Error("cannot save the cluster configuration", "file", n.path, "err", err)
+	}
+}
+
+func (n *nodesConfSaver) start(log *slog.Logger) {
+	n.log = log
+	n.wake, n.done = make(chan struct{}, 1), make(chan struct{})
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		for {
+			select {
+			case <-n.done:
+				return
+			case <-n.wake:
+				n.flush()
+			}
+		}
+	}()
+}
+
+// stop ends the writer once what it was handed is on disk.
+func (n *nodesConfSaver) stop() {
+	close(n.done)
+	n.wg.Wait()
+	n.flush()
 }
 
 // followMaster makes the node replicate the master the cluster gave it,

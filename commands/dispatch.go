@@ -37,6 +37,7 @@ type Server struct {
 	// clusterOut runs the server's calls into it (clusternode.go).
 	Cluster    *cluster.Bus
 	clusterOut clusterOutbox
+	nodesConf  nodesConfSaver
 	// Hooks wired by main and by persistence.
 	Hooks Hooks
 

@@ -139,10 +139,10 @@ func (c *Conn) FD() int { return c.fd }
 
 // RemoteAddr and LocalAddr name the two ends.
 func (c *Conn) RemoteAddr() string { return c.remote }
+func (c *Conn) LocalAddr() string  { return c.local }
 
 // IsTLS reports whether the connection uses TLS.
-func (c *Conn) IsTLS() bool       { return c.tls != nil }
-func (c *Conn) LocalAddr() string { return c.local }
+func (c *Conn) IsTLS() bool { return c.tls != nil }
 
 // CloseAfterReply closes the connection once the current reply is sent and
 // ignores any requests that follow it in the pipeline (QUIT, RESET errors).
