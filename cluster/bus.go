@@ -274,6 +274,25 @@ func (b *Bus) publishRouting() {
 	}
 }
 
+// View runs f on the bus's goroutine with the State, for reading it
+// only: unlike Do, it does not renew the routing snapshot, which costs a
+// pass over the slots, so that CLUSTER NODES and its kin answer quickly.
+// It reports false when the bus is closed and f did not run.
+func (b *Bus) View(f func(*State)) bool {
+	ran := make(chan struct{})
+	select {
+	case b.events <- func() { f(b.st); close(ran) }:
+	case <-b.done:
+		return false
+	}
+	select {
+	case <-ran:
+		return true
+	case <-b.done:
+		return false
+	}
+}
+
 // post hands an event to the loop, and reports false when it was
 // dropped because the bus is closing.
 func (b *Bus) post(f func()) bool {

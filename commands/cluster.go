@@ -10,13 +10,16 @@ import (
 
 // clusterCommands: CLUSTER and the connection's cluster modes.
 func clusterCommands() []*command {
-	const admin = "no_async_loading admin stale"
+	// Every subcommand but KEYSLOT and the key counts waits for the bus's
+	// goroutine (may_wait), so none of them holds up an event loop.
+	const admin = "no_async_loading admin stale may_wait"
+	const view = "stale may_wait"
 	return []*command{
 		cmd("cluster", -2, "", nil).withSub(
 			cmd("addslots", -3, admin, cmdClusterAddSlots),
 			cmd("addslotsrange", -4, admin, cmdClusterAddSlotsRange),
 			cmd("bumpepoch", 2, admin, cmdClusterBumpEpoch),
-			cmd("count-failure-reports", 3, "admin stale", cmdClusterCountFailureReports),
+			cmd("count-failure-reports", 3, "admin stale may_wait", cmdClusterCountFailureReports),
 			cmd("countkeysinslot", 3, "stale", cmdClusterCountKeysInSlot),
 			cmd("delslots", -3, admin, cmdClusterAddSlots),
 			cmd("delslotsrange", -4, admin, cmdClusterAddSlotsRange),
@@ -24,21 +27,21 @@ func clusterCommands() []*command {
 			cmd("forget", 3, admin, cmdClusterForget),
 			cmd("getkeysinslot", 4, "stale", cmdClusterGetKeysInSlot),
 			cmd("help", 2, "loading stale", cmdClusterHelp),
-			cmd("info", 2, "stale", cmdClusterInfo),
+			cmd("info", 2, view, cmdClusterInfo),
 			cmd("keyslot", 3, "stale", cmdClusterKeySlot),
-			cmd("links", 2, "stale", cmdClusterLinks),
+			cmd("links", 2, view, cmdClusterLinks),
 			cmd("meet", -4, admin, cmdClusterMeet),
-			cmd("myid", 2, "stale", cmdClusterMyID),
-			cmd("nodes", 2, "stale", cmdClusterNodes),
-			cmd("replicas", 3, "admin stale", cmdClusterReplicas),
+			cmd("myid", 2, view, cmdClusterMyID),
+			cmd("nodes", 2, view, cmdClusterNodes),
+			cmd("replicas", 3, "admin stale may_wait", cmdClusterReplicas),
 			cmd("replicate", 3, admin, cmdClusterReplicate),
-			cmd("reset", -2, "admin stale noscript", cmdClusterReset),
+			cmd("reset", -2, "admin stale noscript may_wait", cmdClusterReset),
 			cmd("saveconfig", 2, admin, cmdClusterSaveConfig),
 			cmd("set-config-epoch", 3, admin, cmdClusterSetConfigEpoch),
 			cmd("setslot", -4, admin, cmdClusterSetSlot),
-			cmd("shards", 2, "stale", cmdClusterShards),
-			cmd("slaves", 3, "admin stale", cmdClusterReplicas),
-			cmd("slots", 2, "stale", cmdClusterSlots),
+			cmd("shards", 2, view, cmdClusterShards),
+			cmd("slaves", 3, "admin stale may_wait", cmdClusterReplicas),
+			cmd("slots", 2, view, cmdClusterSlots),
 		),
 		cmd("readonly", 1, "fast loading stale", cmdReadonly),
 		cmd("readwrite", 1, "fast loading stale", cmdReadwrite),
@@ -81,7 +84,7 @@ func clusterErr(c *Ctx, err error) { c.W.Error(err.Error()) }
 // clusterView runs f over the state, for a read between messages.
 func clusterView(c *Ctx, f func(*cluster.State)) bool {
 	b := clusterBus(c)
-	return b != nil && b.Do(f)
+	return b != nil && b.View(f)
 }
 
 // keysReadable is whether the engine's slot counts can be read: they take
@@ -165,7 +168,7 @@ func cmdClusterAddSlotsRange(c *Ctx) {
 		bad = err
 	}
 	if bad != nil {
-		b.Do(func(s *cluster.State) {
+		b.View(func(s *cluster.State) {
 			if err := s.CheckSlots(ranges, del); err != nil {
 				bad = err
 			}
@@ -361,7 +364,7 @@ func cmdClusterReset(c *Ctx) {
 		return
 	}
 	var master bool
-	b.Do(func(s *cluster.State) { master = s.Me().IsMaster() })
+	b.View(func(s *cluster.State) { master = s.Me().IsMaster() })
 	if master && c.Srv.Eng.DBSize(c.DB, c.held) != 0 {
 		c.W.Error("ERR CLUSTER RESET can't be called with master nodes containing keys")
 		return

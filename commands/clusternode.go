@@ -68,16 +68,25 @@ func (s *Server) StartCluster() error {
 			slots = slices.Clone(slots)
 			s.clusterOut.do(func() { s.dropSlots(slots) })
 		},
-		OnPublish: func(channel, message []byte, shard bool) { s.Publish(channel, message, shard) },
-		OnModule:  s.receiveModule,
-		OnLinked:  func(id string) { s.clusterOut.do(func() { s.sendPolicies(id) }) },
-		Offset:    s.Repl.Offset,
+		// What other nodes send is delivered on a goroutine of the
+		// server's, in order: the bus's goroutine must never wait for
+		// the pub/sub or policy locks, which a handler waiting for the
+		// bus may hold.
+		OnPublish: func(channel, message []byte, shard bool) {
+			s.clusterIn.do(func() { s.Publish(channel, message, shard) })
+		},
+		OnModule: func(sender string, moduleID uint64, typ uint8, payload []byte) {
+			s.clusterIn.do(func() { s.receiveModule(sender, moduleID, typ, payload) })
+		},
+		OnLinked: func(id string) { s.clusterOut.do(func() { s.sendPolicies(id) }) },
+		Offset:   s.Repl.Offset,
 	})
 	if err != nil {
 		return fmt.Errorf("cluster bus: %w", err)
 	}
 	s.Cluster = bus
-	s.clusterOut.start(bus)
+	s.clusterOut.start()
+	s.clusterIn.start()
 	s.nodesConf.start(s.Log)
 	bus.Do(func(st *cluster.State) {
 		st.RequireFullCoverage = s.Cfg.Get("cluster-require-full-coverage") == "yes"
@@ -117,6 +126,7 @@ func (s *Server) StopCluster() {
 	if s.Cluster != nil {
 		s.clusterOut.stop()
 		s.Cluster.Close()
+		s.clusterIn.stop()
 		s.nodesConf.stop()
 	}
 }
@@ -365,16 +375,18 @@ func (s *Server) clusterRefuse(cl *Client, w *resp.Writer, spec *cmdspec.Spec, m
 	w.Error(msg)
 }
 
-// clusterOutbox runs the server's calls into the bus on a goroutine of
-// its own, in order: a handler that holds shard locks, or the pub/sub
-// registry's, must never wait for the bus, whose goroutine may itself be
-// waiting for those locks to deliver what another node sent.
-type clusterOutbox struct {
+// clusterQueue runs calls on a goroutine of its own, in order. The
+// server has two: clusterOut for its calls into the bus, so that a
+// handler holding shard locks, or the pub/sub registry's, never waits for
+// the bus; clusterIn for what the bus delivers, so that the bus never
+// waits for those locks. Neither then waits for the other.
+type clusterQueue struct {
 	mu   sync.Mutex
 	jobs []func()
 	// publishes counts the queued PUBLISH relays: past maxQueuedPublishes
 	// new ones are dropped, as a slow bus link drops them in Redis,
-	// rather than queued without bound.
+	// rather than queued without bound. Deliveries from the bus need no
+	// bound: the bus's own link queues bound what arrives.
 	publishes int
 	wake      chan struct{}
 	done      chan struct{}
@@ -383,7 +395,7 @@ type clusterOutbox struct {
 
 const maxQueuedPublishes = 10000
 
-func (o *clusterOutbox) start(bus *cluster.Bus) {
+func (o *clusterQueue) start() {
 	o.wake, o.done = make(chan struct{}, 1), make(chan struct{})
 	o.wg.Add(1)
 	go func() {
@@ -405,15 +417,15 @@ func (o *clusterOutbox) start(bus *cluster.Bus) {
 	}()
 }
 
-func (o *clusterOutbox) stop() {
+func (o *clusterQueue) stop() {
 	close(o.done)
 	o.wg.Wait()
 }
 
 // do queues f.
-func (o *clusterOutbox) do(f func()) { o.add(f, false) }
+func (o *clusterQueue) do(f func()) { o.add(f, false) }
 
-func (o *clusterOutbox) add(f func(), publish bool) bool {
+func (o *clusterQueue) add(f func(), publish bool) bool {
 	o.mu.Lock()
 	if publish {
 		if o.publishes >= maxQueuedPublishes {

@@ -34,9 +34,11 @@ type Server struct {
 	// Repl is the server's place in replication.
 	Repl *replication.Node
 	// Cluster is the node's cluster bus, nil unless cluster-enabled;
-	// clusterOut runs the server's calls into it (clusternode.go).
+	// clusterOut and clusterIn run what goes to it and comes from it
+	// (clusternode.go).
 	Cluster    *cluster.Bus
-	clusterOut clusterOutbox
+	clusterOut clusterQueue
+	clusterIn  clusterQueue
 	nodesConf  nodesConfSaver
 	// Hooks wired by main and by persistence.
 	Hooks Hooks
@@ -296,7 +298,13 @@ func (s *Server) Inline(conn *resp.Conn, args [][]byte) bool {
 	// goroutine: execute takes the spec from here instead of looking the
 	// name up again.
 	conn.Ctx.(*Client).inlined = spec
-	if spec.Flags&(cmdspec.MayWait|cmdspec.Blocking|cmdspec.RunsScript|cmdspec.PubSub|cmdspec.NoAuth) != 0 {
+	flags := spec.Flags
+	if len(spec.Sub) > 0 && len(args) >= 2 {
+		if sub := spec.LookupSub(args[1]); sub != nil {
+			flags = sub.Flags // CLUSTER's subcommands wait for the bus, CLIENT's not
+		}
+	}
+	if flags&(cmdspec.MayWait|cmdspec.Blocking|cmdspec.RunsScript|cmdspec.PubSub|cmdspec.NoAuth) != 0 {
 		return false
 	}
 	// A pause under way: the command may have to wait for its end.
