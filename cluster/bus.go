@@ -98,15 +98,19 @@ type Bus struct {
 
 	// routing is the State's routing snapshot, as of the last event.
 	routing atomic.Pointer[Routing]
+
+	// mu is held by every event of the bus (a message, a cron tick, a
+	// Do): what follows is owned by whoever holds it. closed: Close has
+	// run, and Do runs nothing.
+	mu     sync.Mutex
+	closed bool
 	// nextRouting and routeIndex are publishRouting's scratch.
 	nextRouting *Routing
 	routeIndex  map[string]uint16
-
-	// Owned by the loop goroutine.
-	st       *State
-	links    map[*link]struct{}
-	outbound map[string]*link // node ID → the link this node opened
-	inbound  map[string]*link // node ID → the last link it opened here
+	st          *State
+	links       map[*link]struct{}
+	outbound    map[string]*link // node ID → the link this node opened
+	inbound     map[string]*link // node ID → the last link it opened here
 	// master is myself's master as OnReplicate last heard of it.
 	master    string
 	dialing   map[string]bool
@@ -236,24 +240,35 @@ func (b *Bus) ID() string {
 	return id
 }
 
-// Do runs f on the bus's goroutine with the State, for reading it or
-// changing it (assigning slots, say) between messages. It reports false
-// when the bus is closed and f did not run.
+// Do runs f with the State, for reading it or changing it (assigning
+// slots, say) between messages, under the lock every event of the bus
+// runs under: in the caller's goroutine, so that a CLUSTER command costs
+// no hand-over to the bus's and back. Before Do returns, the routing
+// snapshot is renewed, so that a request that follows a CLUSTER command
+// is routed by its effect. It reports false when the bus is closed and f
+// did not run.
 func (b *Bus) Do(f func(*State)) bool {
-	ran := make(chan struct{})
-	select {
-	// The routing snapshot is renewed before the caller goes on, so that
-	// a request that follows a CLUSTER command is routed by its effect.
-	case b.events <- func() { f(b.st); b.publishRouting(); close(ran) }:
-	case <-b.done:
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
 		return false
 	}
-	select {
-	case <-ran:
-		return true
-	case <-b.done:
+	f(b.st)
+	b.settle()
+	return true
+}
+
+// View runs f with the State for reading it only: unlike Do, it does
+// not renew the routing snapshot, which costs a pass over the slots, so
+// that CLUSTER NODES and its kin answer quickly.
+func (b *Bus) View(f func(*State)) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
 		return false
 	}
+	f(b.st)
+	return true
 }
 
 // Routing is the routing snapshot as of the bus's last event: one atomic
@@ -271,25 +286,6 @@ func (b *Bus) publishRouting() {
 	if !b.nextRouting.Equal(b.routing.Load()) {
 		b.routing.Store(b.nextRouting)
 		b.nextRouting = nil
-	}
-}
-
-// View runs f on the bus's goroutine with the State, for reading it
-// only: unlike Do, it does not renew the routing snapshot, which costs a
-// pass over the slots, so that CLUSTER NODES and its kin answer quickly.
-// It reports false when the bus is closed and f did not run.
-func (b *Bus) View(f func(*State)) bool {
-	ran := make(chan struct{})
-	select {
-	case b.events <- func() { f(b.st); close(ran) }:
-	case <-b.done:
-		return false
-	}
-	select {
-	case <-ran:
-		return true
-	case <-b.done:
-		return false
 	}
 }
 
@@ -323,6 +319,9 @@ func (b *Bus) Meet(ip string, port, cport uint16) error {
 // Close stops the bus and waits for its goroutines.
 func (b *Bus) Close() error {
 	b.close.Do(func() {
+		b.mu.Lock()
+		b.closed = true
+		b.mu.Unlock()
 		close(b.done)
 		b.cancel()
 		b.ln.Close()
@@ -364,6 +363,8 @@ func (b *Bus) accept() {
 
 func (b *Bus) loop(ticks <-chan time.Time) {
 	defer func() {
+		b.mu.Lock()
+		defer b.mu.Unlock()
 		for l := range b.links {
 			l.shut()
 		}
@@ -373,13 +374,24 @@ func (b *Bus) loop(ticks <-chan time.Time) {
 		case <-b.done:
 			return
 		case f := <-b.events:
+			b.mu.Lock()
 			f()
+			b.settle()
+			b.mu.Unlock()
 		case <-ticks:
+			b.mu.Lock()
 			b.cron()
+			b.settle()
+			b.mu.Unlock()
 		}
-		b.publishRouting()
-		b.reportMaster()
 	}
+}
+
+// settle acts on what an event changed: the routing snapshot, and
+// myself's master for the server.
+func (b *Bus) settle() {
+	b.publishRouting()
+	b.reportMaster()
 }
 
 // addLink starts a link's reader and writer. A connection that arrives

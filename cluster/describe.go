@@ -31,14 +31,8 @@ func (s *State) UpdateState(now int64) bool {
 	}
 	state := uint8(StateOK)
 	if s.RequireFullCoverage {
-		// Owners come in runs: a node is looked up once per run.
-		last := "\x00"
-		for _, id := range s.Owner {
-			if id == last {
-				continue
-			}
-			last = id
-			if n := s.nodes[id]; n == nil || n.Failed() {
+		for _, r := range s.ownerRuns() {
+			if n := s.nodes[r.Owner]; n == nil || n.Failed() {
 				state = StateFail
 				break
 			}

@@ -70,14 +70,11 @@ func (r *Routing) fill(s *State, index map[string]uint16) {
 	if me := s.Me(); me.IsSlave() {
 		r.Master = add(me.Master)
 	}
-	// Owners come in long runs of one node: the last one's index saves
-	// a map lookup per slot, since this runs after every bus event.
-	last, lastIndex := "", uint16(NoNode)
-	for j := range r.owner {
-		if id := s.Owner[j]; id != last {
-			last, lastIndex = id, add(id)
+	for _, run := range s.ownerRuns() {
+		i := add(run.Owner)
+		for j := int(run.First); j <= int(run.Last); j++ {
+			r.owner[j] = i
 		}
-		r.owner[j] = lastIndex
 	}
 	for slot, id := range s.Migrating {
 		if i := add(id); i != NoNode {

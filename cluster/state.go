@@ -74,8 +74,13 @@ type State struct {
 	// AllowReplicaMigration is cluster-allow-replica-migration.
 	AllowReplicaMigration bool
 
-	// Owner gives each slot's owner's ID, "" when unassigned.
+	// Owner gives each slot's owner's ID, "" when unassigned; only
+	// SetOwner changes it.
 	Owner [Slots]string
+	// runs are Owner as maximal runs of one owner, made when first asked
+	// for after a change (ownerRuns): the passes the bus makes after every
+	// event (coverage, routing, saving) walk a few runs, not every slot.
+	runs []ownerRun
 	// notClaiming marks the slots whose owner stopped claiming them
 	// without anyone else taking them: Redis keeps the binding, to keep
 	// the cluster up, but lets any claim take the slot and sends no
@@ -190,6 +195,7 @@ func (s *State) SetOwner(slot uint16, id string) {
 	if n := s.nodes[id]; n != nil {
 		n.NumSlots++
 	}
+	s.runs = s.runs[:0]
 	s.notClaiming[slot>>3] &^= 1 << (slot & 7)
 }
 
@@ -336,21 +342,37 @@ func (s *State) NodesConf() *NodesConf {
 	return c
 }
 
-// allRanges is Ranges of every owner, in one pass over the slots: the
-// bus saves the state after every change, a reshard's thousands of them
-// included.
-func (s *State) allRanges() map[string][]SlotRange {
-	out := map[string][]SlotRange{}
-	for j := 0; j < Slots; j++ {
+// ownerRun is First to Last inclusive, all owned by Owner ("" for none).
+type ownerRun struct {
+	First, Last uint16
+	Owner       string
+}
+
+// ownerRuns are the maximal runs of slots of one owner, in slot order.
+func (s *State) ownerRuns() []ownerRun {
+	if len(s.runs) > 0 {
+		return s.runs
+	}
+	for j := 0; j < Slots; {
 		id := s.Owner[j]
 		k := j
 		for k+1 < Slots && s.Owner[k+1] == id {
 			k++
 		}
-		if id != "" {
-			out[id] = append(out[id], SlotRange{uint16(j), uint16(k)})
+		s.runs = append(s.runs, ownerRun{uint16(j), uint16(k), id})
+		j = k + 1
+	}
+	return s.runs
+}
+
+// allRanges is Ranges of every owner: the bus saves the state after
+// every change, a reshard's thousands of them included.
+func (s *State) allRanges() map[string][]SlotRange {
+	out := map[string][]SlotRange{}
+	for _, r := range s.ownerRuns() {
+		if r.Owner != "" {
+			out[r.Owner] = append(out[r.Owner], SlotRange{r.First, r.Last})
 		}
-		j = k
 	}
 	return out
 }

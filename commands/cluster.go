@@ -10,16 +10,14 @@ import (
 
 // clusterCommands: CLUSTER and the connection's cluster modes.
 func clusterCommands() []*command {
-	// Every subcommand but KEYSLOT and the key counts waits for the bus's
-	// goroutine (may_wait), so none of them holds up an event loop.
-	const admin = "no_async_loading admin stale may_wait"
-	const view = "stale may_wait"
+	const admin = "no_async_loading admin stale"
+	const view = "stale"
 	return []*command{
 		cmd("cluster", -2, "", nil).withSub(
 			cmd("addslots", -3, admin, cmdClusterAddSlots),
 			cmd("addslotsrange", -4, admin, cmdClusterAddSlotsRange),
 			cmd("bumpepoch", 2, admin, cmdClusterBumpEpoch),
-			cmd("count-failure-reports", 3, "admin stale may_wait", cmdClusterCountFailureReports),
+			cmd("count-failure-reports", 3, "admin stale", cmdClusterCountFailureReports),
 			cmd("countkeysinslot", 3, "stale", cmdClusterCountKeysInSlot),
 			cmd("delslots", -3, admin, cmdClusterAddSlots),
 			cmd("delslotsrange", -4, admin, cmdClusterAddSlotsRange),
@@ -33,14 +31,14 @@ func clusterCommands() []*command {
 			cmd("meet", -4, admin, cmdClusterMeet),
 			cmd("myid", 2, view, cmdClusterMyID),
 			cmd("nodes", 2, view, cmdClusterNodes),
-			cmd("replicas", 3, "admin stale may_wait", cmdClusterReplicas),
+			cmd("replicas", 3, "admin stale", cmdClusterReplicas),
 			cmd("replicate", 3, admin, cmdClusterReplicate),
-			cmd("reset", -2, "admin stale noscript may_wait", cmdClusterReset),
+			cmd("reset", -2, "admin stale noscript", cmdClusterReset),
 			cmd("saveconfig", 2, admin, cmdClusterSaveConfig),
 			cmd("set-config-epoch", 3, admin, cmdClusterSetConfigEpoch),
 			cmd("setslot", -4, admin, cmdClusterSetSlot),
 			cmd("shards", 2, view, cmdClusterShards),
-			cmd("slaves", 3, "admin stale may_wait", cmdClusterReplicas),
+			cmd("slaves", 3, "admin stale", cmdClusterReplicas),
 			cmd("slots", 2, view, cmdClusterSlots),
 		),
 		cmd("readonly", 1, "fast loading stale", cmdReadonly),
