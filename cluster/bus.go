@@ -29,10 +29,14 @@ type BusConfig struct {
 	ID string
 	// IP is myself's address as announced; when empty, others take it
 	// from the connection, and myself learns it from the first MEET.
-	IP       string
-	Port     uint16 // the client port
-	BusPort  uint16 // the bus port; Port+BusPortOffset when 0
-	Hostname string
+	IP      string
+	Port    uint16 // the client port
+	BusPort uint16 // the bus port; Port+BusPortOffset when 0
+	// AnnouncedBusPort is the bus port others are told (0: BusPort), for
+	// a node behind a port mapping; PPort is the plaintext client port
+	// of a node whose Port is its TLS port (tls-cluster), 0 when none.
+	AnnouncedBusPort, PPort uint16
+	Hostname                string
 	// NodeTimeout is cluster-node-timeout in milliseconds.
 	NodeTimeout int64
 	// State, when set, is the state to start from (a loaded nodes.conf);
@@ -158,6 +162,10 @@ func NewBus(cfg BusConfig) (*Bus, error) {
 	if cfg.BusPort == 0 {
 		cfg.BusPort = cfg.Port + BusPortOffset
 	}
+	cport := cfg.BusPort
+	if cfg.AnnouncedBusPort != 0 {
+		cport = cfg.AnnouncedBusPort
+	}
 	if cfg.MaxMsg == 0 {
 		cfg.MaxMsg = DefaultMaxMsg
 	}
@@ -186,10 +194,10 @@ func NewBus(cfg BusConfig) (*Bus, error) {
 		if id == "" {
 			id = randomName()
 		}
-		b.st = NewState(&Node{ID: id, IP: cfg.IP, Port: cfg.Port, CPort: cfg.BusPort, Hostname: cfg.Hostname}, cfg.NodeTimeout)
+		b.st = NewState(&Node{ID: id, IP: cfg.IP, Port: cfg.Port, CPort: cport, PPort: cfg.PPort, Hostname: cfg.Hostname}, cfg.NodeTimeout)
 	}
 	me := b.st.Me()
-	me.Hostname, me.Port, me.CPort, me.Linked = cfg.Hostname, cfg.Port, cfg.BusPort, true
+	me.Hostname, me.Port, me.CPort, me.PPort, me.Linked = cfg.Hostname, cfg.Port, cport, cfg.PPort, true
 	if cfg.IP != "" {
 		me.IP = cfg.IP
 	}

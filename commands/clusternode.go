@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -50,20 +51,29 @@ func (s *Server) StartCluster() error {
 			return fmt.Errorf("unrecoverable error: corrupted cluster config file %s: %w", path, err)
 		}
 	}
-	port := s.Cfg.Int("port")
-	if p := s.Cfg.Int("cluster-announce-port"); p != 0 {
-		port = p
+	ports := s.clusterPorts()
+	var serverTLS, clientTLS *tls.Config
+	if s.Cfg.Get("tls-cluster") == "yes" {
+		set := s.Cfg.tlsSet.Load()
+		if set == nil || s.Cfg.Int("tls-port") == 0 {
+			return errors.New("tls-cluster needs tls-port and the certificates of tls-cert-file and tls-key-file")
+		}
+		serverTLS, clientTLS = s.Cfg.TLSServerConfig(), set.Client()
 	}
 	bus, err := cluster.NewBus(cluster.BusConfig{
-		IP:          s.Cfg.Get("cluster-announce-ip"),
-		Port:        uint16(port),
-		BusPort:     uint16(s.Cfg.Int("cluster-port")),
-		Hostname:    s.Cfg.Get("cluster-announce-hostname"),
-		NodeTimeout: timeout,
-		State:       st,
-		Save:        s.nodesConf.save,
-		Logger:      s.Log,
-		OnReplicate: func(ip string, port int) { s.clusterOut.do(func() { s.followMaster(ip, port) }) },
+		IP:               s.Cfg.Get("cluster-announce-ip"),
+		Port:             ports.port,
+		PPort:            ports.pport,
+		BusPort:          ports.bus,
+		AnnouncedBusPort: ports.announcedBus,
+		TLS:              serverTLS,
+		DialTLS:          clientTLS,
+		Hostname:         s.Cfg.Get("cluster-announce-hostname"),
+		NodeTimeout:      timeout,
+		State:            st,
+		Save:             s.nodesConf.save,
+		Logger:           s.Log,
+		OnReplicate:      func(ip string, port int) { s.clusterOut.do(func() { s.followMaster(ip, port) }) },
 		OnLostSlots: func(slots []uint16) {
 			slots = slices.Clone(slots)
 			s.clusterOut.do(func() { s.dropSlots(slots) })
@@ -99,6 +109,34 @@ func (s *Server) StartCluster() error {
 	}
 	s.Log.Info("cluster bus ready", "node", bus.ID(), "addr", bus.Addr().String(), "config", path)
 	return nil
+}
+
+// clusterPorts are the node's ports as the cluster knows them, as
+// Redis's deriveAnnouncedPorts makes them: in a TLS cluster (tls-cluster)
+// a node is known by its TLS port, its plaintext one given as pport; the
+// bus listens at cluster-port, or the client port plus 10000.
+type clusterPorts struct{ port, pport, bus, announcedBus uint16 }
+
+func (s *Server) clusterPorts() clusterPorts {
+	c := s.Cfg
+	tlsCluster := c.Get("tls-cluster") == "yes"
+	var p clusterPorts
+	if tlsCluster {
+		p.port, p.pport = uint16(c.Int("tls-port")), uint16(c.Int("port"))
+	} else {
+		p.port = uint16(c.Int("port"))
+	}
+	p.bus = p.port + cluster.BusPortOffset
+	if cp := c.Int("cluster-port"); cp != 0 {
+		p.bus = uint16(cp)
+	}
+	if tlsCluster && c.Int("cluster-announce-tls-port") != 0 {
+		p.port, p.pport = uint16(c.Int("cluster-announce-tls-port")), uint16(c.Int("cluster-announce-port"))
+	} else if ap := c.Int("cluster-announce-port"); ap != 0 {
+		p.port = uint16(ap)
+	}
+	p.announcedBus = uint16(c.Int("cluster-announce-bus-port"))
+	return p
 }
 
 // clusterEffects wires the cluster settings that change a running node;

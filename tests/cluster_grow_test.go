@@ -62,8 +62,20 @@ func clusterGrow(t *testing.T, kinds []string) {
 	}
 	added := "[OK] New node added correctly."
 
+	// A policy set before a node joins reaches it once it has.
+	if kinds[0] == testserver.Limitkv {
+		if err := c.conns[0].Do(ctx, "RL.POLICY", "SET", "login", "SLIDE", "5", "1h").Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
 	c.cliOK([]string{"--cluster", "add-node", c.addr(3), c.addr(0)}, added)
 	c.waitAgree(4)
+	if kinds[0] == testserver.Limitkv && kinds[3] == testserver.Limitkv {
+		waitFor(t, clusterWait, "the policy set before it joined to reach "+c.addr(3), func() bool {
+			v, err := c.conns[3].Do(ctx, "RL.POLICY", "GET", "login").StringSlice()
+			return err == nil && strings.Join(v, " ") == "SLIDE 5 1h"
+		})
+	}
 	c.cliOK([]string{"--cluster", "add-node", c.addr(4), c.addr(1), "--cluster-slave", "--cluster-master-id", ids[3]}, added)
 	c.waitAgree(5)
 	role, err := c.conns[4].Do(ctx, "ROLE").Slice()

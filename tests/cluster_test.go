@@ -428,6 +428,7 @@ func TestCluster(t *testing.T) {
 				t.Fatalf("the later steps need the cluster the create step makes: run TestCluster/%s whole", k.name)
 			}
 			c.run("clients", clusterClients)
+			c.run("messages", clusterMessages)
 			c.run("errors", clusterErrors)
 		})
 	}

@@ -139,21 +139,6 @@ func run(args []string, stdout, stderr io.Writer) int {
 		log.Info("rate-limit policies loaded", "file", path, "policies", n)
 	}
 
-	// The cluster bus, once the keyspace is loaded: nodes.conf names the
-	// node, and a damaged one stops start-up rather than making a
-	// stranger of it.
-	if err := srv.StartCluster(); err != nil {
-		log.Error("cannot start the cluster", "err", err)
-		if logOut != stderr {
-			fmt.Fprintf(stderr, "limitkv: %v\n", err)
-		}
-		if store != nil {
-			store.Close()
-		}
-		return 1
-	}
-	defer srv.StopCluster()
-
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var bg sync.WaitGroup
@@ -217,6 +202,22 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	warnIfOpen(append(plain.addrs(), tlsLn.addrs()...), cfg, srv.DefaultUserNoPass(), log)
+	// The cluster bus, once the keyspace is loaded and TLS configured:
+	// nodes.conf names the node, and a damaged one stops start-up rather
+	// than making a stranger of it.
+	if err := srv.StartCluster(); err != nil {
+		log.Error("cannot start the cluster", "err", err)
+		if logOut != stderr {
+			fmt.Fprintf(stderr, "limitkv: %v\n", err)
+		}
+		plain.close()
+		tlsLn.close()
+		if store != nil {
+			store.Close()
+		}
+		return 1
+	}
+	defer srv.StopCluster()
 	if addr := cfg.Get("metrics-addr"); addr != "" {
 		ep, err := serveMetrics(addr, srv, log)
 		if err != nil {
