@@ -85,16 +85,6 @@ func clusterView(c *Ctx, f func(*cluster.State)) bool {
 	return b != nil && b.View(f)
 }
 
-// keysReadable is whether the engine's slot counts can be read: they take
-// a shard lock, which a transaction or a script already holds.
-func keysReadable(c *Ctx) bool {
-	if c.held {
-		c.W.Error("ERR CLUSTER " + strings.ToUpper(c.Spec.Name) + " cannot read the keyspace inside a transaction or a script")
-		return false
-	}
-	return true
-}
-
 // slotArg parses a slot argument (getSlotOrReply).
 func slotArg(b []byte) (uint16, error) {
 	n, ok := engine.ParseInt(b)
@@ -191,7 +181,7 @@ func cmdClusterFlushSlots(c *Ctx) {
 
 func cmdClusterSetSlot(c *Ctx) {
 	b := clusterBus(c)
-	if b == nil || !keysReadable(c) {
+	if b == nil {
 		return
 	}
 	args := make([]string, len(c.Args)-3)
@@ -206,7 +196,7 @@ func cmdClusterSetSlot(c *Ctx) {
 		if err != nil {
 			return cluster.Changes{}, err
 		}
-		return s.SetSlot(slot, args, c.Srv.Eng.CountKeysInSlot)
+		return s.SetSlot(slot, args, func(slot uint16) int { return c.Srv.Eng.CountKeysInSlot(slot, c.held) })
 	}))
 }
 
@@ -246,7 +236,7 @@ func cmdClusterKeySlot(c *Ctx) {
 }
 
 func cmdClusterCountKeysInSlot(c *Ctx) {
-	if clusterBus(c) == nil || !keysReadable(c) {
+	if clusterBus(c) == nil {
 		return
 	}
 	slot, ok := c.Int(2)
@@ -257,11 +247,11 @@ func cmdClusterCountKeysInSlot(c *Ctx) {
 		c.W.Error("ERR Invalid slot")
 		return
 	}
-	c.W.Int(int64(c.Srv.Eng.CountKeysInSlot(uint16(slot))))
+	c.W.Int(int64(c.Srv.Eng.CountKeysInSlot(uint16(slot), c.held)))
 }
 
 func cmdClusterGetKeysInSlot(c *Ctx) {
-	if clusterBus(c) == nil || !keysReadable(c) {
+	if clusterBus(c) == nil {
 		return
 	}
 	slot, ok := c.Int(2)
@@ -276,7 +266,7 @@ func cmdClusterGetKeysInSlot(c *Ctx) {
 		c.W.Error("ERR Invalid slot or number of keys")
 		return
 	}
-	keys := c.Srv.Eng.KeysInSlot(uint16(slot), int(min(count, 1<<31)))
+	keys := c.Srv.Eng.KeysInSlot(uint16(slot), int(min(count, 1<<31)), c.held)
 	c.W.Array(len(keys))
 	for _, k := range keys {
 		c.W.Bulk(k)

@@ -343,7 +343,8 @@ func (s *Server) clusterRedirect(cl *Client, spec *cmdspec.Spec, flags cmdspec.F
 	if d == cluster.Here {
 		return ""
 	}
-	return d.Error(slot, n, !cl.conn.IsTLS() && s.Cfg.Get("tls-cluster") == "yes")
+	plaintext := cl.conn != nil && !cl.conn.IsTLS() && s.Cfg.Get("tls-cluster") == "yes"
+	return d.Error(slot, n, plaintext)
 }
 
 // routed reports whether a command is routed by its keys: Redis routes

@@ -191,12 +191,14 @@ func (e *Engine) slotSetIn(s *Shard, slot uint16) *refSet {
 
 // CountKeysInSlot returns the number of keys of database 0 in slot, expired
 // ones included until they are deleted, as Redis's countKeysInSlot counts
-// them; 0 when the engine has no slots. It takes the slot's shard lock: the
-// caller must not hold it.
-func (e *Engine) CountKeysInSlot(slot uint16) int {
+// them; 0 when the engine has no slots. It takes the slot's shard lock
+// unless the caller holds it (held: every shard, in EXEC or a script).
+func (e *Engine) CountKeysInSlot(slot uint16, held bool) int {
 	s := &e.shards[slot%Shards]
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	if !held {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+	}
 	if set := e.slotSetIn(s, slot); set != nil {
 		return set.n
 	}
@@ -205,12 +207,14 @@ func (e *Engine) CountKeysInSlot(slot uint16) int {
 
 // KeysInSlot returns copies of up to max keys of database 0 in slot, in no
 // particular order, expired ones included until they are deleted, as
-// CLUSTER GETKEYSINSLOT returns them. It takes the slot's shard lock: the
-// caller must not hold it.
-func (e *Engine) KeysInSlot(slot uint16, max int) [][]byte {
+// CLUSTER GETKEYSINSLOT returns them. It takes the slot's shard lock
+// unless the caller holds it (held).
+func (e *Engine) KeysInSlot(slot uint16, max int, held bool) [][]byte {
 	s := &e.shards[slot%Shards]
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	if !held {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+	}
 	set := e.slotSetIn(s, slot)
 	if set == nil || max <= 0 {
 		return nil

@@ -79,11 +79,11 @@ func checkIndex(t *testing.T, e *Engine, step string) {
 	}
 	total := 0
 	for slot, keys := range naiveSlots(e, 0) {
-		if n := e.CountKeysInSlot(slot); n != len(keys) {
+		if n := e.CountKeysInSlot(slot, false); n != len(keys) {
 			t.Fatalf("%s: CountKeysInSlot(%d) = %d, want %d", step, slot, n, len(keys))
 		}
 		var got []string
-		for _, k := range e.KeysInSlot(slot, len(keys)+1) {
+		for _, k := range e.KeysInSlot(slot, len(keys)+1, false) {
 			got = append(got, string(k))
 		}
 		slices.Sort(got)
@@ -363,8 +363,8 @@ func TestDeleteKeysInSlotAccounts(t *testing.T) {
 	if !w.Dirty() {
 		t.Fatal("WATCH did not see the deletion")
 	}
-	if e.CountKeysInSlot(slot) != 0 || e.DBSize(0, false) != 1 {
-		t.Fatalf("left %d in slot, %d in all", e.CountKeysInSlot(slot), e.DBSize(0, false))
+	if e.CountKeysInSlot(slot, false) != 0 || e.DBSize(0, false) != 1 {
+		t.Fatalf("left %d in slot, %d in all", e.CountKeysInSlot(slot, false), e.DBSize(0, false))
 	}
 	flushAllEmpty(t, e)
 }
@@ -381,12 +381,12 @@ func TestSlotIndexConcurrent(t *testing.T) {
 	go func() {
 		defer close(done)
 		for {
-			n := e.CountKeysInSlot(slot)
+			n := e.CountKeysInSlot(slot, false)
 			if n < 0 || n > writers*perWriter {
 				t.Errorf("count %d", n)
 				return
 			}
-			e.KeysInSlot(slot, 10)
+			e.KeysInSlot(slot, 10, false)
 			if n == writers*perWriter/2 {
 				return
 			}
@@ -415,7 +415,7 @@ func TestSlotIndexConcurrent(t *testing.T) {
 	}
 	wg.Wait()
 	<-done
-	if n := e.CountKeysInSlot(slot); n != writers*perWriter/2 {
+	if n := e.CountKeysInSlot(slot, false); n != writers*perWriter/2 {
 		t.Fatalf("count %d, want %d", n, writers*perWriter/2)
 	}
 	if n := e.DeleteKeysInSlot(slot); n != writers*perWriter/2 || e.DBSize(0, false) != 0 {
