@@ -54,6 +54,9 @@ func scenarios() []*scenario {
 		{name: "flood", summary: "a maxmemory-limited limitkv flooded with new RL.FIXED keys at -paced-rate; writes flood.md and .json",
 			flags: []flagGroup{connFlags, pacedFlags, floodFlags},
 			run:   (*bench).runFlood},
+		{name: "cluster", summary: "RL.FIXED on a 3-master limitkv cluster against the INCR + PEXPIRE script on a 3-master redis-server cluster, through go-redis's ClusterClient, with a check of the allowed decisions (about 2.5 minutes); writes cluster.md and .json",
+			flags: []flagGroup{connFlags, clusterFlags},
+			run:   (*bench).runCluster},
 	}
 }
 
@@ -137,7 +140,7 @@ func legacyFlags(fs *flag.FlagSet, c *config) {
 // allGroups is every flag, for the command line without a subcommand.
 func allGroups() []flagGroup {
 	return []flagGroup{runFlags, connFlags, pacedFlags, workloadFlags, throughputFlags, memoryFlags, snapshotFlags, periodicFlags,
-		skipThroughputFlags, skipFlags, replicationFlags, failoverFlags, floodFlags, legacyFlags}
+		skipThroughputFlags, skipFlags, replicationFlags, failoverFlags, floodFlags, clusterFlags, legacyFlags}
 }
 
 // parseArgs reads the command line: a scenario's name and its flags, or
@@ -230,6 +233,9 @@ func parseArgs(args []string, stderr io.Writer) (*scenario, config, error) {
 		quick("repl-sync-keys", func() { cfg.syncKeys = 100_000 })
 		quick("repl-sync-rounds", func() { cfg.syncRounds = 1 })
 		quick("repl-failovers", func() { cfg.failovers = 1 })
+		quick("cluster-duration", func() { cfg.clusterDuration = time.Second })
+		quick("cluster-warmup", func() { cfg.clusterWarmup = 200 * time.Millisecond })
+		quick("cluster-rounds", func() { cfg.clusterRounds = 1 })
 	}
 	return sc, cfg, cfg.check(sc.name)
 }
@@ -260,6 +266,14 @@ func (c config) check(scenario string) error {
 		return errors.New("-repl-sync-keys must be 0 or at least 2 (half strings, half rate limits)")
 	case scenario == "failover" && c.failovers < 1:
 		return errors.New("-repl-failovers must be at least 1")
+	case c.clusterDuration <= 0 || c.clusterWarmup < 0 || c.clusterRounds < 1 || c.clusterKeys < 2 || c.clusterNodeTimeout <= 0:
+		return errors.New("-cluster-duration and -cluster-node-timeout must be positive, -cluster-warmup not negative, -cluster-rounds at least 1 and -cluster-keys at least 2")
+	case c.clusterWarmup+c.clusterDuration >= clusterWindow:
+		// The script's window starts at a key's first INCR: a round on
+		// keys of its own counts in one window only while it is shorter.
+		return fmt.Errorf("-cluster-warmup plus -cluster-duration must be shorter than the rate limit's window, %v", clusterWindow)
+	case !(c.clusterZipf > 1):
+		return errors.New("-cluster-zipf must be above 1")
 	}
 	return nil
 }

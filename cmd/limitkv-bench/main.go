@@ -13,6 +13,9 @@
 //	             (replication.go, failover.go)
 //	failover     the failover rounds alone (failover.go)
 //	flood        a maxmemory-limited server flooded with new keys (flood.go)
+//	cluster      the rate limit on a 3-master limitkv cluster and a
+//	             redis-server one through go-redis's ClusterClient
+//	             (cluster.go)
 //	all          throughput, memory, snapshot and periodic: results.md
 //	             (results.go; the default)
 //
@@ -106,6 +109,12 @@ type config struct {
 	floodKeys      int
 	floodMaxMemory string
 	floodPolicy    string
+	// clusterFlags (cluster.go)
+	clusterDuration, clusterWarmup time.Duration
+	clusterRounds, clusterKeys     int
+	clusterZipf                    float64
+	clusterNodeTimeout             time.Duration
+	redisCliBin                    string
 	// legacyFlags: the scenario chosen without a subcommand
 	legacyReplication, legacyPeriodic, legacyFlood bool
 }
