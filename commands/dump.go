@@ -313,7 +313,7 @@ func cmdCopy(c *Ctx) {
 		}
 	}
 	if c.Srv.Cluster != nil && (db != 0 || c.DB != 0) {
-		c.W.Error("Copying to another database is not allowed in cluster mode")
+		c.W.Error("ERR Copying to another database is not allowed in cluster mode")
 		return
 	}
 	if db == c.DB && string(src) == string(dst) {
@@ -348,7 +348,7 @@ func cmdCopy(c *Ctx) {
 
 func cmdMove(c *Ctx) {
 	if c.Srv.Cluster != nil {
-		c.W.Error("MOVE is not allowed in cluster mode")
+		c.W.Error("ERR MOVE is not allowed in cluster mode")
 		return
 	}
 	key := c.Args[1]

@@ -415,7 +415,7 @@ func (c *Ctx) dbIndex(i int, notInt string) (int, bool) {
 
 func cmdSelect(c *Ctx) {
 	if n, ok := engine.ParseInt(c.Args[1]); ok && n != 0 && n == int64(int32(n)) && c.Srv.Cluster != nil {
-		c.W.Error("SELECT is not allowed in cluster mode") // a cluster node has DB 0 only
+		c.W.Error("ERR SELECT is not allowed in cluster mode") // a cluster node has DB 0 only
 		return
 	}
 	db, ok := c.dbIndex(1, msgNotInteger)
@@ -429,7 +429,7 @@ func cmdSelect(c *Ctx) {
 
 func cmdSwapDB(c *Ctx) {
 	if c.Srv.Cluster != nil {
-		c.W.Error("SWAPDB is not allowed in cluster mode") // a cluster node has DB 0 only
+		c.W.Error("ERR SWAPDB is not allowed in cluster mode") // a cluster node has DB 0 only
 		return
 	}
 	a, ok := c.dbIndex(1, "invalid first DB index")

@@ -519,6 +519,23 @@ func clusterErrors(c *testCluster) {
 	// serves neither.
 	a, b := keys[slotRanges(3)[0][0]+1], keys[slotRanges(3)[1][0]+1]
 	expect(0, errText("CROSSSLOT Keys in request don't hash to the same slot"), "MSET", a, "1", b, "2")
+	// A script routes by its declared keys; without keys it runs anywhere.
+	elsewhere := keys[slotRanges(3)[1][0]+2]
+	expect(0, errText("MOVED %d %s", slotRanges(3)[1][0]+2, c.addr(1)), "EVAL", "return 1", "1", elsewhere)
+	expect(0, errText("CROSSSLOT Keys in request don't hash to the same slot"), "EVAL", "return 1", "2", a, b)
+	expect(0, ":1", "EVAL", "return 1", "0")
+	// A transaction queues what it can, and EXEC answers the redirection
+	// of the keys it queued, discarding the transaction.
+	expect(0, ok, "MULTI")
+	expect(0, errText("MOVED %d %s", slotRanges(3)[1][0]+2, c.addr(1)), "GET", elsewhere)
+	expect(0, "+QUEUED", "GET", a)
+	expect(0, "-EXECABORT Transaction discarded because of previous errors.", "EXEC")
+	// SELECT of another database is refused, as the cluster has one.
+	expect(0, "-ERR SELECT is not allowed in cluster mode", "SELECT", "1")
+	expect(0, ok, "SELECT", "0")
+	expect(0, "-ERR MOVE is not allowed in cluster mode", "MOVE", a, "1")
+	expect(0, "-ERR SWAPDB is not allowed in cluster mode", "SWAPDB", "0", "1")
+	expect(0, "-ERR Copying to another database is not allowed in cluster mode", "COPY", a, "{"+a+"}2", "DB", "1")
 	expect(2, errText("CROSSSLOT Keys in request don't hash to the same slot"), "MGET", a, b)
 
 	// A slot of master 0 migrating to master 1.
