@@ -46,10 +46,11 @@ var clusterKinds = []struct {
 }{
 	{"redis", repeatKind(testserver.Redis, 6)},
 	{"limitkv", repeatKind(testserver.Limitkv, 6)},
-	// redis-cli makes the first three nodes of one host the masters: two
-	// limitkv masters and a redis-server one, each replicated by a node of
-	// the other kind.
-	{"mixed", []string{testserver.Limitkv, testserver.Redis, testserver.Limitkv, testserver.Redis, testserver.Limitkv, testserver.Redis}},
+	// Two limitkv masters and a redis-server one, node 3+m replicating
+	// master m. A replica is of its master's kind: limitkv's replication
+	// stream carries rate-limit state that redis-server cannot read, and
+	// limitkv does not load redis-server's RDB stream.
+	{"mixed", []string{testserver.Limitkv, testserver.Redis, testserver.Limitkv, testserver.Limitkv, testserver.Redis, testserver.Limitkv}},
 }
 
 func repeatKind(kind string, n int) []string {
@@ -437,7 +438,19 @@ func TestCluster(t *testing.T) {
 // clusterCreate: redis-cli --cluster create, check and info on six nodes.
 func clusterCreate(c *testCluster) {
 	t := c.t
-	c.create(6, 1)
+	if slices.Contains(c.kinds, testserver.Redis) && slices.Contains(c.kinds, testserver.Limitkv) {
+		// Mixed: redis-cli would pair masters and replicas as it likes, so
+		// the masters are made first and each is given its replica, of
+		// its kind.
+		c.create(3, 0)
+		for m := range 3 {
+			c.cliOK([]string{"--cluster", "add-node", c.addr(3 + m), c.addr(0), "--cluster-slave", "--cluster-master-id", c.id(m)},
+				"[OK] New node added correctly.")
+			c.waitAgree(4 + m)
+		}
+	} else {
+		c.create(6, 1)
+	}
 	c.created = true
 	ids := make([]string, 6)
 	for i := range ids {
@@ -537,6 +550,48 @@ func clusterErrors(c *testCluster) {
 	expect(0, "-ERR SWAPDB is not allowed in cluster mode", "SWAPDB", "0", "1")
 	expect(0, "-ERR Copying to another database is not allowed in cluster mode", "COPY", a, "{"+a+"}2", "DB", "1")
 	expect(2, errText("CROSSSLOT Keys in request don't hash to the same slot"), "MGET", a, b)
+
+	// A replica redirects to its master, but serves reads after
+	// READONLY, until READWRITE.
+	for r := 3; r < 6; r++ {
+		master := ""
+		for _, l := range strings.Split(c.conns[r].ClusterNodes(context.Background()).Val(), "\n") {
+			if f := strings.Fields(l); len(f) > 3 && strings.Contains(f[2], "myself") {
+				master = f[3]
+			}
+		}
+		m := slices.Index(ids, master)
+		if m < 0 {
+			t.Fatalf("node %s replicates %q, not a master", c.addr(r), master)
+		}
+		slot := slotRanges(3)[m][0] + 13
+		key := "{" + keys[slot] + "}ro"
+		if err := c.conns[m].Set(context.Background(), key, "replicated", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		rc := dialRaw(t, c.addr(r))
+		want := errText("MOVED %d %s", slot, c.addr(m))
+		expectRaw := func(args ...string) string { return rc.do(args...).String() }
+		if got := expectRaw("GET", key); got != want {
+			t.Fatalf("GET on the replica %s %s: %s, want %s", c.kinds[r], c.addr(r), got, want)
+		}
+		expectRaw("READONLY")
+		waitFor(t, clusterWait, "the replica "+c.addr(r)+" to have the key", func() bool {
+			return expectRaw("GET", key) == bulk("replicated")
+		})
+		for _, step := range []struct {
+			args []string
+			want string
+		}{
+			{[]string{"SET", key, "x"}, want},
+			{[]string{"READWRITE"}, ok},
+			{[]string{"GET", key}, want},
+		} {
+			if got := rc.do(step.args...).String(); got != step.want {
+				t.Fatalf("%s on the replica %s %s: %s, want %s", strings.Join(step.args, " "), c.kinds[r], c.addr(r), got, step.want)
+			}
+		}
+	}
 
 	// A slot of master 0 migrating to master 1.
 	present, absent := "{ask}present", "{ask}absent"
