@@ -405,3 +405,27 @@ func known(s *clusterServer, id string) bool {
 	s.bus.Do(func(st *cluster.State) { n := st.Node(id); ok = n != nil && !n.Handshake() })
 	return ok
 }
+
+// What myself announces follows CONFIG SET, as in Redis.
+func TestClusterAnnounceSettings(t *testing.T) {
+	s := newClusterServer(t)
+	for _, req := range [][]string{
+		{"CONFIG", "SET", "cluster-announce-hostname", "node-a.example"},
+		{"CONFIG", "SET", "cluster-replica-no-failover", "yes"},
+		{"CONFIG", "SET", "cluster-announce-bus-port", "23456"},
+	} {
+		if got := s.reply(req...); got != "+OK" {
+			t.Fatalf("%v: %s", req, got)
+		}
+	}
+	nodes := s.reply("CLUSTER", "NODES")
+	for _, want := range []string{"@23456,node-a.example ", "myself,master,nofailover "} {
+		if !strings.Contains(nodes, want) {
+			t.Errorf("CLUSTER NODES lacks %q:\n%s", want, nodes)
+		}
+	}
+	s.reply("CONFIG", "SET", "cluster-replica-no-failover", "no")
+	if nodes := s.reply("CLUSTER", "NODES"); strings.Contains(nodes, "nofailover") {
+		t.Errorf("nofailover stayed after CONFIG SET cluster-replica-no-failover no:\n%s", nodes)
+	}
+}

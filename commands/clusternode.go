@@ -51,7 +51,7 @@ func (s *Server) StartCluster() error {
 			return fmt.Errorf("unrecoverable error: corrupted cluster config file %s: %w", path, err)
 		}
 	}
-	ports := s.clusterPorts()
+	ports := clusterPortsOf(s.Cfg)
 	var serverTLS, clientTLS *tls.Config
 	if s.Cfg.Get("tls-cluster") == "yes" {
 		set := s.Cfg.tlsSet.Load()
@@ -98,9 +98,17 @@ func (s *Server) StartCluster() error {
 	s.clusterOut.start()
 	s.clusterIn.start()
 	s.nodesConf.start(s.Log)
+	// Read before Do: a CONFIG SET holds the config's lock while it waits
+	// for the bus's.
+	noFailover := s.Cfg.Get("cluster-replica-no-failover") == "yes"
+	fullCoverage := s.Cfg.Get("cluster-require-full-coverage") == "yes"
+	replicaMigration := s.Cfg.Get("cluster-allow-replica-migration") == "yes"
 	bus.Do(func(st *cluster.State) {
-		st.RequireFullCoverage = s.Cfg.Get("cluster-require-full-coverage") == "yes"
-		st.AllowReplicaMigration = s.Cfg.Get("cluster-allow-replica-migration") == "yes"
+		st.RequireFullCoverage = fullCoverage
+		st.AllowReplicaMigration = replicaMigration
+		if noFailover {
+			st.Me().Flags |= cluster.NodeNoFailover
+		}
 	})
 	// A new node writes its identity at once, as Redis does, so that a
 	// restart before any change keeps it.
@@ -111,14 +119,20 @@ func (s *Server) StartCluster() error {
 	return nil
 }
 
+// settings reads configuration values: the config's, or those a
+// Reconfigurer is handed under the config's lock.
+type settings interface {
+	Get(name string) string
+	Int(name string) int64
+}
+
 // clusterPorts are the node's ports as the cluster knows them, as
 // Redis's deriveAnnouncedPorts makes them: in a TLS cluster (tls-cluster)
 // a node is known by its TLS port, its plaintext one given as pport; the
 // bus listens at cluster-port, or the client port plus 10000.
 type clusterPorts struct{ port, pport, bus, announcedBus uint16 }
 
-func (s *Server) clusterPorts() clusterPorts {
-	c := s.Cfg
+func clusterPortsOf(c settings) clusterPorts {
 	tlsCluster := c.Get("tls-cluster") == "yes"
 	var p clusterPorts
 	if tlsCluster {
@@ -149,7 +163,34 @@ func (c *Config) clusterEffects() map[string]config.Effect {
 			}
 		}}
 	}
-	return map[string]config.Effect{
+	// What myself announces follows CONFIG SET at once, as in Redis
+	// (clusterUpdateMyselfAnnouncedPorts and its kin); the next PINGs
+	// carry it.
+	announce := config.Effect{Reconf: &config.Reconfigurer{Apply: func(v config.Values) error {
+		if c.srv == nil || c.srv.Cluster == nil {
+			return nil
+		}
+		p := clusterPortsOf(v)
+		ip, host := v.Get("cluster-announce-ip"), v.Get("cluster-announce-hostname")
+		noFailover := v.Get("cluster-replica-no-failover") == "yes"
+		c.srv.Cluster.Do(func(st *cluster.State) {
+			me := st.Me()
+			me.Port, me.PPort, me.Hostname = p.port, p.pport, host
+			me.CPort = p.bus
+			if p.announcedBus != 0 {
+				me.CPort = p.announcedBus
+			}
+			if ip != "" {
+				me.IP = ip
+			}
+			me.Flags &^= cluster.NodeNoFailover
+			if noFailover {
+				me.Flags |= cluster.NodeNoFailover
+			}
+		})
+		return nil
+	}}}
+	effects := map[string]config.Effect{
 		"cluster-allow-reads-when-down": {Apply: func(_ string, n int64) { c.clusterReadsWhenDown.Store(n != 0) }},
 		"cluster-node-timeout":          onState(func(st *cluster.State, n int64) { st.NodeTimeout = n }),
 		"cluster-require-full-coverage": onState(func(st *cluster.State, n int64) { st.RequireFullCoverage = n != 0 }),
@@ -157,6 +198,11 @@ func (c *Config) clusterEffects() map[string]config.Effect {
 			st.AllowReplicaMigration = n != 0
 		}),
 	}
+	for _, name := range []string{"cluster-announce-ip", "cluster-announce-hostname", "cluster-announce-port",
+		"cluster-announce-tls-port", "cluster-announce-bus-port", "cluster-replica-no-failover"} {
+		effects[name] = announce
+	}
+	return effects
 }
 
 // StopCluster closes the cluster bus, if any.
