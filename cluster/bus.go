@@ -102,6 +102,8 @@ type Bus struct {
 
 	// routing is the State's routing snapshot, as of the last event.
 	routing atomic.Pointer[Routing]
+	// sendBufLimit is cluster-link-sendbuf-limit in bytes, 0 for none.
+	sendBufLimit atomic.Int64
 
 	// mu is held by every event of the bus (a message, a cron tick, a
 	// Do): what follows is owned by whoever holds it. closed: Close has
@@ -278,6 +280,12 @@ func (b *Bus) View(f func(*State)) bool {
 	f(b.st)
 	return true
 }
+
+// SetSendBufLimit sets cluster-link-sendbuf-limit: a link whose unsent
+// messages take more bytes than limit is dropped by the next cron, and
+// made anew, so that a peer that stopped reading costs bounded memory
+// (0: no limit but the queue's length).
+func (b *Bus) SetSendBufLimit(limit int64) { b.sendBufLimit.Store(limit) }
 
 // Routing is the routing snapshot as of the bus's last event: one atomic
 // load, for every request.

@@ -7,6 +7,7 @@ import (
 	"net"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -200,4 +201,71 @@ func TestBusNoLeak(t *testing.T) {
 	a.Close()
 	b.Close()
 	waitFor(t, 30*time.Second, "the goroutines to end", func() bool { return runtime.NumGoroutine() <= before })
+}
+
+// TestBusSendBufLimit: a peer that stops reading makes its link's unsent
+// messages pile up; past cluster-link-sendbuf-limit the next cron drops
+// the link and counts it, as Redis's freeClusterLinkOnBufferLimitReached.
+func TestBusSendBufLimit(t *testing.T) {
+	ticks := make(chan time.Time)
+	a, _ := startBusWith(t, func(c *BusConfig) { c.Ticks = ticks })
+	tick := func() { ticks <- time.Now(); a.post(func() {}) }
+
+	// The peer accepts and never reads.
+	port := freePortPair(t)
+	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port+BusPortOffset)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	held := make(chan net.Conn, 4)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			held <- c
+		}
+	}()
+	defer func() {
+		for len(held) > 0 {
+			(<-held).Close()
+		}
+	}()
+	const id = "00000000000000000000000000000000000000bb"
+	view(t, a, func(s *State) bool {
+		s.AddNode(&Node{ID: id, IP: "127.0.0.1", Port: uint16(port), CPort: uint16(port + BusPortOffset), Flags: NodeMaster})
+		return true
+	})
+	tick() // dials
+	linked := func() bool {
+		ok := false
+		view(t, a, func(s *State) bool { ok = s.Node(id).Linked; return true })
+		return ok
+	}
+	waitFor(t, 20*time.Second, "the link to the silent peer", linked)
+
+	a.SetSendBufLimit(1 << 20)
+	// Far more than the socket's buffers take: the rest waits in the
+	// link's queue.
+	big := make([]byte, 512<<10)
+	for range 48 {
+		a.Publish([]byte("ch"), big, false)
+	}
+	exceeded := func() uint64 {
+		var n uint64
+		view(t, a, func(s *State) bool { n = s.LinksBufferLimitExceeded; return true })
+		return n
+	}
+	waitFor(t, 20*time.Second, "the link over the limit to be dropped", func() bool {
+		tick()
+		return exceeded() >= 1
+	})
+	var info string
+	var n uint64
+	view(t, a, func(s *State) bool { n, info = s.LinksBufferLimitExceeded, s.ClusterInfo().String(); return true })
+	if !strings.Contains(info, "total_cluster_links_buffer_limit_exceeded:"+strconv.FormatUint(n, 10)+"\r\n") {
+		t.Errorf("CLUSTER INFO after %d drops:\n%s", n, info)
+	}
 }

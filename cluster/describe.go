@@ -208,6 +208,8 @@ func (s *State) ClusterInfo() Info {
 		MyEpoch:      s.epochOf(s.Me()),
 		Sent:         s.StatsSent,
 		Received:     s.StatsReceived,
+
+		LinksBufferLimitExceeded: s.LinksBufferLimitExceeded,
 	}
 	if s.Status != StateOK {
 		in.State = "fail"

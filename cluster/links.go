@@ -396,6 +396,15 @@ func (b *Bus) cron() {
 			b.sendPing(l, n, TypePing)
 		}
 	}
+	if limit := b.sendBufLimit.Load(); limit > 0 {
+		for l := range b.links {
+			if used := l.queuedCap.Load(); used > limit {
+				b.log.Warn("cluster bus: dropping a link over cluster-link-sendbuf-limit", "peer", l.conn.RemoteAddr().String(), "node", l.node, "bytes", used)
+				b.dropLink(l)
+				st.LinksBufferLimitExceeded++
+			}
+		}
+	}
 	c.merge(st.Tick(now))
 	st.UpdateState(now)
 	b.finish(c, nil, now)

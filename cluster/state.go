@@ -109,6 +109,9 @@ type State struct {
 
 	StatsSent     [typeCount]int64
 	StatsReceived [typeCount]int64
+	// LinksBufferLimitExceeded counts the links dropped for holding more
+	// unsent bytes than cluster-link-sendbuf-limit.
+	LinksBufferLimitExceeded uint64
 }
 
 // NewState is a fresh node's state: only myself, a master without

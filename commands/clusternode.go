@@ -95,6 +95,7 @@ func (s *Server) StartCluster() error {
 		return fmt.Errorf("cluster bus: %w", err)
 	}
 	s.Cluster = bus
+	bus.SetSendBufLimit(s.Cfg.Int("cluster-link-sendbuf-limit"))
 	s.clusterOut.start()
 	s.clusterIn.start()
 	s.nodesConf.start(s.Log)
@@ -191,6 +192,11 @@ func (c *Config) clusterEffects() map[string]config.Effect {
 		return nil
 	}}}
 	effects := map[string]config.Effect{
+		"cluster-link-sendbuf-limit": {Apply: func(_ string, n int64) {
+			if c.srv != nil && c.srv.Cluster != nil {
+				c.srv.Cluster.SetSendBufLimit(n)
+			}
+		}},
 		"cluster-allow-reads-when-down": {Apply: func(_ string, n int64) { c.clusterReadsWhenDown.Store(n != 0) }},
 		"cluster-node-timeout":          onState(func(st *cluster.State, n int64) { st.NodeTimeout = n }),
 		"cluster-require-full-coverage": onState(func(st *cluster.State, n int64) { st.RequireFullCoverage = n != 0 }),
