@@ -28,7 +28,11 @@ const footerLen = 10
 // endian, then the CRC-64 of everything before the checksum, little endian.
 // It appends to payload's backing array when there is room.
 func Seal(payload []byte) []byte {
-	b := binary.LittleEndian.AppendUint16(payload, Version)
+	return seal(payload, Version)
+}
+
+func seal(payload []byte, version uint16) []byte {
+	b := binary.LittleEndian.AppendUint16(payload, version)
 	return binary.LittleEndian.AppendUint64(b, CRC64(0, b))
 }
 
