@@ -25,20 +25,35 @@ func dumpCommands() []*command {
 // values. DUMP and RESTORE speak Redis 7.0's RDB value format (package
 // rdb), so that payloads move between limitkv and redis-server either way.
 
+// Values Redis has no type for (rate-limit states, a login list with its
+// ban) travel in limitkv's own payloads (rdb.SealLimitkv), whose body is
+// the value's encoding in the engine's codec, as snapshots and replicas
+// have it, without its expiry: RESTORE's TTL sets that. redis-server
+// refuses these payloads as a version above its own.
+
 const (
 	msgBadPayload = "ERR DUMP payload version or checksum are wrong"
 	msgBadData    = "Bad data format"
 	msgBusyKey    = "BUSYKEY Target key name already exists."
 	msgSameObject = "source and destination objects are the same"
-	// msgDumpLimit: limitkv's rate-limit values have no counterpart among
-	// Redis's types, so no RDB payload can carry them (a made-up type
-	// number could collide with one of Redis's later versions).
-	msgDumpLimit = "rate-limit values have no Redis type: DUMP, MIGRATE cannot carry them (COPY, MOVE and RENAME can)"
 )
 
-// dumpValue appends the RDB payload of e (type byte and value, no
-// envelope). The shard is locked. It fails with a reply text for a value
-// that has no RDB form.
+// dumpPayload appends the DUMP payload of e, envelope included. The shard
+// is locked. It fails with a reply text for a value that has no payload.
+func dumpPayload(dst []byte, sh *engine.Shard, e engine.Entry) ([]byte, string) {
+	if body, ok := engine.AppendLimitValue(dst, sh, e); ok {
+		return rdb.SealLimitkv(body), ""
+	}
+	v, msg := dumpValue(dst, sh, e)
+	if msg != "" {
+		return v, msg
+	}
+	return rdb.Seal(v), ""
+}
+
+// dumpValue appends the RDB value of e (type byte and value, no
+// envelope) for a type Redis has. The shard is locked. It fails with a
+// reply text for a value that has no RDB form.
 func dumpValue(dst []byte, sh *engine.Shard, e engine.Entry) ([]byte, string) {
 	switch e.Kind() {
 	case engine.KindString:
@@ -80,10 +95,8 @@ func dumpValue(dst []byte, sh *engine.Shard, e engine.Entry) ([]byte, string) {
 			members = append(members, m)
 		}
 		return rdb.AppendSet(dst, members), ""
-	case engine.KindLimit:
-		return dst, msgDumpLimit
 	}
-	return dst, msgDumpLimit
+	return dst, "cannot dump a value of type " + e.Kind().String()
 }
 
 func cmdDump(c *Ctx) {
@@ -94,12 +107,12 @@ func cmdDump(c *Ctx) {
 		c.W.Null()
 		return
 	}
-	payload, msg := dumpValue(nil, sh, e)
+	payload, msg := dumpPayload(nil, sh, e)
 	if msg != "" {
 		c.W.Error(msg)
 		return
 	}
-	c.W.Bulk(rdb.Seal(payload))
+	c.W.Bulk(payload)
 }
 
 // restoreOpts are RESTORE's options after its payload.
@@ -165,7 +178,9 @@ func cmdRestore(c *Ctx) {
 	ttl, ttlOK := engine.ParseInt(c.Args[2])
 	var enc []byte
 	payloadErr := ""
-	if _, err := rdb.Open(c.Args[3]); err != nil {
+	if rdb.IsLimitkv(c.Args[3]) {
+		enc, payloadErr = limitValue(c.Args[3], &ttl, ttlOK, o.absTTL, c.Now)
+	} else if _, err := rdb.Open(c.Args[3]); err != nil {
 		payloadErr = msgBadPayload
 	} else if v, err := rdb.Decode(c.Args[3]); err != nil {
 		// Redis reads the value from the whole argument, footer
@@ -173,13 +188,7 @@ func cmdRestore(c *Ctx) {
 		// it goes.
 		payloadErr = msgBadData
 	} else {
-		if ttl != 0 && !o.absTTL && ttlOK && ttl > 0 {
-			if ttl > math.MaxInt64-c.Now {
-				ttl = math.MaxInt64 // as far as it goes; Redis's sum would wrap
-			} else {
-				ttl += c.Now
-			}
-		}
+		ttl = absoluteTTL(ttl, ttlOK, o.absTTL, c.Now)
 		enc, payloadErr = c.engineValue(&v, ttl)
 	}
 	lim := c.limits()
@@ -212,6 +221,37 @@ func cmdRestore(c *Ctx) {
 			c.W.OK()
 		}
 	})
+}
+
+// absoluteTTL turns RESTORE's TTL argument into the key's expiry in ms
+// (0: none), unless ABSTTL says it is one already.
+func absoluteTTL(ttl int64, ok, abs bool, now int64) int64 {
+	if ttl <= 0 || abs || !ok {
+		return ttl
+	}
+	if ttl > math.MaxInt64-now {
+		return math.MaxInt64 // as far as it goes; Redis's sum would wrap
+	}
+	return ttl + now
+}
+
+// limitValue opens a limitkv payload and checks its value, which it
+// returns in the engine's encoding with the expiry RESTORE's TTL names, as
+// engineValue does for Redis's types.
+func limitValue(payload []byte, ttl *int64, ttlOK, abs bool, now int64) ([]byte, string) {
+	body, err := rdb.OpenLimitkv(payload)
+	if err == rdb.ErrPayload {
+		return nil, msgBadPayload
+	}
+	if err != nil {
+		return nil, msgBadData
+	}
+	*ttl = absoluteTTL(*ttl, ttlOK, abs, now)
+	v, err := engine.LimitValue(body, max(*ttl, 0))
+	if err != nil {
+		return nil, msgBadData
+	}
+	return v, ""
 }
 
 // limits are the compact encodings' bounds as configured now.

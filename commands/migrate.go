@@ -9,7 +9,6 @@ import (
 	"github.com/limitkv/limitkv/cmdspec"
 	"github.com/limitkv/limitkv/engine"
 	"github.com/limitkv/limitkv/migrate"
-	"github.com/limitkv/limitkv/rdb"
 )
 
 // migrateCommands: MIGRATE, whose network I/O holds no shard lock.
@@ -196,12 +195,11 @@ func cmdMigrate(c *Ctx) {
 				ttl = max(ttl, 1)
 			}
 			var msg string
-			payload, msg = dumpValue(payload[:0], sh, e)
+			payload, msg = dumpPayload(payload[:0], sh, e)
 			if msg != "" {
 				failed = msg
 				return
 			}
-			payload = rdb.Seal(payload)
 			batch.Restore(k, ttl, payload, replace)
 			scratch, _ = engine.AppendValue(scratch[:0], sh, e)
 			moving = append(moving, migrating{key: k, sum: maphash.Bytes(migrateSeed, scratch)})

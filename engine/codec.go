@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+
+	"github.com/limitkv/limitkv/ratelimit"
 )
 
 // The value codec: one key's value and expiry as bytes, the form in which
@@ -351,4 +353,76 @@ func (s *Shard) Raw(db int, key []byte) (Entry, bool) {
 		return Entry{}, false
 	}
 	return Entry{rec: r, db: db, slot: i}, true
+}
+
+// AppendLimitValue appends the encoding of entry e, found in shard s
+// (locked), with no expiry, when e holds what Redis has no type for: a
+// rate-limit state, or a login list with its ban (RL.LOGIN BAN). It
+// returns dst and false for any other value.
+func AppendLimitValue(dst []byte, s *Shard, e Entry) ([]byte, bool) {
+	switch {
+	case e.Kind() == KindLimit:
+	case e.Kind() == KindList && listBanEnd(e.rec) != 0:
+	default:
+		return dst, false
+	}
+	start := len(dst)
+	dst, err := AppendValue(dst, s, e)
+	if err != nil {
+		return dst[:start], false
+	}
+	v, err := withExpireAt(dst[start:], 0)
+	if err != nil {
+		return dst[:start], false
+	}
+	return append(dst[:start], v...), true
+}
+
+// LimitValue checks v, an encoding that AppendLimitValue wrote and a
+// client sent back (RESTORE), and returns it with expiry exp (0: none) for
+// StoreValue. Only a whole rate-limit state (ratelimit.CheckState) and a
+// login list with a ban and at least one element pass.
+func LimitValue(v []byte, exp int64) ([]byte, error) {
+	if len(v) == 0 {
+		return nil, errors.New("empty value")
+	}
+	r := codecReader{b: v[1:]}
+	r.uvarint()
+	switch v[0] {
+	case valLimit:
+		if r.err == nil {
+			r.err = ratelimit.CheckState(r.b)
+		}
+	case valListBan:
+		ban := r.varint()
+		n := r.count()
+		for i := 0; i < n && r.err == nil; i++ {
+			r.bytes()
+		}
+		if r.err == nil && (ban == 0 || n == 0 || len(r.b) != 0) {
+			r.err = errors.New("not a banned login list")
+		}
+	default:
+		return nil, fmt.Errorf("not a rate-limit value: type %q", v[0])
+	}
+	if r.err != nil {
+		return nil, r.err
+	}
+	return withExpireAt(v, exp)
+}
+
+// withExpireAt returns a copy of the encoded value v with its expiry
+// replaced by exp (0: none).
+func withExpireAt(v []byte, exp int64) ([]byte, error) {
+	if len(v) == 0 {
+		return nil, errors.New("empty value")
+	}
+	_, n := binary.Uvarint(v[1:])
+	if n <= 0 {
+		return nil, errors.New("truncated expiry")
+	}
+	out := make([]byte, 0, len(v)+binary.MaxVarintLen64)
+	out = append(out, v[0])
+	out = binary.AppendUvarint(out, uint64(max(exp, 0)))
+	return append(out, v[1+n:]...), nil
 }
