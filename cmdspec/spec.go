@@ -84,6 +84,12 @@ const (
 	// Asking: runs in an importing slot as if the client had sent ASKING
 	// (RESTORE-ASKING, which MIGRATE sends in cluster mode).
 	Asking
+	// NoKeyspace: reads nothing of the keyspace (CLUSTER NODES and the
+	// other views of the cluster), so it is served while a full sync
+	// loads the keyspace. Redis loads a small copy without serving anyone
+	// and so never answers these LOADING; limitkv serves others meanwhile
+	// and must not either. COMMAND does not show it.
+	NoKeyspace
 )
 
 // flagNames lists the flags COMMAND shows, in the order Redis shows them.
@@ -107,6 +113,7 @@ var internalFlagNames = []struct {
 }{
 	{SelfLock, "selflock"}, {Protected, "protected"}, {RunsScript, "runs_script"},
 	{AsIs, "as_is"}, {TTLOnly, "ttl_only"}, {MayWait, "may_wait"}, {MayReplicate, "may_replicate"},
+	{NoKeyspace, "no_keyspace"},
 }
 
 // ParseFlags reads a row's flags: names separated by spaces, COMMAND's

@@ -11,13 +11,16 @@ import (
 // clusterCommands: CLUSTER and the connection's cluster modes.
 func clusterCommands() []*command {
 	const admin = "no_async_loading admin stale"
-	const view = "stale"
+	// The views of the cluster are answered while a replica loads its
+	// master's copy: redis-cli --cluster reads them right after it made
+	// replicas, whose first sync may be under way.
+	const view = "stale no_keyspace"
 	return []*command{
 		cmd("cluster", -2, "", nil).withSub(
 			cmd("addslots", -3, admin, cmdClusterAddSlots),
 			cmd("addslotsrange", -4, admin, cmdClusterAddSlotsRange),
 			cmd("bumpepoch", 2, admin, cmdClusterBumpEpoch),
-			cmd("count-failure-reports", 3, "admin stale", cmdClusterCountFailureReports),
+			cmd("count-failure-reports", 3, "admin stale no_keyspace", cmdClusterCountFailureReports),
 			cmd("countkeysinslot", 3, "stale", cmdClusterCountKeysInSlot),
 			cmd("delslots", -3, admin, cmdClusterAddSlots),
 			cmd("delslotsrange", -4, admin, cmdClusterAddSlotsRange),
@@ -26,19 +29,19 @@ func clusterCommands() []*command {
 			cmd("getkeysinslot", 4, "stale", cmdClusterGetKeysInSlot),
 			cmd("help", 2, "loading stale", cmdClusterHelp),
 			cmd("info", 2, view, cmdClusterInfo),
-			cmd("keyslot", 3, "stale", cmdClusterKeySlot),
+			cmd("keyslot", 3, "stale no_keyspace", cmdClusterKeySlot),
 			cmd("links", 2, view, cmdClusterLinks),
 			cmd("meet", -4, admin, cmdClusterMeet),
 			cmd("myid", 2, view, cmdClusterMyID),
 			cmd("nodes", 2, view, cmdClusterNodes),
-			cmd("replicas", 3, "admin stale", cmdClusterReplicas),
+			cmd("replicas", 3, "admin stale no_keyspace", cmdClusterReplicas),
 			cmd("replicate", 3, admin, cmdClusterReplicate),
 			cmd("reset", -2, "admin stale noscript", cmdClusterReset),
 			cmd("saveconfig", 2, admin, cmdClusterSaveConfig),
 			cmd("set-config-epoch", 3, admin, cmdClusterSetConfigEpoch),
 			cmd("setslot", -4, admin, cmdClusterSetSlot),
 			cmd("shards", 2, view, cmdClusterShards),
-			cmd("slaves", 3, "admin stale", cmdClusterReplicas),
+			cmd("slaves", 3, "admin stale no_keyspace", cmdClusterReplicas),
 			cmd("slots", 2, view, cmdClusterSlots),
 		),
 		cmd("readonly", 1, "fast loading stale", cmdReadonly),

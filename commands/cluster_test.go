@@ -18,6 +18,7 @@ import (
 
 	"github.com/limitkv/limitkv/cluster"
 	"github.com/limitkv/limitkv/engine"
+	"github.com/limitkv/limitkv/replication"
 	"github.com/limitkv/limitkv/resp"
 )
 
@@ -427,5 +428,32 @@ func TestClusterAnnounceSettings(t *testing.T) {
 	s.reply("CONFIG", "SET", "cluster-replica-no-failover", "no")
 	if nodes := s.reply("CLUSTER", "NODES"); strings.Contains(nodes, "nofailover") {
 		t.Errorf("nofailover stayed after CONFIG SET cluster-replica-no-failover no:\n%s", nodes)
+	}
+}
+
+// While a full sync loads the keyspace, the views of the cluster are
+// answered (redis-cli --cluster reads them from replicas it has just
+// made), and commands on keys are not.
+func TestClusterViewsWhileLoading(t *testing.T) {
+	s := newClusterServer(t)
+	s.srv.loadState.Store(int32(replication.LoadFull))
+	defer s.srv.loadState.Store(int32(replication.LoadNone))
+	w := resp.NewWriter(2)
+	run := func(req ...string) string {
+		var args [][]byte
+		for _, a := range req {
+			args = append(args, []byte(a))
+		}
+		w.Reset()
+		s.srv.execute(s.client, w, args, transcriptEpoch)
+		return string(w.Bytes())
+	}
+	for _, req := range [][]string{{"CLUSTER", "NODES"}, {"CLUSTER", "INFO"}, {"CLUSTER", "SLOTS"}, {"CLUSTER", "MYID"}, {"CLUSTER", "KEYSLOT", "k"}} {
+		if got := run(req...); strings.HasPrefix(got, "-LOADING") {
+			t.Errorf("%v while loading: %q", req, got)
+		}
+	}
+	if got := run("CLUSTER", "COUNTKEYSINSLOT", "1"); !strings.HasPrefix(got, "-LOADING") {
+		t.Errorf("CLUSTER COUNTKEYSINSLOT while loading: %q, want LOADING", got)
 	}
 }

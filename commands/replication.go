@@ -114,7 +114,7 @@ func (s *Server) replicationRefusal(cl *Client, spec *cmdspec.Spec, flags cmdspe
 func (s *Server) loadingRefusal(cl *Client, spec *cmdspec.Spec) string {
 	switch replication.LoadState(s.loadState.Load()) {
 	case replication.LoadFull:
-		allowed := spec.Flags&cmdspec.Loading != 0
+		allowed := spec.Flags&(cmdspec.Loading|cmdspec.NoKeyspace) != 0
 		if spec.Name == "exec" {
 			_, _, allowed, _ = cl.queuedFlags()
 		}
