@@ -256,9 +256,9 @@ func TestPolicyMetrics(t *testing.T) {
 
 // TestPoliciesOnOneKeyTravel: a subject key holding the states of three
 // policies moves and survives as one value: RENAME, COPY and MOVE carry
-// every state, a restart and a replica keep them, RL.TOP counts the key's
-// denials, DUMP refuses it as it refuses every rate-limit key, and DEL
-// resets every limit of the subject.
+// every state, so do DUMP and RESTORE, a restart and a replica keep them,
+// RL.TOP counts the key's denials, and DEL resets every limit of the
+// subject.
 func TestPoliciesOnOneKeyTravel(t *testing.T) {
 	dir := t.TempDir()
 	// A frozen clock, so that the replies' times are exact.
@@ -299,9 +299,13 @@ func TestPoliciesOnOneKeyTravel(t *testing.T) {
 	mustDo(t, c, "+OK", "SELECT", "1")
 	used(c, "user:3")
 	mustDo(t, c, "+OK", "SELECT", "0")
-	if v := c.do("DUMP", "user:2"); v.Type != '-' {
-		t.Fatalf("DUMP of a policies key: %s", v)
+	// DUMP and RESTORE carry the three states as one value.
+	payload := c.do("DUMP", "user:2")
+	if payload.Type != '$' {
+		t.Fatalf("DUMP of a policies key: %s", payload)
 	}
+	mustDo(t, c, "+OK", "RESTORE", "user:4", "0", string(payload.Str))
+	used(c, "user:4")
 	if v := c.do("RL.TOP", "10").String(); !strings.Contains(v, "user:1") {
 		t.Fatalf("RL.TOP does not count the subject's denials: %s", v)
 	}
