@@ -291,18 +291,14 @@ func (s *Server) PoliciesPayload() ([]byte, uint64) {
 // RestorePolicies replaces the policies with those of a payload made by
 // PoliciesPayload (a snapshot's, a master's in a full sync; nil: none).
 func (s *Server) RestorePolicies(payload []byte) error {
-	ps, err := ratelimit.ReadPayload(payload)
+	rec, err := ratelimit.ReadPayload(payload)
 	if err != nil {
 		return err
 	}
 	reg := &s.policies
 	reg.Lock()
 	defer reg.Unlock()
-	m := make(map[string]*ratelimit.Named, len(ps))
-	for _, p := range ps {
-		m[p.Name] = p
-	}
-	reg.ReplaceLocked(m)
+	reg.RestoreLocked(rec)
 	return nil
 }
 

@@ -159,16 +159,23 @@ func (reg *Registry) ResetCounts() {
 }
 
 // Policies in snapshots and full syncs: a version byte, then per policy
-// its name and its normalised definition, each word length-prefixed.
-const policyPayloadVersion = 1
+// its name and its normalised definition, each word length-prefixed;
+// from version 2, then the cluster's stamps (exchange.go), tombstones
+// included, so that a cluster whose nodes all restart still orders the
+// changes it exchanged before.
+const (
+	policyPayloadV1 = 1
+	policyPayloadV2 = 2
+)
 
-// Payload returns the policies as snapshots keep them (nil: none).
+// Payload returns the policies and their stamps as snapshots keep them
+// (nil: none). The caller holds the registry's lock.
 func (reg *Registry) Payload() []byte {
 	ps := reg.Sorted()
-	if len(ps) == 0 {
+	if len(ps) == 0 && len(reg.stamps) == 0 {
 		return nil
 	}
-	b := []byte{policyPayloadVersion}
+	b := []byte{policyPayloadV2}
 	b = binary.AppendUvarint(b, uint64(len(ps)))
 	for _, p := range ps {
 		b = binary.AppendUvarint(b, uint64(len(p.Def)+1))
@@ -179,17 +186,39 @@ func (reg *Registry) Payload() []byte {
 			b = append(b, w...)
 		}
 	}
+	names := make([]string, 0, len(reg.stamps))
+	for name := range reg.stamps {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	b = binary.AppendUvarint(b, uint64(len(names)))
+	for _, name := range names {
+		st := reg.stamps[name]
+		b = binary.AppendUvarint(b, uint64(len(name)))
+		b = append(b, name...)
+		b = binary.AppendVarint(b, st.Millis)
+		b = binary.AppendUvarint(b, uint64(len(st.Node)))
+		b = append(b, st.Node...)
+	}
 	return b
 }
 
-// ReadPayload parses a payload made by Payload, each definition as SET
-// would.
-func ReadPayload(b []byte) ([]*Named, error) {
+// Recorded is what a payload holds: the policies, and their stamps.
+type Recorded struct {
+	Policies []*Named
+	Stamps   map[string]Stamp
+}
+
+// ReadPayload parses a payload made by Payload (of either version), each
+// definition as SET would.
+func ReadPayload(b []byte) (Recorded, error) {
+	var rec Recorded
 	if len(b) == 0 {
-		return nil, nil
+		return rec, nil
 	}
-	if b[0] != policyPayloadVersion {
-		return nil, fmt.Errorf("policies recorded in an unknown format (version %d)", b[0])
+	version := b[0]
+	if version != policyPayloadV1 && version != policyPayloadV2 {
+		return rec, fmt.Errorf("policies recorded in an unknown format (version %d)", b[0])
 	}
 	b = b[1:]
 	bad := errors.New("the recorded policies are damaged")
@@ -201,29 +230,75 @@ func ReadPayload(b []byte) ([]*Named, error) {
 		b = b[n:]
 		return v, true
 	}
+	str := func() ([]byte, bool) {
+		l, ok := next()
+		if !ok || l > uint64(len(b)) {
+			return nil, false
+		}
+		s := b[:l:l]
+		b = b[l:]
+		return s, true
+	}
 	count, ok := next()
 	if !ok || count > MaxPolicies {
-		return nil, bad
+		return rec, bad
 	}
-	out := make([]*Named, 0, count)
+	rec.Policies = make([]*Named, 0, count)
 	for i := uint64(0); i < count; i++ {
 		nw, ok := next()
 		if !ok || nw < 2 || nw > 256 {
-			return nil, bad
+			return rec, bad
 		}
 		words := make([][]byte, nw)
 		for j := range words {
-			l, ok := next()
-			if !ok || l > uint64(len(b)) {
-				return nil, bad
+			if words[j], ok = str(); !ok {
+				return rec, bad
 			}
-			words[j], b = b[:l:l], b[l:]
 		}
 		p, err := ParseNamed(words[0], words[1:])
 		if err != nil {
-			return nil, fmt.Errorf("policy '%s': %v", words[0], err)
+			return rec, fmt.Errorf("policy '%s': %v", words[0], err)
 		}
-		out = append(out, p)
+		rec.Policies = append(rec.Policies, p)
 	}
-	return out, nil
+	if version == policyPayloadV1 {
+		return rec, nil
+	}
+	count, ok = next()
+	if !ok || count > 2*MaxPolicies {
+		return rec, bad
+	}
+	rec.Stamps = make(map[string]Stamp, count)
+	for i := uint64(0); i < count; i++ {
+		name, ok := str()
+		if !ok {
+			return rec, bad
+		}
+		ms, n := binary.Varint(b)
+		if n <= 0 {
+			return rec, bad
+		}
+		b = b[n:]
+		node, ok := str()
+		if !ok {
+			return rec, bad
+		}
+		rec.Stamps[string(name)] = Stamp{Millis: ms, Node: string(node)}
+	}
+	if len(b) != 0 {
+		return rec, bad
+	}
+	return rec, nil
+}
+
+// RestoreLocked replaces the policies and their stamps with a payload's
+// (a snapshot's at start-up, a master's in a full sync); the caller
+// holds the registry's lock.
+func (reg *Registry) RestoreLocked(rec Recorded) {
+	m := make(map[string]*Named, len(rec.Policies))
+	for _, p := range rec.Policies {
+		m[p.Name] = p
+	}
+	reg.ReplaceLocked(m)
+	reg.stamps = rec.Stamps
 }

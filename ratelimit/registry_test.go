@@ -41,12 +41,31 @@ func TestRegistry(t *testing.T) {
 		t.Error("deleted policy still found")
 	}
 
-	ps, err := ReadPayload(reg.Payload())
+	rec, err := ReadPayload(reg.Payload())
+	ps := rec.Policies
 	if err != nil || len(ps) != 1 || ps[0].Name != "b" || !slices.EqualFunc(ps[0].Def, reg.Lookup([]byte("b")).Def, slices.Equal) {
 		t.Fatalf("payload read back as %v, %v", ps, err)
 	}
-	if ps, err := ReadPayload(nil); ps != nil || err != nil {
-		t.Errorf("empty payload: %v, %v", ps, err)
+	if rec, err := ReadPayload(nil); rec.Policies != nil || rec.Stamps != nil || err != nil {
+		t.Errorf("empty payload: %v, %v", rec, err)
+	}
+	// The cluster's stamps, a deletion's included, travel with the
+	// policies, so that they order changes after every node restarts.
+	reg.StampLocked("b", 100, "node-a")
+	reg.StampLocked("a", 200, "node-b")
+	rec, err = ReadPayload(reg.Payload())
+	if err != nil || len(rec.Stamps) != 2 || rec.Stamps["a"] != (Stamp{200, "node-b"}) || rec.Stamps["b"] != (Stamp{100, "node-a"}) {
+		t.Fatalf("stamps read back as %v, %v", rec.Stamps, err)
+	}
+	restored := new(Registry)
+	restored.RestoreLocked(rec)
+	if n, _ := restored.MergeLocked([]Change{{Name: "a", Def: words("FIXED", "1", "1m"), Stamp: Stamp{150, "node-c"}}}); n != 0 || restored.Lookup([]byte("a")) != nil {
+		t.Error("a restored registry let an older change undo a deletion")
+	}
+	// A payload of the first version, without stamps, still reads.
+	v1 := []byte{policyPayloadV1, 0}
+	if rec, err := ReadPayload(v1); err != nil || len(rec.Policies) != 0 || rec.Stamps != nil {
+		t.Errorf("version 1 payload: %v, %v", rec, err)
 	}
 	p := reg.Payload()
 	for i := 1; i < len(p); i++ {
