@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
+	"sync"
 	"time"
 
 	"github.com/limitkv/limitkv/internal/testserver"
@@ -110,6 +112,32 @@ func clusterMessages(c *testCluster) {
 			}
 		}
 	}
+	// Changes of one policy made at once on two masters converge: every
+	// node ends with the same one, whichever it is.
+	var wg sync.WaitGroup
+	for i, m := range masters[:2] {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c.conns[m].Do(ctx, "RL.POLICY", "SET", "race", "FIXED", strconv.Itoa(30+i), "1m")
+		}()
+	}
+	wg.Wait()
+	waitFor(t, clusterWait, "concurrent changes of one policy to converge", func() bool {
+		first := ""
+		for _, i := range limitkvs {
+			v, err := c.conns[i].Do(ctx, "RL.POLICY", "GET", "race").StringSlice()
+			if err != nil {
+				return false
+			}
+			if got := fmt.Sprint(v); first == "" {
+				first = got
+			} else if got != first {
+				return false
+			}
+		}
+		return true
+	})
 	if err := c.conns[masters[1]].Do(ctx, "RL.POLICY", "DEL", "api").Err(); err != nil {
 		t.Fatal(err)
 	}
