@@ -21,8 +21,21 @@ type Client struct {
 // for Sentinel), a *redis.ClusterClient, a *redis.Ring, or whatever
 // redis.NewUniversalClient returned. Its timeouts, pool and retries are the
 // ones every call uses.
+//
+// A *redis.ClusterClient (found by type assertion, so a cluster client
+// wrapped in another type is taken as a single node) changes what the
+// per-node calls do: Top and TopReset go to every master, since RL.TOP
+// counts the denials each node decided. Every other call is one command
+// on one key, or on the policies the cluster bus spreads, and goes where
+// go-redis routes it.
 func New(rdb redis.UniversalClient) *Client {
 	return &Client{rdb: rdb}
+}
+
+// cluster is the cluster client, when rdb is one.
+func (c *Client) cluster() (*redis.ClusterClient, bool) {
+	cc, ok := c.rdb.(*redis.ClusterClient)
+	return cc, ok
 }
 
 // Redis returns the go-redis client the calls go through.

@@ -24,8 +24,8 @@
 //	ListPolicies RL.POLICY LIST [pattern]
 //	Check        RL.CHECK name key [COST n] [PEEK]
 //	CheckID      RL.CHECK name key ID id (a CONCURRENCY policy)
-//	Top          RL.TOP count
-//	TopReset     RL.TOP RESET
+//	Top          RL.TOP count (on every master of a cluster, merged)
+//	TopReset     RL.TOP RESET (on every master of a cluster)
 //
 // The RL commands answer a Decision, whose times are time.Durations;
 // RetryAfter is 0 (not the wire's -1) when the request was allowed.

@@ -90,6 +90,11 @@ func words(args []any) []string {
 
 // SetPolicy is RL.POLICY SET name type args...: it creates or replaces the
 // policy, which applies at once to every key checked with it.
+//
+// Over a *redis.ClusterClient it goes to one master (go-redis picks one,
+// the command having no key), which sends it over the cluster bus to
+// every other node; a check on another master sees it once the bus has
+// delivered it, normally within a round trip between the nodes.
 func (c *Client) SetPolicy(ctx context.Context, name string, p Policy) error {
 	if p.err != nil {
 		return p.err
@@ -107,6 +112,9 @@ func (c *Client) SetPolicy(ctx context.Context, name string, p Policy) error {
 
 // GetPolicy is RL.POLICY GET name. An unknown name is limitkv's error
 // "ERR no such policy 'name'".
+//
+// Over a *redis.ClusterClient it reads one node's copy: every node holds
+// every policy, the bus bringing each SET and DEL to all of them.
 func (c *Client) GetPolicy(ctx context.Context, name string) (Policy, error) {
 	words, err := c.rdb.Do(ctx, "RL.POLICY", "GET", name).StringSlice()
 	if err != nil {
@@ -119,13 +127,16 @@ func (c *Client) GetPolicy(ctx context.Context, name string) (Policy, error) {
 }
 
 // DelPolicy is RL.POLICY DEL name; it reports whether the policy existed.
+// Over a *redis.ClusterClient it goes to one master, and the bus spreads
+// it, as SetPolicy's.
 func (c *Client) DelPolicy(ctx context.Context, name string) (bool, error) {
 	n, err := c.rdb.Do(ctx, "RL.POLICY", "DEL", name).Int64()
 	return n == 1, err
 }
 
 // ListPolicies is RL.POLICY LIST [pattern]: the names of the policies
-// matching a glob pattern ("" for all).
+// matching a glob pattern ("" for all). Over a *redis.ClusterClient it
+// reads one node's list, which is every node's.
 func (c *Client) ListPolicies(ctx context.Context, pattern string) ([]string, error) {
 	if pattern == "" {
 		return c.rdb.Do(ctx, "RL.POLICY", "LIST").StringSlice()

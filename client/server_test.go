@@ -15,8 +15,9 @@ import (
 
 // The tests run against a real limitkv: TestMain builds ./cmd/limitkv once
 // and starts it on a free loopback port without persistence; every test
-// uses keys of its own.
-var serverAddr string
+// uses keys of its own. limitkvBin is the binary, for the tests that start
+// nodes of their own.
+var serverAddr, limitkvBin string
 
 func TestMain(m *testing.M) {
 	os.Exit(runTests(m))
@@ -29,6 +30,7 @@ func runTests(m *testing.M) int {
 		return 1
 	}
 	defer remove()
+	limitkvBin = bin
 	port, err := testserver.FreePort()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
