@@ -140,83 +140,53 @@ const maxChangeWords = 256
 func AppendChanges(b []byte, chs []Change) []byte {
 	b = append(b, changesVersion)
 	b = binary.AppendUvarint(b, uint64(len(chs)))
-	str := func(s []byte) {
-		b = binary.AppendUvarint(b, uint64(len(s)))
-		b = append(b, s...)
-	}
 	for _, ch := range chs {
 		b = binary.AppendVarint(b, ch.Stamp.Millis)
-		str([]byte(ch.Stamp.Node))
-		str([]byte(ch.Name))
+		b = appendBytes(b, []byte(ch.Stamp.Node))
+		b = appendBytes(b, []byte(ch.Name))
 		b = binary.AppendUvarint(b, uint64(len(ch.Def)))
 		for _, w := range ch.Def {
-			str(w)
+			b = appendBytes(b, w)
 		}
 	}
 	return b
 }
 
 // ReadChanges decodes what AppendChanges encoded, refusing whatever does
-// not hold together without reading or allocating past b.
+// not hold together without reading or allocating past b: every count is
+// checked against the bytes left, each entry taking at least one.
 func ReadChanges(b []byte) ([]Change, error) {
 	bad := errors.New("damaged policy changes")
 	if len(b) == 0 || b[0] != changesVersion {
 		return nil, bad
 	}
-	b = b[1:]
-	uv := func() (uint64, bool) {
-		v, n := binary.Uvarint(b)
-		if n <= 0 {
-			return 0, false
-		}
-		b = b[n:]
-		return v, true
-	}
-	str := func() ([]byte, bool) {
-		l, ok := uv()
-		if !ok || l > uint64(len(b)) {
-			return nil, false
-		}
-		s := b[:l:l]
-		b = b[l:]
-		return s, true
-	}
-	count, ok := uv()
-	if !ok || count > MaxPolicies*2 || count > uint64(len(b)) {
+	r := varintReader{b: b[1:]}
+	count := r.uvarint()
+	if r.bad || count > MaxPolicies*2 || count > uint64(len(r.b)) {
 		return nil, bad
 	}
 	out := make([]Change, 0, count)
 	for range count {
 		var ch Change
-		ms, n := binary.Varint(b)
-		if n <= 0 {
+		ch.Stamp.Millis = r.varint()
+		ch.Stamp.Node = string(r.bytes())
+		ch.Name = string(r.bytes())
+		nw := r.uvarint()
+		if r.bad || nw > maxChangeWords || nw > uint64(len(r.b)) {
 			return nil, bad
 		}
-		b = b[n:]
-		ch.Stamp.Millis = ms
-		node, ok1 := str()
-		name, ok2 := str()
-		nw, ok3 := uv()
-		if !ok1 || !ok2 || !ok3 || nw > maxChangeWords || nw > uint64(len(b)) {
-			return nil, bad
-		}
-		ch.Stamp.Node, ch.Name = string(node), string(name)
 		if nw > 0 {
 			ch.Def = make([][]byte, nw)
 			for i := range ch.Def {
-				w, ok := str()
-				if !ok {
-					return nil, bad
-				}
-				ch.Def[i] = w
+				ch.Def[i] = r.bytes()
 			}
 		}
-		if strings.TrimSpace(ch.Name) == "" {
+		if r.bad || strings.TrimSpace(ch.Name) == "" {
 			return nil, bad
 		}
 		out = append(out, ch)
 	}
-	if len(b) != 0 {
+	if len(r.b) != 0 {
 		return nil, bad
 	}
 	return out, nil

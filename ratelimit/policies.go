@@ -34,19 +34,9 @@ func (ps PolicyState) Live(now int64) bool { return ps.ExpireAt == 0 || now <= p
 
 // nextPolicyState reads the state at the head of a container body.
 func nextPolicyState(r *varintReader) (ps PolicyState) {
-	n := r.uvarint()
-	if r.bad || n > uint64(len(r.b)) {
-		r.bad = true
-		return ps
-	}
-	ps.Name, r.b = r.b[:n], r.b[n:]
+	ps.Name = r.bytes()
 	ps.ExpireAt = r.varint()
-	n = r.uvarint()
-	if r.bad || n > uint64(len(r.b)) {
-		r.bad = true
-		return ps
-	}
-	ps.State, r.b = r.b[:n], r.b[n:]
+	ps.State = r.bytes()
 	return ps
 }
 
@@ -101,11 +91,9 @@ func PutPolicyState(out, container, name, state []byte, expireAt, now int64, sc 
 	states := sc.entries[:0] // the entries, after the count
 	add := func(name []byte, exp int64, st []byte) {
 		n++
-		states = binary.AppendUvarint(states, uint64(len(name)))
-		states = append(states, name...)
+		states = appendBytes(states, name)
 		states = binary.AppendVarint(states, exp)
-		states = binary.AppendUvarint(states, uint64(len(st)))
-		states = append(states, st...)
+		states = appendBytes(states, st)
 		if exp == 0 {
 			noExpiry = true
 		}

@@ -24,6 +24,8 @@
 // nothing here can come to depend on them.
 package ratelimit
 
+import "encoding/binary"
+
 // State kinds, the first byte of a state. The byte may also carry the
 // banned flag (ban.go).
 const (
@@ -120,6 +122,27 @@ func (r *varintReader) uvarint() (x uint64) {
 func (r *varintReader) varint() int64 {
 	u := r.uvarint()
 	return int64(u>>1) ^ -int64(u&1)
+}
+
+// bytes reads a length-prefixed byte string, its capacity cut to its
+// length so that an append to it cannot reach what follows; nil, and bad
+// set, when it runs past the end.
+func (r *varintReader) bytes() []byte {
+	n := r.uvarint()
+	if r.bad || n > uint64(len(r.b)) {
+		r.bad = true
+		r.b = nil
+		return nil
+	}
+	s := r.b[:n:n]
+	r.b = r.b[n:]
+	return s
+}
+
+// appendBytes appends s length-prefixed, as varintReader.bytes reads it.
+func appendBytes(b, s []byte) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
 }
 
 func (r *varintReader) byte() byte {

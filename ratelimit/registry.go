@@ -179,11 +179,9 @@ func (reg *Registry) Payload() []byte {
 	b = binary.AppendUvarint(b, uint64(len(ps)))
 	for _, p := range ps {
 		b = binary.AppendUvarint(b, uint64(len(p.Def)+1))
-		b = binary.AppendUvarint(b, uint64(len(p.Name)))
-		b = append(b, p.Name...)
+		b = appendBytes(b, []byte(p.Name))
 		for _, w := range p.Def {
-			b = binary.AppendUvarint(b, uint64(len(w)))
-			b = append(b, w...)
+			b = appendBytes(b, w)
 		}
 	}
 	names := make([]string, 0, len(reg.stamps))
@@ -194,11 +192,9 @@ func (reg *Registry) Payload() []byte {
 	b = binary.AppendUvarint(b, uint64(len(names)))
 	for _, name := range names {
 		st := reg.stamps[name]
-		b = binary.AppendUvarint(b, uint64(len(name)))
-		b = append(b, name...)
+		b = appendBytes(b, []byte(name))
 		b = binary.AppendVarint(b, st.Millis)
-		b = binary.AppendUvarint(b, uint64(len(st.Node)))
-		b = append(b, st.Node...)
+		b = appendBytes(b, []byte(st.Node))
 	}
 	return b
 }
@@ -220,40 +216,24 @@ func ReadPayload(b []byte) (Recorded, error) {
 	if version != policyPayloadV1 && version != policyPayloadV2 {
 		return rec, fmt.Errorf("policies recorded in an unknown format (version %d)", b[0])
 	}
-	b = b[1:]
 	bad := errors.New("the recorded policies are damaged")
-	next := func() (uint64, bool) {
-		v, n := binary.Uvarint(b)
-		if n <= 0 {
-			return 0, false
-		}
-		b = b[n:]
-		return v, true
-	}
-	str := func() ([]byte, bool) {
-		l, ok := next()
-		if !ok || l > uint64(len(b)) {
-			return nil, false
-		}
-		s := b[:l:l]
-		b = b[l:]
-		return s, true
-	}
-	count, ok := next()
-	if !ok || count > MaxPolicies {
+	r := varintReader{b: b[1:]}
+	count := r.uvarint()
+	if r.bad || count > MaxPolicies {
 		return rec, bad
 	}
 	rec.Policies = make([]*Named, 0, count)
 	for i := uint64(0); i < count; i++ {
-		nw, ok := next()
-		if !ok || nw < 2 || nw > 256 {
+		nw := r.uvarint()
+		if r.bad || nw < 2 || nw > 256 {
 			return rec, bad
 		}
 		words := make([][]byte, nw)
 		for j := range words {
-			if words[j], ok = str(); !ok {
-				return rec, bad
-			}
+			words[j] = r.bytes()
+		}
+		if r.bad {
+			return rec, bad
 		}
 		p, err := ParseNamed(words[0], words[1:])
 		if err != nil {
@@ -264,28 +244,20 @@ func ReadPayload(b []byte) (Recorded, error) {
 	if version == policyPayloadV1 {
 		return rec, nil
 	}
-	count, ok = next()
-	if !ok || count > 2*MaxPolicies {
+	count = r.uvarint()
+	if r.bad || count > 2*MaxPolicies {
 		return rec, bad
 	}
 	rec.Stamps = make(map[string]Stamp, count)
 	for i := uint64(0); i < count; i++ {
-		name, ok := str()
-		if !ok {
+		name := r.bytes()
+		st := Stamp{Millis: r.varint(), Node: string(r.bytes())}
+		if r.bad {
 			return rec, bad
 		}
-		ms, n := binary.Varint(b)
-		if n <= 0 {
-			return rec, bad
-		}
-		b = b[n:]
-		node, ok := str()
-		if !ok {
-			return rec, bad
-		}
-		rec.Stamps[string(name)] = Stamp{Millis: ms, Node: string(node)}
+		rec.Stamps[string(name)] = st
 	}
-	if len(b) != 0 {
+	if len(r.b) != 0 {
 		return rec, bad
 	}
 	return rec, nil
