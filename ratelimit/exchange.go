@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -124,7 +125,42 @@ func (reg *Registry) MergeLocked(chs []Change) (int, error) {
 	for _, name := range del {
 		reg.stamps[name] = latest[name].Stamp
 	}
+	reg.pruneTombstonesLocked()
 	return len(set) + len(del), nil
+}
+
+// maxTombstones bounds the deletions a registry remembers, so that what
+// peers send cannot grow it without bound; the oldest go first, as a
+// deletion every node has long applied no longer needs its tombstone.
+const maxTombstones = MaxPolicies
+
+func (reg *Registry) pruneTombstonesLocked() {
+	cur := reg.current()
+	if len(reg.stamps)-len(cur) <= maxTombstones {
+		return
+	}
+	var dead []string
+	for name := range reg.stamps {
+		if cur[name] == nil {
+			dead = append(dead, name)
+		}
+	}
+	if len(dead) <= maxTombstones {
+		return
+	}
+	slices.SortFunc(dead, func(a, b string) int {
+		sa, sb := reg.stamps[a], reg.stamps[b]
+		switch {
+		case sa.After(sb):
+			return 1
+		case sb.After(sa):
+			return -1
+		}
+		return strings.Compare(a, b)
+	})
+	for _, name := range dead[:len(dead)-maxTombstones] {
+		delete(reg.stamps, name)
+	}
 }
 
 // Changes on the wire: a version byte, then per change its stamp

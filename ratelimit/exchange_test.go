@@ -132,3 +132,27 @@ func TestMergeUnstamped(t *testing.T) {
 		t.Fatal("a definition this node cannot parse was accepted")
 	}
 }
+
+// Deletions sent by peers are remembered up to a bound, the oldest
+// forgotten first, so that a peer cannot grow the registry without end.
+func TestTombstonesBounded(t *testing.T) {
+	reg := new(Registry)
+	reg.Lock()
+	defer reg.Unlock()
+	var chs []Change
+	for i := range maxTombstones + 10 {
+		chs = append(chs, Change{Name: "gone" + strconv.Itoa(i), Stamp: Stamp{Millis: int64(i + 1), Node: "a"}})
+	}
+	if _, err := reg.MergeLocked(chs); err != nil {
+		t.Fatal(err)
+	}
+	if len(reg.stamps) != maxTombstones {
+		t.Fatalf("%d tombstones kept, want %d", len(reg.stamps), maxTombstones)
+	}
+	if _, ok := reg.stamps["gone0"]; ok {
+		t.Error("the oldest tombstone was kept")
+	}
+	if _, ok := reg.stamps["gone"+strconv.Itoa(maxTombstones+9)]; !ok {
+		t.Error("the newest tombstone was dropped")
+	}
+}
