@@ -523,8 +523,9 @@ func (b *Bus) Links() []LinkInfo {
 }
 
 // NodeLine is the node's line of CLUSTER NODES, without its newline, as
-// CLUSTER REPLICAS lists it (clusterGenNodeDescription).
-func (s *State) NodeLine(n *Node) string {
-	cn := s.confNode(n, s.Ranges(n.ID))
+// CLUSTER REPLICAS lists it (clusterGenNodeDescription); plaintext as
+// for ClusterNodes.
+func (s *State) NodeLine(n *Node, plaintext bool) string {
+	cn := s.describedNode(n, s.Ranges(n.ID), plaintext)
 	return string(cn.AppendLine(nil))
 }

@@ -64,7 +64,7 @@ func TestBusWithRedis(t *testing.T) {
 			}
 		}
 		return view(t, bus, func(s *State) bool {
-			last = s.ClusterNodes()
+			last = s.ClusterNodes(false)
 			return connectedMaster(s, r1ID, r1.port, "redis-1.test") && connectedMaster(s, r2ID, r2.port, "") &&
 				slices.Equal(s.Ranges(r1ID), []SlotRange{{0, 5000}}) &&
 				slices.Equal(s.Ranges(r2ID), []SlotRange{{5001, 10000}}) &&

@@ -65,15 +65,27 @@ func (s *State) UpdateState(now int64) bool {
 
 // ClusterNodes is CLUSTER NODES's reply (clusterGenNodesDescription):
 // nodes.conf's lines, without the vars line, in the state's node order.
-func (s *State) ClusterNodes() string {
+// plaintext: the asking client is not on TLS while the cluster is, so
+// nodes are shown with their plaintext ports (use_pport).
+func (s *State) ClusterNodes(plaintext bool) string {
 	var b []byte
 	ranges := s.allRanges()
 	for _, n := range s.Nodes() {
-		cn := s.confNode(n, ranges[n.ID])
+		cn := s.describedNode(n, ranges[n.ID], plaintext)
 		b = cn.AppendLine(b)
 		b = append(b, '\n')
 	}
 	return string(b)
+}
+
+// describedNode is n as CLUSTER NODES and REPLICAS show it: its nodes.conf
+// line, with the plaintext port for a plaintext client of a TLS cluster.
+func (s *State) describedNode(n *Node, ranges []SlotRange, plaintext bool) ConfNode {
+	cn := s.confNode(n, ranges)
+	if plaintext && n.PPort != 0 {
+		cn.Port = n.PPort
+	}
+	return cn
 }
 
 // SlotNode is a node as CLUSTER SLOTS lists it: the preferred endpoint
@@ -82,6 +94,7 @@ func (s *State) ClusterNodes() string {
 type SlotNode struct {
 	IP       string
 	Port     uint16
+	PPort    uint16 // the plaintext port in a TLS cluster, 0 when none
 	ID       string
 	Hostname string
 }
@@ -126,7 +139,7 @@ func (s *State) ClusterSlots(myOffset int64) []SlotsEntry {
 }
 
 func slotNode(n *Node) SlotNode {
-	return SlotNode{IP: n.IP, Port: n.Port, ID: n.ID, Hostname: n.Hostname}
+	return SlotNode{IP: n.IP, Port: n.Port, PPort: n.PPort, ID: n.ID, Hostname: n.Hostname}
 }
 
 // ShardNode is one node of a CLUSTER SHARDS shard.

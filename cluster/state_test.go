@@ -133,7 +133,7 @@ func TestClusterNodesOutput(t *testing.T) {
 		r1 + " 127.0.0.1:30004@40004 slave " + m1 + " 0 1000 1 connected\n" +
 		r2 + " 127.0.0.1:30005@40005 slave " + m2 + " 0 1000 2 connected\n" +
 		r3 + " 127.0.0.1:30006@40006 slave,fail " + m3 + " 0 1000 3 disconnected\n"
-	if got := s.ClusterNodes(); got != want {
+	if got := s.ClusterNodes(false); got != want {
 		t.Errorf("CLUSTER NODES\n%s\nwant\n%s", got, want)
 	}
 }

@@ -291,11 +291,12 @@ func cmdClusterReplicate(c *Ctx) {
 func cmdClusterReplicas(c *Ctx) {
 	var lines []string
 	var err error
+	plaintext := c.Srv.clusterPlaintext(c.Client)
 	if !clusterView(c, func(s *cluster.State) {
 		var reps []*cluster.Node
 		reps, err = s.ReplicasOf(string(c.Args[2]))
 		for _, r := range reps {
-			lines = append(lines, s.NodeLine(r))
+			lines = append(lines, s.NodeLine(r, plaintext))
 		}
 	}) {
 		return
@@ -400,7 +401,8 @@ func cmdClusterMyID(c *Ctx) {
 
 func cmdClusterNodes(c *Ctx) {
 	var text string
-	if clusterView(c, func(s *cluster.State) { text = s.ClusterNodes() }) {
+	plaintext := c.Srv.clusterPlaintext(c.Client)
+	if clusterView(c, func(s *cluster.State) { text = s.ClusterNodes(plaintext) }) {
 		c.W.Verbatim("txt", text)
 	}
 }
@@ -413,15 +415,20 @@ func cmdClusterSlots(c *Ctx) {
 	if !clusterView(c, func(s *cluster.State) { entries = s.ClusterSlots(offset) }) {
 		return
 	}
+	plaintext := c.Srv.clusterPlaintext(c.Client)
 	c.W.Array(len(entries))
 	for _, e := range entries {
 		c.W.Array(2 + len(e.Nodes))
 		c.W.Int(int64(e.First))
 		c.W.Int(int64(e.Last))
 		for _, n := range e.Nodes {
+			port := n.Port
+			if plaintext && n.PPort != 0 {
+				port = n.PPort
+			}
 			c.W.Array(4)
 			c.W.BulkString(n.IP)
-			c.W.Int(int64(n.Port))
+			c.W.Int(int64(port))
 			c.W.BulkString(n.ID)
 			if n.Hostname == "" {
 				c.W.Map(0)

@@ -395,8 +395,14 @@ func (s *Server) clusterRedirect(cl *Client, spec *cmdspec.Spec, flags cmdspec.F
 	if d == cluster.Here {
 		return ""
 	}
-	plaintext := cl.conn != nil && !cl.conn.IsTLS() && s.Cfg.Get("tls-cluster") == "yes"
-	return d.Error(slot, n, plaintext)
+	return d.Error(slot, n, s.clusterPlaintext(cl))
+}
+
+// clusterPlaintext reports whether nodes are named to cl by their
+// plaintext ports: cl is not on TLS while the cluster is (Redis's
+// use_pport).
+func (s *Server) clusterPlaintext(cl *Client) bool {
+	return cl.conn != nil && !cl.conn.IsTLS() && s.Cfg.Get("tls-cluster") == "yes"
 }
 
 // routed reports whether a command is routed by its keys: Redis routes

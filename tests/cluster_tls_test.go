@@ -66,7 +66,10 @@ func TestClusterTLS(t *testing.T) {
 		}
 		return true
 	})
-	nodes := plain[0].ClusterNodes(ctx).Val()
+	tc := redis.NewClient(&redis.Options{Addr: testserver.Addr(tlsPorts[0]), TLSConfig: f.clientConfig(f.client), DialTimeout: 5 * time.Second})
+	t.Cleanup(func() { tc.Close() })
+	// A TLS client is shown the nodes' TLS ports.
+	nodes := tc.ClusterNodes(ctx).Val()
 	for i, p := range tlsPorts {
 		if want := fmt.Sprintf("127.0.0.1:%d@%d", p, p+cluster.BusPortOffset); !strings.Contains(nodes, want) {
 			t.Errorf("CLUSTER NODES does not know node %d by its TLS port (%s):\n%s", i, want, nodes)
@@ -81,9 +84,20 @@ func TestClusterTLS(t *testing.T) {
 	if err := plain[0].Get(ctx, key).Err(); err == nil || err.Error() != fmt.Sprintf("MOVED %d 127.0.0.1:%d", slot, plainPorts[2]) {
 		t.Errorf("a plaintext client is redirected with %v, want the plaintext port %d", err, plainPorts[2])
 	}
-	tc := redis.NewClient(&redis.Options{Addr: testserver.Addr(tlsPorts[0]), TLSConfig: f.clientConfig(f.client), DialTimeout: 5 * time.Second})
-	t.Cleanup(func() { tc.Close() })
+	// CLUSTER NODES and SLOTS name the nodes by the port the asking
+	// client can use.
+	for i := range 3 {
+		if want := fmt.Sprintf("127.0.0.1:%d@%d", plainPorts[i], tlsPorts[i]+cluster.BusPortOffset); !strings.Contains(plain[1].ClusterNodes(ctx).Val(), want) {
+			t.Errorf("CLUSTER NODES to a plaintext client lacks %s", want)
+		}
+	}
+	if slots := plain[1].ClusterSlots(ctx).Val(); len(slots) != 3 || slots[2].Nodes[0].Addr != fmt.Sprintf("127.0.0.1:%d", plainPorts[2]) {
+		t.Errorf("CLUSTER SLOTS to a plaintext client: %+v", slots)
+	}
 	if err := tc.Get(ctx, key).Err(); err == nil || err.Error() != fmt.Sprintf("MOVED %d 127.0.0.1:%d", slot, tlsPorts[2]) {
 		t.Errorf("a TLS client is redirected with %v, want the TLS port %d", err, tlsPorts[2])
+	}
+	if slots := tc.ClusterSlots(ctx).Val(); len(slots) != 3 || slots[2].Nodes[0].Addr != fmt.Sprintf("127.0.0.1:%d", tlsPorts[2]) {
+		t.Errorf("CLUSTER SLOTS to a TLS client: %+v", slots)
 	}
 }
