@@ -164,8 +164,9 @@ type Shard struct {
 
 // ClusterShards is CLUSTER SHARDS's data (clusterReplyShards): one shard
 // per master, with or without slots, in node order. myOffset is myself's
-// replication offset.
-func (s *State) ClusterShards(myOffset int64) []Shard {
+// replication offset; tlsCluster is tls-cluster, under which a node's
+// port is its TLS port and its pport the plaintext one.
+func (s *State) ClusterShards(myOffset int64, tlsCluster bool) []Shard {
 	var out []Shard
 	for _, m := range s.Nodes() {
 		if !m.IsMaster() {
@@ -183,6 +184,9 @@ func (s *State) ClusterShards(myOffset int64) []Shard {
 			sn := ShardNode{
 				ID: n.ID, Port: n.Port, IP: n.IP, Endpoint: n.IP, Hostname: n.Hostname,
 				Role: "master", ReplicationOffset: off, Health: "online",
+			}
+			if tlsCluster {
+				sn.Port, sn.TLSPort = n.PPort, n.Port
 			}
 			if n.IsSlave() {
 				sn.Role = "replica"

@@ -23,7 +23,7 @@ func TestClusterSlotsAndShards(t *testing.T) {
 		t.Errorf("CLUSTER SLOTS %+v\nwant %+v", got, want)
 	}
 
-	sh := s.ClusterShards(555)
+	sh := s.ClusterShards(555, false)
 	if len(sh) != 3 || !slices.Equal(sh[1].Slots, []uint16{5461, 10922}) || len(sh[1].Nodes) != 2 {
 		t.Fatalf("CLUSTER SHARDS %+v", sh)
 	}
@@ -35,6 +35,12 @@ func TestClusterSlotsAndShards(t *testing.T) {
 	}
 	if n := sh[2].Nodes[1]; n.Health != "fail" {
 		t.Errorf("a failed replica: %+v", n)
+	}
+	// In a TLS cluster a node's port is its TLS port, its pport the
+	// plaintext one: SHARDS shows both by name.
+	s.Node(m1).PPort = 7000
+	if n := s.ClusterShards(555, true)[0].Nodes[0]; n.Port != 7000 || n.TLSPort != s.Node(m1).Port {
+		t.Errorf("myself in a TLS cluster: port %d, tls-port %d", n.Port, n.TLSPort)
 	}
 }
 

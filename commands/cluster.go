@@ -444,7 +444,8 @@ func cmdClusterSlots(c *Ctx) {
 func cmdClusterShards(c *Ctx) {
 	var shards []cluster.Shard
 	offset := c.Srv.Replication().Offset
-	if !clusterView(c, func(s *cluster.State) { shards = s.ClusterShards(offset) }) {
+	tlsCluster := c.Srv.Cfg.Get("tls-cluster") == "yes"
+	if !clusterView(c, func(s *cluster.State) { shards = s.ClusterShards(offset, tlsCluster) }) {
 		return
 	}
 	c.W.Array(len(shards))
