@@ -27,7 +27,6 @@ var absentCommands = []struct {
 	{"client|reply", cmdspec.CatSlow | cmdspec.CatConnection},
 	{"client|tracking", cmdspec.CatSlow | cmdspec.CatConnection},
 	{"client|trackinginfo", cmdspec.CatSlow | cmdspec.CatConnection},
-	{"cluster|failover", cmdspec.CatAdmin | cmdspec.CatSlow | cmdspec.CatDangerous},
 	{"failover", cmdspec.CatAdmin | cmdspec.CatSlow | cmdspec.CatDangerous},
 	{"lolwut", cmdspec.CatRead | cmdspec.CatFast},
 	{"module", cmdspec.CatSlow},

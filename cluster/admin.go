@@ -274,6 +274,9 @@ func (s *State) SetMyMaster(id string) bool {
 		s.Migrating, s.Importing = nil, nil
 	}
 	me.Master = id
+	if n := s.nodes[id]; n != nil {
+		n.Flags |= NodeMigrateTo
+	}
 	return true
 }
 
@@ -528,4 +531,35 @@ func (b *Bus) Links() []LinkInfo {
 func (s *State) NodeLine(n *Node, plaintext bool) string {
 	cn := s.describedNode(n, s.Ranges(n.ID), plaintext)
 	return string(cn.AppendLine(nil))
+}
+
+// ManualFailover is CLUSTER FAILOVER on myself, a replica: it returns
+// Redis's error when it cannot start one, and otherwise acts on it as
+// the bus does on any event.
+func (b *Bus) ManualFailover(mode FailoverMode) error {
+	var err error
+	if !b.Do(func(st *State) {
+		now := b.nowMS()
+		var c Changes
+		if c, err = st.ManualFailover(mode, now); err == nil {
+			b.finish(c, nil, now)
+		}
+	}) {
+		return net.ErrClosed
+	}
+	return err
+}
+
+// ConfirmPaused is the server's word that writes are paused for the
+// manual failover a replica asked for (BusConfig.OnPause) and that none
+// is still running: the master's messages carry the PAUSED flag and the
+// final offset from now on, and the replica hears it at once.
+func (b *Bus) ConfirmPaused() {
+	b.Do(func(st *State) {
+		if id := st.ConfirmPaused(); id != "" {
+			if l := b.outbound[id]; l != nil {
+				b.sendPing(l, st.Node(id), TypePing)
+			}
+		}
+	})
 }

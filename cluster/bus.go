@@ -81,6 +81,14 @@ type BusConfig struct {
 	// OnLinked is called when an outbound link to a named node comes up,
 	// so that the server can send a node what a newcomer must know.
 	OnLinked func(nodeID string)
+	// ReplicaInfo tells a replica's elections where its replication
+	// stands.
+	ReplicaInfo func() ReplicaInfo
+	// OnPause asks the server to pause writes until untilMS for a manual
+	// failover and, once no write is running, to call
+	// Bus.ConfirmPaused; OnUnpause to resume them.
+	OnPause   func(untilMS int64)
+	OnUnpause func()
 }
 
 // Bus is a node's cluster bus: it owns the State and keeps it fed with

@@ -27,6 +27,30 @@ type Changes struct {
 	// Announce: myself's config changed in a way every node must hear
 	// of at once rather than at the next PINGs (clusterBroadcastPong).
 	Announce bool
+	// SaveSync: nodes.conf must be written and synced before anything
+	// else goes out (a vote, a new config epoch).
+	SaveSync bool
+
+	// HandleFailover: run the failover steps again now rather than at
+	// the next cron (CLUSTER_TODO_HANDLE_FAILOVER).
+	HandleFailover bool
+	// RequestVotes: broadcast a FAILOVER_AUTH_REQUEST, flagged ForceAck
+	// in a manual failover.
+	RequestVotes, ForceAck bool
+	// GrantVote names the replica to send a FAILOVER_AUTH_ACK to.
+	GrantVote string
+	// SendMFStart names the master to send an MFSTART to.
+	SendMFStart string
+	// PongReplicas: send a PONG to the other replicas of myself's
+	// master, so that they rank themselves with myself's offset.
+	PongReplicas bool
+	// PauseUntil (ms) asks the server to pause writes for a manual
+	// failover, and to ConfirmPaused once none is running; Unpause asks
+	// it to resume them.
+	PauseUntil int64
+	Unpause    bool
+	// Log are the events worth a line in the server's log.
+	Log []string
 }
 
 func (c *Changes) merge(o Changes) {
@@ -42,6 +66,20 @@ func (c *Changes) merge(o Changes) {
 	}
 	c.LostSlots = append(c.LostSlots, o.LostSlots...)
 	c.Announce = c.Announce || o.Announce
+	c.SaveSync = c.SaveSync || o.SaveSync
+	c.HandleFailover = c.HandleFailover || o.HandleFailover
+	c.RequestVotes = c.RequestVotes || o.RequestVotes
+	c.ForceAck = c.ForceAck || o.ForceAck
+	if o.GrantVote != "" {
+		c.GrantVote = o.GrantVote
+	}
+	if o.SendMFStart != "" {
+		c.SendMFStart = o.SendMFStart
+	}
+	c.PongReplicas = c.PongReplicas || o.PongReplicas
+	c.PauseUntil = max(c.PauseUntil, o.PauseUntil)
+	c.Unpause = c.Unpause || o.Unpause
+	c.Log = append(c.Log, o.Log...)
 }
 
 // AddFailureReport records that sender reports failing as failing at
@@ -165,6 +203,10 @@ func (s *State) Receive(m *Msg, outbound bool, now int64) Changes {
 			c.Save = true
 		}
 		sender.ReplOffset = int64(m.Offset)
+		if s.noteMasterOffset(m, sender) {
+			c.HandleFailover = true
+			c.Log = append(c.Log, "Received replication offset for paused master manual failover: "+itoa(int64(m.Offset)))
+		}
 	}
 	switch m.Type {
 	case TypePing, TypePong, TypeMeet:
@@ -180,6 +222,10 @@ func (s *State) Receive(m *Msg, outbound bool, now int64) Changes {
 			f.Flags &^= NodePFail
 			f.FailTime = now
 			c.Save, c.UpdateState = true, true
+		}
+	case TypeFailoverAuthRequest, TypeFailoverAuthAck, TypeMFStart:
+		if sender != nil {
+			c.merge(s.receiveFailoverMsg(m, sender, now))
 		}
 	case TypeUpdate:
 		if sender == nil || m.Update == nil {
@@ -233,6 +279,9 @@ func (s *State) receivePing(m *Msg, sender *Node, outbound bool, now int64) Chan
 		}
 		if id := m.SlaveOf.String(); s.nodes[id] != nil && sender.Master != id {
 			sender.Master = id
+			// A master that had a replica may be given another when it
+			// loses it (clusterNodeAddSlave).
+			s.nodes[id].Flags |= NodeMigrateTo
 			c.Save = true
 		}
 	}

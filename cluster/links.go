@@ -150,6 +150,9 @@ func (b *Bus) header(typ uint16) *Msg {
 	if me.IsSlave() && me.Master != "" {
 		m.SlaveOf = NameOf(me.Master)
 	}
+	if st.pausedForFailover() {
+		m.MFlags[0] |= Flag0Paused
+	}
 	if b.cfg.Offset != nil {
 		m.Offset = uint64(max(b.cfg.Offset(), 0))
 	}
@@ -299,6 +302,15 @@ func (b *Bus) peerIP(l *link, m *Msg) string {
 // the cluster status, and saving.
 func (b *Bus) finish(c Changes, l *link, now int64) {
 	st := b.st
+	// A step of the failover may call for the next at once (a vote that
+	// completes the majority, a manual failover that may start).
+	for i := 0; c.HandleFailover && i < 4; i++ {
+		c.HandleFailover = false
+		c.merge(b.failoverStep(now))
+	}
+	for _, line := range c.Log {
+		b.log.Warn("cluster: " + line)
+	}
 	if c.SendUpdate != "" && l != nil {
 		if n := st.Node(c.SendUpdate); n != nil {
 			m := b.header(TypeUpdate)
@@ -313,21 +325,80 @@ func (b *Bus) finish(c Changes, l *link, now int64) {
 			return m
 		})
 	}
-	if c.BecomeReplicaOf != "" && st.SetMyMaster(c.BecomeReplicaOf) {
-		c.Save, c.UpdateState = true, true
+	if c.BecomeReplicaOf != "" {
+		wasPaused := st.mf.replica != ""
+		if st.SetMyMaster(c.BecomeReplicaOf) {
+			// clusterSetMaster ends any manual failover.
+			st.mf = manualFailover{}
+			c.Unpause = c.Unpause || wasPaused
+			c.Save, c.UpdateState = true, true
+		}
 	}
 	if len(c.LostSlots) > 0 && b.cfg.OnLostSlots != nil {
 		b.cfg.OnLostSlots(c.LostSlots)
 	}
-	if c.Announce {
-		b.broadcastPong()
+	if c.Unpause && b.cfg.OnUnpause != nil {
+		b.cfg.OnUnpause()
+	}
+	if c.PauseUntil != 0 && b.cfg.OnPause != nil {
+		b.cfg.OnPause(c.PauseUntil)
 	}
 	if c.UpdateState || len(c.Failed) > 0 {
 		st.UpdateState(now)
 	}
+	saved := true
+	if c.SaveSync {
+		// A vote, or a config epoch won, is on disk before anyone hears
+		// of it: a node that restarts must not vote twice in one epoch.
+		// A vote that could not be saved is not given.
+		saved = b.save(true) == nil
+		c.Save = c.Save && !saved
+	}
+	if c.GrantVote != "" && saved {
+		if n := st.Node(c.GrantVote); n != nil {
+			b.send(b.outbound[n.ID], b.header(TypeFailoverAuthAck))
+		}
+	}
+	if c.RequestVotes {
+		b.broadcast(func() *Msg {
+			m := b.header(TypeFailoverAuthRequest)
+			if c.ForceAck {
+				m.MFlags[0] |= Flag0ForceAck
+			}
+			return m
+		})
+	}
+	if c.SendMFStart != "" {
+		b.send(b.outbound[c.SendMFStart], b.header(TypeMFStart))
+	}
+	if c.PongReplicas {
+		for _, r := range st.Replicas(st.Me().Master) {
+			if r.ID != st.Myself && b.outbound[r.ID] != nil {
+				b.sendPing(b.outbound[r.ID], nil, TypePong)
+			}
+		}
+	}
+	if c.Announce {
+		b.broadcastPong()
+	}
 	if c.Save {
 		b.save(false)
 	}
+}
+
+// failoverStep runs a replica's failover steps, and ends a manual
+// failover whose time is up on either side.
+func (b *Bus) failoverStep(now int64) Changes {
+	st := b.st
+	var ri ReplicaInfo
+	if b.cfg.ReplicaInfo != nil && st.Me().IsSlave() {
+		ri = b.cfg.ReplicaInfo()
+	}
+	c := st.manualFailoverTick(now, ri)
+	if st.Me().IsSlave() {
+		c.merge(st.HandleFailover(now, ri, rand.Int64N))
+	}
+	return c
 }
 
 // broadcast sends a message to every node with a link but handshakes.
@@ -405,7 +476,15 @@ func (b *Bus) cron() {
 			}
 		}
 	}
+	if st.mf.end != 0 && st.Me().IsMaster() && st.mf.paused {
+		// The replica taking over learns the paused offset from these.
+		if l := b.outbound[st.mf.replica]; l != nil {
+			b.sendPing(l, st.Node(st.mf.replica), TypePing)
+		}
+	}
 	c.merge(st.Tick(now))
+	c.merge(b.failoverStep(now))
+	c.merge(st.ReplicaMigration(now))
 	st.UpdateState(now)
 	b.finish(c, nil, now)
 }

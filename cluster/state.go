@@ -34,6 +34,9 @@ type Node struct {
 	FailTime     int64 // when FAIL was set
 	ConfigEpoch  uint64
 	ReplOffset   int64
+	// VotedTime is when myself last voted for a replica of this master;
+	// OrphanedTime when this master was last found orphaned, 0 when not.
+	VotedTime, OrphanedTime int64
 	// Linked is whether a bus link to the node is up: CLUSTER NODES
 	// prints "connected" only then.
 	Linked bool
@@ -73,6 +76,20 @@ type State struct {
 	RequireFullCoverage bool
 	// AllowReplicaMigration is cluster-allow-replica-migration.
 	AllowReplicaMigration bool
+	// MigrationBarrier is cluster-migration-barrier: a replica leaves
+	// its master for an orphaned one only if more than this many working
+	// replicas stay.
+	MigrationBarrier int64
+	// ReplicaValidityFactor is cluster-replica-validity-factor: a replica
+	// that has not heard from its master for longer than ReplPingPeriod
+	// plus this many node timeouts (0: no limit) does not fail over.
+	ReplicaValidityFactor int64
+	// ReplPingPeriod is repl-ping-replica-period in milliseconds.
+	ReplPingPeriod int64
+
+	el           election
+	mf           manualFailover
+	cantFailover string // the reason last logged for not failing over
 
 	// Owner gives each slot's owner's ID, "" when unassigned; only
 	// SetOwner changes it.
@@ -291,7 +308,7 @@ func FromNodesConf(c *NodesConf, nodeTimeout, now int64) (*State, error) {
 			n.FailTime = now
 		}
 		if cn.Master != "" {
-			get(cn.Master)
+			get(cn.Master).Flags |= NodeMigrateTo
 			n.Master = cn.Master
 		}
 		if cn.PingSent != 0 {

@@ -24,6 +24,7 @@ func clusterCommands() []*command {
 			cmd("countkeysinslot", 3, "stale", cmdClusterCountKeysInSlot),
 			cmd("delslots", -3, admin, cmdClusterAddSlots),
 			cmd("delslotsrange", -4, admin, cmdClusterAddSlotsRange),
+			cmd("failover", -2, admin, cmdClusterFailover),
 			cmd("flushslots", 2, admin, cmdClusterFlushSlots),
 			cmd("forget", 3, admin, cmdClusterForget),
 			cmd("getkeysinslot", 4, "stale", cmdClusterGetKeysInSlot),
@@ -362,6 +363,32 @@ func cmdClusterReset(c *Ctx) {
 		return
 	}
 	clusterReply(c, b.Reset(hard))
+}
+
+// CLUSTER FAILOVER [FORCE|TAKEOVER] starts a manual failover on a
+// replica; the bus carries it out after the reply, as Redis's does.
+func cmdClusterFailover(c *Ctx) {
+	b := clusterBus(c)
+	if b == nil {
+		return
+	}
+	if len(c.Args) > 3 {
+		c.W.Error("unknown subcommand or wrong number of arguments for '" + trunc(string(c.Args[1]), 128) + "'. Try CLUSTER HELP.")
+		return
+	}
+	mode := cluster.FailoverDefault
+	if len(c.Args) == 3 {
+		switch {
+		case is(c.Args[2], "FORCE"):
+			mode = cluster.FailoverForce
+		case is(c.Args[2], "TAKEOVER"):
+			mode = cluster.FailoverTakeover
+		default:
+			c.W.Error(msgSyntax)
+			return
+		}
+	}
+	clusterReply(c, b.ManualFailover(mode))
 }
 
 func cmdClusterMeet(c *Ctx) {

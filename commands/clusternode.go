@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/limitkv/limitkv/cluster"
 	"github.com/limitkv/limitkv/cmdspec"
@@ -88,8 +90,11 @@ func (s *Server) StartCluster() error {
 		OnModule: func(sender string, moduleID uint64, typ uint8, payload []byte) {
 			s.clusterIn.do(func() { s.receiveModule(sender, moduleID, typ, payload) })
 		},
-		OnLinked: func(id string) { s.clusterOut.do(func() { s.sendPolicies(id) }) },
-		Offset:   s.Repl.Offset,
+		OnLinked:    func(id string) { s.clusterOut.do(func() { s.sendPolicies(id) }) },
+		Offset:      s.Repl.Offset,
+		ReplicaInfo: s.clusterReplicaInfo,
+		OnPause:     func(until int64) { s.clusterOut.do(func() { s.pauseForFailover(until) }) },
+		OnUnpause:   func() { s.clusterOut.do(s.pause.unpause) },
 	})
 	if err != nil {
 		return fmt.Errorf("cluster bus: %w", err)
@@ -104,9 +109,12 @@ func (s *Server) StartCluster() error {
 	noFailover := s.Cfg.Get("cluster-replica-no-failover") == "yes"
 	fullCoverage := s.Cfg.Get("cluster-require-full-coverage") == "yes"
 	replicaMigration := s.Cfg.Get("cluster-allow-replica-migration") == "yes"
+	barrier, validity := s.Cfg.Int("cluster-migration-barrier"), s.Cfg.Int("cluster-replica-validity-factor")
+	pingPeriod := s.Cfg.Int("repl-ping-replica-period") * 1000
 	bus.Do(func(st *cluster.State) {
 		st.RequireFullCoverage = fullCoverage
 		st.AllowReplicaMigration = replicaMigration
+		st.MigrationBarrier, st.ReplicaValidityFactor, st.ReplPingPeriod = barrier, validity, pingPeriod
 		if noFailover {
 			st.Me().Flags |= cluster.NodeNoFailover
 		}
@@ -203,6 +211,8 @@ func (c *Config) clusterEffects() map[string]config.Effect {
 		"cluster-allow-replica-migration": onState(func(st *cluster.State, n int64) {
 			st.AllowReplicaMigration = n != 0
 		}),
+		"cluster-migration-barrier":       onState(func(st *cluster.State, n int64) { st.MigrationBarrier = n }),
+		"cluster-replica-validity-factor": onState(func(st *cluster.State, n int64) { st.ReplicaValidityFactor = n }),
 	}
 	for _, name := range []string{"cluster-announce-ip", "cluster-announce-hostname", "cluster-announce-port",
 		"cluster-announce-tls-port", "cluster-announce-bus-port", "cluster-replica-no-failover"} {
@@ -341,6 +351,41 @@ func (s *Server) followMaster(ip string, port int) {
 	if ip != "" {
 		s.Log.Info("cluster: replicating " + net.JoinHostPort(ip, strconv.Itoa(port)))
 	}
+}
+
+// clusterReplicaInfo is where myself's replication stands, for an
+// election: its offset, and how long since it last heard from its master
+// (or since the link went down), in whole seconds as Redis counts it; a
+// link never up counts as down forever.
+func (s *Server) clusterReplicaInfo() cluster.ReplicaInfo {
+	in := s.Repl.Info()
+	ri := cluster.ReplicaInfo{Offset: s.Repl.Offset(), DataAge: math.MaxInt64 / 2}
+	switch {
+	case in.LinkUp && in.LastIOSecondsAgo >= 0:
+		ri.DataAge = int64(in.LastIOSecondsAgo) * 1000
+	case !in.LinkUp && in.LinkDownSinceSeconds >= 0:
+		ri.DataAge = in.LinkDownSinceSeconds * 1000
+	}
+	return ri
+}
+
+// pauseForFailover pauses writes for a manual failover until untilMS,
+// waits for the commands and scripts already past the pause to end, and
+// tells the bus, whose messages then carry the final offset.
+// clusterOut's goroutine runs it: the wait is short, and holds no lock.
+func (s *Server) pauseForFailover(untilMS int64) {
+	s.pause.pause(pauseWrite, time.UnixMilli(untilMS))
+	ended := func() bool { return s.pause.kind.Load() == pauseOff }
+	if !s.scripts.InFlight.Drain(ended) {
+		return
+	}
+	for s.scripts.Running() {
+		if ended() {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
+	s.Cluster.ConfirmPaused()
 }
 
 // dropSlots deletes the keys of slots another master took from this one

@@ -434,14 +434,6 @@ func (s *Server) execute(cl *Client, w *resp.Writer, args [][]byte, now int64) {
 		s.reject(cl, w, spec, msgSubscribedMode(spec))
 		return
 	}
-	// A CLIENT PAUSE holds the command back, before it is queued inside
-	// MULTI too, as Redis does; the wait is outside the script gate.
-	if s.pause.kind.Load() != pauseOff && !s.awaitPause(cl, spec, flags) {
-		return
-	}
-	// While a script runs, commands wait for it and get BUSY once it runs
-	// too long (inside MULTI too, before anything is queued, as in Redis);
-	// SHUTDOWN NOSAVE then stops it.
 	// gated: the command counts itself in flight (see
 	// scripting.FlightCounter); not for scripts themselves, nor for the
 	// commands allowed while one runs.
@@ -452,6 +444,15 @@ func (s *Server) execute(cl *Client, w *resp.Writer, args [][]byte, now int64) {
 			s.scripts.InFlight.Exit(cl.ID)
 		}
 	}()
+admit:
+	// A CLIENT PAUSE holds the command back, before it is queued inside
+	// MULTI too, as Redis does; the wait is outside the script gate.
+	if s.pause.kind.Load() != pauseOff && !s.awaitPause(cl, spec, flags) {
+		return
+	}
+	// While a script runs, commands wait for it and get BUSY once it runs
+	// too long (inside MULTI too, before anything is queued, as in Redis);
+	// SHUTDOWN NOSAVE then stops it.
 	for spec.Flags&cmdspec.AllowBusy == 0 || spec == s.shutdownSpec {
 		waited, ok := s.scripts.Await()
 		if !ok && (spec != s.shutdownSpec || !s.stopForShutdown(args)) {
@@ -471,6 +472,15 @@ func (s *Server) execute(cl *Client, w *resp.Writer, args [][]byte, now int64) {
 			break
 		}
 		s.scripts.InFlight.Exit(cl.ID) // a script started meanwhile: wait for it
+	}
+	// A pause that waits for the writes in flight to end (a manual
+	// failover's, which must know the final offset) began after the
+	// check above: this command is counted, so it either ran past this
+	// point first or sees the pause now, and waits for it.
+	if counted && s.pause.kind.Load() != pauseOff && pausedFor(s.pause.kind.Load(), cl, spec, flags) {
+		s.scripts.InFlight.Exit(cl.ID)
+		counted = false
+		goto admit
 	}
 	// A full sync that began to replace the keyspace after the check
 	// above waits for the commands counted in flight: this one is, so it

@@ -319,3 +319,28 @@ func (f *FlightCounter) Idle() bool {
 	}
 	return true
 }
+
+// Drain waits until every stripe has been seen empty once since the
+// call: then no command counted before the caller's announcement is in
+// flight, even while commands the announcement does not hold back keep
+// coming, which Idle, asking for every stripe empty at once, might wait
+// for forever. It gives up, reporting false, once stop says so.
+func (f *FlightCounter) Drain(stop func() bool) bool {
+	var seen [len(f.stripe)]bool
+	left := len(seen)
+	for {
+		for i := range f.stripe {
+			if !seen[i] && f.stripe[i].n.Load() == 0 {
+				seen[i] = true
+				left--
+			}
+		}
+		if left == 0 {
+			return true
+		}
+		if stop() {
+			return false
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
+}

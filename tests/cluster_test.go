@@ -63,7 +63,10 @@ func repeatKind(kind string, n int) []string {
 
 // testCluster is a set of cluster-enabled nodes and a connection to each.
 type testCluster struct {
-	t     *testing.T
+	t *testing.T
+	// root is the test that started the nodes, which a node restarted in
+	// a subtest lives as long as.
+	root  *testing.T
 	kinds []string
 	nodes []*server
 	conns []*redis.Client
@@ -77,15 +80,22 @@ type testCluster struct {
 // the others yet.
 func startClusterNodes(t *testing.T, kinds []string) *testCluster {
 	t.Helper()
+	return startClusterNodesTimeout(t, kinds, clusterNodeTimeout)
+}
+
+// startClusterNodesTimeout is startClusterNodes with the node timeout
+// given.
+func startClusterNodesTimeout(t *testing.T, kinds []string, nodeTimeout time.Duration) *testCluster {
+	t.Helper()
 	cli := testserver.Require(t, "redis-cli")
-	spec := testserver.ClusterSpec{Kinds: kinds, Limitkv: limitkvBin, Dir: t.TempDir(), NodeTimeout: clusterNodeTimeout}
+	spec := testserver.ClusterSpec{Kinds: kinds, Limitkv: limitkvBin, Dir: t.TempDir(), NodeTimeout: nodeTimeout}
 	if slices.Contains(kinds, testserver.Redis) {
 		spec.Redis = redisServerPath(t)
 	}
 	if slices.Contains(kinds, testserver.Limitkv) {
 		testserver.TrackSources()
 	}
-	c := &testCluster{t: t, kinds: kinds, nodes: testserver.StartClusterTest(t, spec), gone: map[int]bool{}, cliBin: cli}
+	c := &testCluster{t: t, root: t, kinds: kinds, nodes: testserver.StartClusterTest(t, spec), gone: map[int]bool{}, cliBin: cli}
 	for _, n := range c.nodes {
 		c.conns = append(c.conns, goRedis(t, n.Addr, 2))
 	}
