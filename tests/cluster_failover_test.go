@@ -98,6 +98,51 @@ func (c *testCluster) ackedWrites(m int, keys []string, value string) []string {
 	return acked
 }
 
+// ackedDecisions spends three of ten RL.FIXED allowances of keys on
+// node m, a limitkv master, acknowledged by WAIT 1, and returns each
+// key's RL.FIXED_RO reply there; nothing on a redis-server master.
+func (c *testCluster) ackedDecisions(m int) map[string]string {
+	c.t.Helper()
+	if c.kinds[m] != testserver.Limitkv {
+		return nil
+	}
+	ctx := context.Background()
+	conn := c.conns[m].Conn()
+	defer conn.Close()
+	seen := map[string]string{}
+	for _, k := range masterKeys(m, 20) {
+		k = "rl:{" + k + "}"
+		for range 3 {
+			if err := conn.Do(ctx, "RL.FIXED", k, 10, "1h").Err(); err != nil {
+				c.t.Fatalf("RL.FIXED %s on %s: %v", k, c.addr(m), err)
+			}
+		}
+		if n, err := conn.Do(ctx, "WAIT", 1, 5000).Int64(); err != nil || n < 1 {
+			c.t.Fatalf("WAIT after RL.FIXED %s: %d %v", k, n, err)
+		}
+		v, err := conn.Do(ctx, "RL.FIXED_RO", k, 10, "1h").Int64Slice()
+		if err != nil || len(v) < 3 {
+			c.t.Fatalf("RL.FIXED_RO %s: %v %v", k, v, err)
+		}
+		seen[k] = fmt.Sprint(v[:3])
+	}
+	return seen
+}
+
+// checkDecisions requires each key of ackedDecisions to answer
+// RL.FIXED_RO's allowed, limit and remaining as before the failover:
+// the new master has every decision acknowledged.
+func checkDecisions(t *testing.T, cc *redis.ClusterClient, seen map[string]string) {
+	t.Helper()
+	ctx := context.Background()
+	for k, want := range seen {
+		v, err := cc.Do(ctx, "RL.FIXED_RO", k, 10, "1h").Int64Slice()
+		if err != nil || len(v) < 3 || fmt.Sprint(v[:3]) != want {
+			t.Fatalf("RL.FIXED_RO %s after the failover: %v %v, want %s as before", k, v, err, want)
+		}
+	}
+}
+
 // checkValues reads keys through the cluster, each of which must hold
 // value. A request that fails is tried again, as an application would,
 // until the client has learnt where the slot went; a wrong value fails
@@ -280,6 +325,7 @@ func clusterKillMaster(c *testCluster, m int) {
 	cc := c.clusterClient([]int{0, 1, 2, 3, 4, 5})
 	checkSlotsReachable(t, cc)
 	acked := c.ackedWrites(m, masterKeys(m, 50), "acked-"+strconv.Itoa(m))
+	limited := c.ackedDecisions(m)
 	// The load's client has go-redis's defaults, as an application's
 	// would: its requests for the dead master's slots fail fast and make
 	// it reload the slots' owners.
@@ -308,6 +354,7 @@ func clusterKillMaster(c *testCluster, m int) {
 	lc = redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{c.addr(r)}})
 	defer lc.Close()
 	checkValues(t, lc, acked, "acked-"+strconv.Itoa(m))
+	checkDecisions(t, lc, limited)
 	t.Logf("acknowledged writes read back %v after the kill", time.Since(killed).Round(10*time.Millisecond))
 
 	// The old master comes back as a replica of the new one.
@@ -385,4 +432,66 @@ func clusterManualFailover(c *testCluster) {
 			t.Errorf("%v on %s: %v, want %q", tc.args, c.kinds[tc.node], err, tc.want)
 		}
 	}
+}
+
+// TestClusterReplicaMigration: in a cluster of three masters where the
+// first has two replicas, killing the only replica of another master
+// leaves it orphaned, and after Redis's delay one of the first master's
+// replicas migrates to it and takes its data (cluster-migration-barrier
+// 1: the first master keeps one).
+func TestClusterReplicaMigration(t *testing.T) {
+	for _, kind := range []string{testserver.Limitkv, testserver.Redis} {
+		t.Run(kind, func(t *testing.T) {
+			c := startClusterNodesTimeout(t, repeatKind(kind, 7), failoverNodeTimeout)
+			c.create(6, 1)
+			c.cliOK([]string{"--cluster", "add-node", c.addr(6), c.addr(0), "--cluster-slave", "--cluster-master-id", c.id(0)},
+				"[OK] New node added correctly.")
+			c.waitAgree(7)
+			cc := c.clusterClient([]int{0, 1, 2})
+			writeSlotKeys(t, cc)
+			orphan := 1
+			victim := c.replicaOf(orphan)
+			spare := []int{}
+			for i := 3; i < 7; i++ {
+				if i != victim && c.replicaOfQuiet(i) == 0 {
+					spare = append(spare, i)
+				}
+			}
+			if len(spare) != 2 {
+				t.Fatalf("the first master has replicas %v, want two", spare)
+			}
+			c.nodes[victim].Kill()
+			killed := time.Now()
+			deadline := killed.Add(clusterWait)
+			for {
+				moved := -1
+				for _, i := range spare {
+					if c.replicaOfQuiet(i) == orphan {
+						moved = i
+					}
+				}
+				if moved >= 0 {
+					t.Logf("%s %s migrated to the orphaned master after %v", c.kinds[moved], c.addr(moved), time.Since(killed).Round(10*time.Millisecond))
+					c.waitReplicaOf(moved, orphan)
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("no replica of the first master migrated to the orphaned one within %v:\n%s", clusterWait, c.view(0).nodes)
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			checkSlotKeys(t, cc)
+		})
+	}
+}
+
+// replicaOfQuiet is the index of the node that node i replicates, -1
+// when it replicates none that is known or does not answer.
+func (c *testCluster) replicaOfQuiet(i int) int {
+	role, err := c.conns[i].Do(context.Background(), "ROLE").Slice()
+	if err != nil || len(role) < 3 || role[0] != "slave" {
+		return -1
+	}
+	addr := testserver.Addr(int(role[2].(int64)))
+	return slices.IndexFunc(c.nodes, func(n *server) bool { return n.Addr == addr })
 }
