@@ -41,6 +41,9 @@ func TestClusterFailover(t *testing.T) {
 				c.run("kill-redis", func(c *testCluster) { clusterKillMaster(c, 1) })
 			}
 			c.run("manual", clusterManualFailover)
+			if slices.Contains(k.kinds, testserver.Limitkv) {
+				c.run("restart", clusterRestartAll)
+			}
 		})
 	}
 }
@@ -494,4 +497,55 @@ func (c *testCluster) replicaOfQuiet(i int) int {
 	}
 	addr := testserver.Addr(int(role[2].(int64)))
 	return slices.IndexFunc(c.nodes, func(n *server) bool { return n.Addr == addr })
+}
+
+// clusterRestartAll: a named policy set on one master, and one deleted,
+// stay as they were on every limitkv node after every node of the cluster
+// restarts, and the cluster comes back whole from its nodes.conf files.
+func clusterRestartAll(c *testCluster) {
+	t := c.t
+	ctx := context.Background()
+	var lk []int
+	for i, k := range c.kinds {
+		if k == testserver.Limitkv {
+			lk = append(lk, i)
+		}
+	}
+	set := func(i int, args ...any) {
+		t.Helper()
+		if err := c.conns[i].Do(ctx, args...).Err(); err != nil {
+			t.Fatalf("%v on %s: %v", args, c.addr(i), err)
+		}
+	}
+	set(lk[0], "RL.POLICY", "SET", "kept", "SLIDE", "7", "1h")
+	set(lk[0], "RL.POLICY", "SET", "dropped", "FIXED", "3", "1m")
+	set(lk[len(lk)-1], "RL.POLICY", "DEL", "dropped")
+	want := func(i int) {
+		t.Helper()
+		deadline := time.Now().Add(clusterWait)
+		for {
+			kept, errK := c.conns[i].Do(ctx, "RL.POLICY", "GET", "kept").StringSlice()
+			_, errD := c.conns[i].Do(ctx, "RL.POLICY", "GET", "dropped").StringSlice()
+			if errK == nil && strings.Contains(strings.Join(kept, " "), "7") && errD != nil && strings.Contains(errD.Error(), "no such policy") {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("RL.POLICY GET on %s: kept %v %v, dropped %v", c.addr(i), kept, errK, errD)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	for _, i := range lk {
+		want(i)
+	}
+	for i := range c.nodes {
+		c.nodes[i].Stop()
+	}
+	for i := range c.nodes {
+		c.restart(i)
+	}
+	c.waitAgree(6)
+	for _, i := range lk {
+		want(i)
+	}
 }
