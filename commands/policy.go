@@ -83,6 +83,11 @@ func cmdPolicyDel(c *Ctx) {
 	reg.Lock()
 	defer reg.Unlock()
 	if reg.Lookup(c.Args[2]) == nil {
+		if c.Srv.Cluster != nil {
+			// The name may be being set on another node at this moment:
+			// the deletion, later, must win there as here.
+			c.Srv.stampPolicy(string(c.Args[2]))
+		}
 		c.W.Int(0)
 		return
 	}

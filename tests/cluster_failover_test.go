@@ -517,9 +517,25 @@ func clusterRestartAll(c *testCluster) {
 			t.Fatalf("%v on %s: %v", args, c.addr(i), err)
 		}
 	}
-	set(lk[0], "RL.POLICY", "SET", "kept", "SLIDE", "7", "1h")
-	set(lk[0], "RL.POLICY", "SET", "dropped", "FIXED", "3", "1m")
-	set(lk[len(lk)-1], "RL.POLICY", "DEL", "dropped")
+	var masters []int
+	for _, i := range lk {
+		if c.replicaOfQuiet(i) < 0 {
+			masters = append(masters, i)
+		}
+	}
+	set(masters[0], "RL.POLICY", "SET", "kept", "SLIDE", "7", "1h")
+	set(masters[0], "RL.POLICY", "SET", "dropped", "FIXED", "3", "1m")
+	// The deletion comes after the other master has the policy: a
+	// deletion within the same millisecond as the change it races may
+	// lose to it (on every node alike).
+	last := masters[len(masters)-1]
+	for deadline := time.Now().Add(clusterWait); c.conns[last].Do(ctx, "RL.POLICY", "GET", "dropped").Err() != nil; {
+		if time.Now().After(deadline) {
+			t.Fatalf("the policy set on %s did not reach %s", c.addr(masters[0]), c.addr(last))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	set(last, "RL.POLICY", "DEL", "dropped")
 	want := func(i int) {
 		t.Helper()
 		deadline := time.Now().Add(clusterWait)
