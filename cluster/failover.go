@@ -331,7 +331,9 @@ func (s *State) receiveFailoverMsg(m *Msg, sender *Node, now int64) Changes {
 			c.Log = append(c.Log, "Failover auth denied to "+sender.ID+": "+why)
 		}
 	case TypeFailoverAuthAck:
-		if sender.IsMaster() && sender.NumSlots > 0 && m.CurrentEpoch >= s.el.epoch {
+		// Only votes for the request out now count: a vote of an earlier
+		// election, delivered late, carries that election's epoch.
+		if sender.IsMaster() && sender.NumSlots > 0 && s.el.sent && m.CurrentEpoch >= s.el.epoch {
 			s.el.count++
 			c.HandleFailover = true
 		}

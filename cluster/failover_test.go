@@ -200,6 +200,9 @@ func TestFailoverAuthAck(t *testing.T) {
 		{"a master with slots at a later epoch", m2, 8, nil, true},
 		{"an ack from an earlier epoch", m1, 6, nil, false},
 		{"a replica's ack", r1, 7, nil, false},
+		{"an ack before the request of a new election is out", m1, 7, func(s *State) {
+			s.el = election{time: t0, epoch: 7, count: 1}
+		}, false},
 		{"a master without slots", m1, 7, func(s *State) {
 			for j := range uint16(5461) {
 				s.SetOwner(j, m2)
