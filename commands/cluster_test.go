@@ -23,7 +23,7 @@ import (
 )
 
 // clusterPortPair finds a port whose bus port, 10000 above, is free too.
-func clusterPortPair(t *testing.T) int {
+func clusterPortPair(t testing.TB) int {
 	t.Helper()
 	for range 200 {
 		p := 20000 + rand.IntN(30000)
