@@ -10,6 +10,7 @@ import (
 	"math/big"
 	"net"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -245,6 +246,54 @@ func TestBusLosingSlots(t *testing.T) {
 	}
 	if !view(t, a.Bus, func(s *State) bool { return s.Me().IsSlave() && s.Me().Master == bID }) {
 		t.Fatal("A is not B's replica")
+	}
+}
+
+// TestBusTakenSlotRoutedBeforeAnnounced: a node that takes a slot it was
+// importing routes its requests by it before any other node hears of it:
+// by the time the old owner learns that it lost the slot, and redirects
+// clients to the new one, the new one's routing snapshot serves it. The
+// new owner's nodes.conf save is held until then, as a slow disk or a
+// descheduled goroutine would hold the rest of its bookkeeping.
+func TestBusTakenSlotRoutedBeforeAnnounced(t *testing.T) {
+	var hold atomic.Bool
+	release := make(chan struct{})
+	a := startHooked(t, nil)
+	b := startHooked(t, func(c *BusConfig) {
+		c.Save = func(*State, bool) error {
+			if hold.Load() {
+				<-release
+			}
+			return nil
+		}
+	})
+	meetAll(t, a, b)
+	aID, bID := a.ID(), b.ID()
+	if err := a.AddSlots([]SlotRange{{0, 1}}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 20*time.Second, "B to see A's slots", func() bool {
+		return view(t, b.Bus, func(s *State) bool { return s.Owner[0] == aID })
+	})
+	none := func(uint16) int { return 0 }
+	if err := b.SetSlot(0, []string{"importing", aID}, none); err != nil {
+		t.Fatal(err)
+	}
+	hold.Store(true)
+	done := make(chan error, 1)
+	go func() { done <- b.SetSlot(0, []string{"node", bID}, none) }()
+	lost := recv(t, a.lost, "A's lost slots")
+	served := b.Routing().Serves(0)
+	hold.Store(false)
+	close(release)
+	if err := recv(t, done, "CLUSTER SETSLOT NODE"); err != nil {
+		t.Fatal(err)
+	}
+	if len(lost) != 1 || lost[0] != 0 {
+		t.Fatalf("OnLostSlots(%v)", lost)
+	}
+	if !served {
+		t.Error("A heard that B took slot 0 before B's routing served it")
 	}
 }
 

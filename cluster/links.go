@@ -379,6 +379,10 @@ func (b *Bus) finish(c Changes, l *link, now int64) {
 		}
 	}
 	if c.Announce {
+		// Other nodes send clients here as soon as they hear: the
+		// requests here must be routed by what they hear first, or a
+		// client is sent back and forth until it gives up.
+		b.publishRouting()
 		b.broadcastPong()
 	}
 	if c.Save {

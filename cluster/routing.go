@@ -21,6 +21,9 @@ type Routing struct {
 	Myself, Master uint16
 	// OK is whether the cluster is up from this node's view.
 	OK bool
+	// unsettled: some slot myself serves is migrating, or some slot is
+	// importing here.
+	unsettled bool
 }
 
 // NoNode marks a slot no node serves.
@@ -92,7 +95,21 @@ func (r *Routing) fill(s *State, index map[string]uint16) {
 			r.importing[slot] = i
 		}
 	}
+	r.unsettled = len(r.importing) > 0
+	for slot := range r.migrating {
+		if r.owner[slot] == r.Myself {
+			r.unsettled = true
+		}
+	}
 }
+
+// Unsettled reports whether some slot myself serves is migrating to
+// another node, or some slot is importing here. Requests for such a slot
+// are routed by which of their keys exist, which can change between the
+// routing and the command's run: a server that routes before it locks
+// the keys must route those requests again once it holds the locks. In
+// a settled snapshot a decision depends on the snapshot alone.
+func (r *Routing) Unsettled() bool { return r.unsettled }
 
 // Equal reports whether r and o route every request alike.
 func (r *Routing) Equal(o *Routing) bool {

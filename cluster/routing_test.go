@@ -119,6 +119,39 @@ func TestRoutePlaintextPort(t *testing.T) {
 	}
 }
 
+// TestRoutingUnsettled: a snapshot is unsettled while a slot myself
+// serves migrates away or a slot imports here; a migration recorded for
+// a slot another node now serves does not count.
+func TestRoutingUnsettled(t *testing.T) {
+	const mine, theirs = 3300, 12182 // served by myself, by node c
+	for _, tc := range []struct {
+		name      string
+		migrating map[uint16]string
+		importing map[uint16]string
+		want      bool
+	}{
+		{name: "stable"},
+		{name: "migrating from myself", migrating: map[uint16]string{mine: nodeName('b')}, want: true},
+		{name: "importing", importing: map[uint16]string{theirs: nodeName('c')}, want: true},
+		{name: "migrating, slot served by another", migrating: map[uint16]string{theirs: nodeName('b')}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := routingFixture(t)
+			s.Migrating, s.Importing = tc.migrating, tc.importing
+			if got := NewRouting(s).Unsettled(); got != tc.want {
+				t.Errorf("Unsettled() = %v, want %v", got, tc.want)
+			}
+			// A snapshot refilled in place forgets what it was.
+			r := NewRouting(s)
+			s.Migrating, s.Importing = nil, nil
+			r.fill(s, map[string]uint16{})
+			if r.Unsettled() {
+				t.Error("Unsettled() after the migrations ended")
+			}
+		})
+	}
+}
+
 func TestRoutingEqual(t *testing.T) {
 	s := routingFixture(t)
 	a, b := NewRouting(s), NewRouting(s)

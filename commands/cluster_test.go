@@ -23,7 +23,7 @@ import (
 )
 
 // clusterPortPair finds a port whose bus port, 10000 above, is free too.
-func clusterPortPair(t *testing.T) int {
+func clusterPortPair(t testing.TB) int {
 	t.Helper()
 	for range 200 {
 		p := 20000 + rand.IntN(30000)
@@ -455,5 +455,128 @@ func TestClusterViewsWhileLoading(t *testing.T) {
 	}
 	if got := run("CLUSTER", "COUNTKEYSINSLOT", "1"); !strings.HasPrefix(got, "-LOADING") {
 		t.Errorf("CLUSTER COUNTKEYSINSLOT while loading: %q, want LOADING", got)
+	}
+}
+
+// TestClusterRoutedAgainUnderLocks: a request routed here by a key that
+// another client migrates away, or whose slot is given to another node,
+// before the request holds its shard's lock is routed again once it
+// does: it answers ASK or MOVED instead of creating the key afresh here,
+// alone, in a transaction and in a script; it counts as rejected, not as
+// a call. Between the routing and the lock, beforeLock plays the other
+// client.
+func TestClusterRoutedAgainUnderLocks(t *testing.T) {
+	s := newClusterServer(t)
+	other := newClusterServer(t)
+	s.reply("CLUSTER", "MEET", "127.0.0.1", strconv.Itoa(other.port))
+	otherID := unquote(other.reply("CLUSTER", "MYID"))
+	for i := 0; !known(s, otherID); i++ {
+		if i == 1000 {
+			t.Fatal("the MEET did not complete")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := s.reply("CLUSTER", "ADDSLOTSRANGE", "0", "16383"); got != "+OK" {
+		t.Fatalf("CLUSTER ADDSLOTSRANGE: %s", got)
+	}
+	for i := 0; !s.bus.Routing().OK; i++ {
+		if i == 1500 {
+			t.Fatal("the cluster did not come up")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	const key = "foo"
+	slot := int(cluster.KeySlot([]byte(key)))
+	eng := s.srv.Eng
+	w := resp.NewWriter(2)
+	run := func(req ...string) string {
+		var args [][]byte
+		for _, a := range req {
+			args = append(args, []byte(a))
+		}
+		w.Reset()
+		s.srv.request(s.client, w, args)
+		return strings.TrimSuffix(string(w.Bytes()), "\r\n")
+	}
+	exists := func() bool {
+		m := eng.MaskOf([]byte(key))
+		eng.Lock(m)
+		defer eng.Unlock(m)
+		return eng.ShardFor([]byte(key)).Exists(0, []byte(key), eng.Now())
+	}
+	// migrateAway deletes the key, as MIGRATE does once the target has it.
+	migrateAway := func(*Ctx) {
+		m := eng.MaskOf([]byte(key))
+		eng.Lock(m)
+		eng.ShardFor([]byte(key)).Delete(0, []byte(key), eng.Now())
+		eng.Unlock(m)
+	}
+	giveAway := func(c *Ctx) {
+		migrateAway(c)
+		s.bus.Do(func(st *cluster.State) { st.SetOwner(uint16(slot), otherID) })
+	}
+	ask := fmt.Sprintf("-ASK %d 127.0.0.1:%d", slot, other.port)
+	moved := fmt.Sprintf("-MOVED %d 127.0.0.1:%d", slot, other.port)
+	decide := []string{"RL.FIXED", key, "10", "1h"}
+	script := []string{"EVAL", "return redis.call('RL.FIXED', KEYS[1], 10, '1h')", "1", key}
+	for _, tc := range []struct {
+		name      string
+		migrating bool
+		meanwhile func(*Ctx)
+		reqs      [][]string
+		want      string
+	}{
+		{name: "migrating, key kept", migrating: true, reqs: [][]string{decide}, want: "*5"},
+		{name: "migrating, key migrated", migrating: true, meanwhile: migrateAway, reqs: [][]string{decide}, want: ask},
+		{name: "slot given away", meanwhile: giveAway, reqs: [][]string{decide}, want: moved},
+		{name: "EXEC, key migrated", migrating: true, meanwhile: migrateAway,
+			reqs: [][]string{{"MULTI"}, decide, {"EXEC"}}, want: ask},
+		{name: "EXEC, slot given away", meanwhile: giveAway, reqs: [][]string{{"MULTI"}, decide, {"EXEC"}}, want: moved},
+		{name: "script, key migrated", migrating: true, meanwhile: migrateAway, reqs: [][]string{script}, want: ask},
+		{name: "script, slot given away", meanwhile: giveAway, reqs: [][]string{script}, want: moved},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s.bus.Do(func(st *cluster.State) { st.SetOwner(uint16(slot), st.Myself) })
+			run("DISCARD")
+			if got := run("CLUSTER", "SETSLOT", strconv.Itoa(slot), "STABLE"); got != "+OK" {
+				t.Fatalf("CLUSTER SETSLOT STABLE: %s", got)
+			}
+			if got := run(decide...); !strings.HasPrefix(got, "*5") {
+				t.Fatalf("%v: %s", decide, got)
+			}
+			if tc.migrating {
+				if got := run("CLUSTER", "SETSLOT", strconv.Itoa(slot), "MIGRATING", otherID); got != "+OK" {
+					t.Fatalf("CLUSTER SETSLOT MIGRATING: %s", got)
+				}
+			}
+			run("CONFIG", "RESETSTAT")
+			defer func() { s.srv.beforeLock = nil }()
+			var got string
+			for i, req := range tc.reqs {
+				if i == len(tc.reqs)-1 {
+					s.srv.beforeLock = tc.meanwhile
+				}
+				got = run(req...)
+			}
+			s.srv.beforeLock = nil
+			if !strings.HasPrefix(got, tc.want) {
+				t.Fatalf("%v: %q, want %q", tc.reqs[len(tc.reqs)-1], got, tc.want)
+			}
+			if tc.meanwhile != nil && exists() {
+				t.Errorf("the key, migrated away, was made afresh here")
+			}
+			if got := run("MULTI"); got != "+OK" {
+				t.Errorf("MULTI after the request: %s (the transaction must be over)", got)
+			}
+			run("DISCARD")
+			if tc.meanwhile == nil {
+				return
+			}
+			stats := run("INFO", "commandstats")
+			last := strings.ToLower(tc.reqs[len(tc.reqs)-1][0])
+			if !strings.Contains(stats, "cmdstat_"+last+":calls=0,") || !strings.Contains(stats, "rejected_calls=1,") {
+				t.Errorf("%s routed elsewhere under its locks must count as rejected, not called:\n%s", last, stats)
+			}
+		})
 	}
 }

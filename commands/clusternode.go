@@ -404,17 +404,77 @@ func (s *Server) dropSlots(slots []uint16) {
 // cluster mode, returning the redirection or error to answer instead of
 // running it, "" to run it here. A command without key arguments runs
 // anywhere; EXEC routes the keys of every command it queued; the master
-// of a replica is obeyed whatever it sends.
-func (s *Server) clusterRedirect(cl *Client, spec *cmdspec.Spec, flags cmdspec.Flag, args [][]byte) string {
+// of a replica is obeyed whatever it sends. A request routed here by its
+// keys comes back with the snapshot that routed it, for rerouted.
+func (s *Server) clusterRedirect(cl *Client, spec *cmdspec.Spec, flags cmdspec.Flag, args [][]byte) (string, *cluster.Routing) {
+	q := s.clusterQuery(cl, spec, flags, args)
+	if q == nil {
+		return "", nil
+	}
+	q.Exists = s.keyExists
+	r := s.Cluster.Routing()
+	d, slot, n := r.Route(q)
+	if d == cluster.Here {
+		return "", r
+	}
+	return d.Error(slot, n, s.clusterPlaintext(cl)), nil
+}
+
+// rerouted routes c's request again once its shards are locked, and
+// returns the redirection to answer instead of running it ("" to run
+// it). Routing before the locks are taken decides on a snapshot and on
+// which keys exist, and either may have changed by the time the command
+// runs: a key found here may have been migrated away meanwhile, or the
+// slot given to another node, and running the command then would create
+// the key afresh on a node the cluster no longer sends it to. Only when
+// the snapshot is the one that routed the request and no slot of it is
+// migrating or importing does the first decision stand as it is, which
+// is every request's case but during a reshard: one atomic load and a
+// comparison.
+func (s *Server) rerouted(c *Ctx) string {
+	r := s.Cluster.Routing()
+	if r == c.routed && !r.Unsettled() {
+		return ""
+	}
+	// The query the first routing built is still the client's: the
+	// same keys and flags, now looked up under the locks held.
+	q := &c.Client.route
+	q.Exists = s.keyExistsHeld
+	d, slot, n := r.Route(q)
+	if d == cluster.Here {
+		c.routed = r
+		return ""
+	}
+	c.refused = true
+	return d.Error(slot, n, s.clusterPlaintext(c.Client))
+}
+
+// stillHere is rerouted for a handler that holds its shards' locks: a
+// request routed elsewhere meanwhile is answered its redirection, and
+// the handler must do nothing more.
+func (c *Ctx) stillHere() bool {
+	if c.routed == nil {
+		return true
+	}
+	if msg := c.Srv.rerouted(c); msg != "" {
+		c.W.Error(msg)
+		return false
+	}
+	return true
+}
+
+// clusterQuery is the routing query of a request, in cl.route; nil for
+// a request that is not routed by keys.
+func (s *Server) clusterQuery(cl *Client, spec *cmdspec.Spec, flags cmdspec.Flag, args [][]byte) *cluster.Query {
 	isExec := spec.Name == "exec"
 	if cl.master || (!isExec && !routed(spec)) {
-		return ""
+		return nil
 	}
 	q := &cl.route
 	q.Reset()
 	if isExec {
 		if !cl.multi {
-			return ""
+			return nil
 		}
 		for i := range cl.queued {
 			qc := &cl.queued[i]
@@ -428,19 +488,14 @@ func (s *Server) clusterRedirect(cl *Client, spec *cmdspec.Spec, flags cmdspec.F
 		q.Write = flags&cmdspec.Write != 0
 	}
 	if q.Keys() == 0 {
-		return ""
+		return nil
 	}
 	q.Asking = cl.asking || flags&cmdspec.Asking != 0
 	q.ReadOnly = cl.readOnly
 	q.PubSubShard = isShardPubSub(spec)
 	q.Migrate = spec.Name == "migrate"
 	q.AllowReadsWhenDown = s.Cfg.clusterReadsWhenDown.Load()
-	q.Exists = s.existsInDB0
-	d, slot, n := s.Cluster.Routing().Route(q)
-	if d == cluster.Here {
-		return ""
-	}
-	return d.Error(slot, n, s.clusterPlaintext(cl))
+	return q
 }
 
 // clusterPlaintext reports whether nodes are named to cl by their
@@ -500,6 +555,11 @@ func (s *Server) existsInDB0(key []byte) bool {
 	m := s.Eng.Add(0, key)
 	s.Eng.Lock(m)
 	defer s.Eng.Unlock(m)
+	return s.Eng.ShardFor(key).Exists(0, key, s.Eng.Now())
+}
+
+// existsInDB0Held is existsInDB0 for a caller that holds key's shard.
+func (s *Server) existsInDB0Held(key []byte) bool {
 	return s.Eng.ShardFor(key).Exists(0, key, s.Eng.Now())
 }
 

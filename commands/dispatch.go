@@ -40,6 +40,9 @@ type Server struct {
 	clusterOut clusterQueue
 	clusterIn  clusterQueue
 	nodesConf  nodesConfSaver
+	// keyExists and keyExistsHeld are existsInDB0 and existsInDB0Held,
+	// the routing's key lookups.
+	keyExists, keyExistsHeld func(key []byte) bool
 	// Hooks wired by main and by persistence.
 	Hooks Hooks
 
@@ -79,8 +82,8 @@ type Server struct {
 	masterClient *Client
 	// noActiveExpire: DEBUG SET-ACTIVE-EXPIRE 0 stopped the sweeper.
 	noActiveExpire atomic.Bool
-	// beforeLock, if set, sees each request that dispatch is about to
-	// lock the shards of, its spec's Prepare done (tests).
+	// beforeLock, if set, sees each request that dispatch or a script
+	// is about to lock the shards of, its spec's Prepare done (tests).
 	beforeLock func(*Ctx)
 }
 
@@ -145,6 +148,8 @@ type Stats struct {
 func New(eng *engine.Engine, cfg *Config, log *slog.Logger) *Server {
 	s := &Server{Eng: eng, Cfg: cfg, Log: log, startTime: time.Now()}
 	s.Table, s.cmds = newTable(commandTable())
+	// Bound once: a method value made per request would be allocated.
+	s.keyExists, s.keyExistsHeld = s.existsInDB0, s.existsInDB0Held
 	s.shutdownSpec = s.Table.Lookup([]byte("shutdown"))
 	s.acl.init(s.Table)
 	s.scripts.Init(scriptHost{s}, RedisVersion)
@@ -214,6 +219,12 @@ type Ctx struct {
 	// start is when the request began (monoNow), read with the request's
 	// clock; 0 for a command inside EXEC or a script, timed on its own.
 	start int64
+	// routed is the cluster's routing snapshot that sent the request
+	// here by its keys (nil: not routed by keys, or no cluster); refused
+	// says that routing it again under its locks sent it elsewhere
+	// (rerouted), and that its reply is that redirection.
+	routed  *cluster.Routing
+	refused bool
 }
 
 // Shard returns the shard that owns key. Dispatch has already locked it.
@@ -413,8 +424,10 @@ func (s *Server) execute(cl *Client, w *resp.Writer, args [][]byte, now int64) {
 	}
 	// Cluster mode: a request for keys another node serves is redirected
 	// there, before anything else refuses it, as in Redis.
+	var routedBy *cluster.Routing
 	if s.Cluster != nil {
-		if msg := s.clusterRedirect(cl, spec, flags, args); msg != "" {
+		var msg string
+		if msg, routedBy = s.clusterRedirect(cl, spec, flags, args); msg != "" {
 			s.clusterRefuse(cl, w, spec, msg)
 			return
 		}
@@ -500,7 +513,7 @@ admit:
 		return
 	}
 	c := &cl.ctx
-	*c = Ctx{Srv: s, Client: cl, W: w, Args: args, Now: now, DB: cl.DB(), Spec: spec, start: cl.start}
+	*c = Ctx{Srv: s, Client: cl, W: w, Args: args, Now: now, DB: cl.DB(), Spec: spec, start: cl.start, routed: routedBy}
 	s.run(c)
 	c.Args = nil
 }
@@ -535,6 +548,14 @@ func (s *Server) run(c *Ctx) {
 		start = monoNow()
 	}
 	s.runLocked(c)
+	if c.refused {
+		// Routed elsewhere once its shards were locked: refused, as if
+		// the first routing had sent it there, not a call.
+		c.Client.commands.Add(-1)
+		c.Client.dispatched = false
+		s.cmd(c.Spec).reject.Add(1)
+		return
+	}
 	s.account(c, n, monoNow()-start)
 }
 
@@ -570,6 +591,11 @@ func (s *Server) runLocked(c *Ctx) {
 		s.Eng.Lock(m)
 		// Serving blocked clients may lock more shards: m is read at the end.
 		defer func() { s.Eng.Unlock(m) }()
+		// EXEC, routed by the keys it queued, has none of its own: it
+		// locks them, and routes them again, itself.
+		if c.routed != nil && m != 0 && !c.stillHere() {
+			return
+		}
 	}
 	run := cmd.run
 	if !s.Repl.Recording() {

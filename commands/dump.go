@@ -193,6 +193,9 @@ func cmdRestore(c *Ctx) {
 	}
 	lim := c.limits()
 	c.withShards(c.Srv.Eng.MaskOf(key), func() {
+		if !c.stillHere() {
+			return
+		}
 		sh := c.Shard(key)
 		switch {
 		case !o.replace && sh.Exists(c.DB, key, c.Now):

@@ -42,7 +42,11 @@ func cmdLCS(c *Ctx) {
 	var a, b []byte
 	wrongType := false
 	eng := c.Srv.Eng
+	here := true
 	c.withShards(eng.MaskOf(c.Args[1], c.Args[2]), func() {
+		if here = c.stillHere(); !here {
+			return
+		}
 		for i, dst := range []*[]byte{&a, &b} {
 			key := c.Args[1+i]
 			sh := eng.ShardFor(key)
@@ -62,6 +66,9 @@ func cmdLCS(c *Ctx) {
 			*dst = bytes.Clone(v)
 		}
 	})
+	if !here {
+		return
+	}
 	if wrongType {
 		c.W.Error(msgLCSType)
 		return

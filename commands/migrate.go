@@ -25,17 +25,26 @@ func migrateCommands() []*command {
 // RESTORE commands (after AUTH and SELECT), in one write; each one the
 // target accepts is deleted here, unless COPY.
 //
-// Unlike Redis, which does all of it in its one thread, limitkv never
-// holds a shard lock while it waits for the network: it dumps the keys
-// under their shards' locks, releases them, talks to the target, then
-// takes the locks again to delete what the target took. A key written by
-// another client in between is not deleted: its new value, which the
-// target never saw, would be lost otherwise, while keeping it loses
-// nothing (the target holds the value as it was when MIGRATE read it, as
-// if the write had come just after the MIGRATE). Whether the key is
-// unchanged is told by a 64-bit hash of its value and expiry in the
-// engine's encoding, taken both times. Inside MULTI or a script every
-// shard is already locked and stays so, as Redis's server does.
+// Unlike Redis, which does all of it in its one thread, limitkv does not
+// hold a shard lock while it waits for the network, but in a last round:
+// it dumps the keys under their shards' locks, releases them, talks to
+// the target, then takes the locks again to delete what the target took.
+// A key is deleted only if its value is still the one the target
+// acknowledged; whether it is is told by a 64-bit hash of its value and
+// expiry in the engine's encoding, taken both times. A key another
+// client wrote in between is sent again, its current value replacing
+// the target's copy, and the check is made again once the target has
+// it: the target's copy cannot have been used meanwhile, since while a
+// key exists here the cluster routes its requests here, and to the
+// target only once it is gone from here. A key that keeps changing is
+// sent a bounded number of times, the last under its shard's lock, held
+// across that one exchange (which the timeout bounds), so that what the
+// target holds when the key is deleted here is its last value whatever
+// the load: the requests for that shard wait for one round trip, as
+// every request waits for a whole MIGRATE in Redis. A key the target
+// refuses, or does not answer for, stays here, as in Redis. Inside MULTI
+// or a script every shard is already locked and stays so, as Redis's
+// server does, and no key can change.
 //
 // The exchange with the target, and the connections kept for the next
 // one, are the migrate package's.
@@ -105,12 +114,122 @@ func migrateKeys(args [][]byte, out []cmdspec.KeyRef) []cmdspec.KeyRef {
 
 var migrateSeed = maphash.MakeSeed()
 
-// migrating is one key on its way: its name, what was sent, and the hash
-// of its value when it was read.
+// migrateRounds bounds the exchanges MIGRATE has with its target: the
+// first, then one per round in which other clients changed keys it had
+// sent; the last of them holds the locks of the shards of the keys it
+// sends.
+const migrateRounds = 4
+
+// migrating is one key on its way: its name and the hash of the value
+// sent, read under its shard's lock.
 type migrating struct {
-	key  []byte
-	sum  uint64
-	sent bool
+	key []byte
+	sum uint64
+}
+
+// migration is what one MIGRATE sends, and the reply it is building.
+type migration struct {
+	c      *Ctx
+	target migrate.Target
+	// failed is the first error: a reply of the target or a value that
+	// could not be dumped; the keys concerned stay here.
+	failed string
+	// payload, value: scratch for DUMP payloads and the values hashed.
+	payload, value []byte
+}
+
+// add dumps key's value e, read at now, into b, as a RESTORE with
+// REPLACE if replace, and returns it with the hash of its value; ok is
+// false for a key that expired since the command's clock read it
+// (Redis skips it), or whose value has no payload.
+func (mg *migration) add(b *migrate.Batch, sh *engine.Shard, e engine.Entry, key []byte, now int64, replace bool) (migrating, bool) {
+	ttl := int64(0)
+	if exp := e.ExpireAt(); exp != 0 {
+		if ttl = exp - now; ttl < 0 {
+			return migrating{}, false
+		}
+		ttl = max(ttl, 1)
+	}
+	var msg string
+	if mg.payload, msg = dumpPayload(mg.payload[:0], sh, e); msg != "" {
+		mg.fail(msg)
+		return migrating{}, false
+	}
+	b.Restore(key, ttl, mg.payload, replace)
+	mg.value, _ = engine.AppendValue(mg.value[:0], sh, e)
+	return migrating{key: key, sum: maphash.Bytes(migrateSeed, mg.value)}, true
+}
+
+// send hands b to the target and returns the keys of sent it took.
+func (mg *migration) send(b *migrate.Batch, sent []migrating) []migrating {
+	acked, err := mg.c.Srv.migrate.Send(mg.target, b)
+	if err != nil {
+		mg.fail(err.Error())
+	}
+	took := sent[:0]
+	for i, mv := range sent {
+		if acked[i] {
+			took = append(took, mv)
+		}
+	}
+	return took
+}
+
+func (mg *migration) fail(msg string) {
+	if mg.failed == "" {
+		mg.failed = msg
+	}
+}
+
+// settle deletes each key of took, which the target holds, whose value
+// here is still the one sent, and sends the others again, their current
+// values replacing the target's copies, until none is left or the
+// rounds are up: the last round sends under the locks and deletes what
+// the target takes before it lets them go.
+func (mg *migration) settle(took []migrating) {
+	eng := mg.c.Srv.Eng
+	for round := 1; len(took) > 0; round++ {
+		last := round >= migrateRounds-1
+		var m engine.Mask
+		for _, mv := range took {
+			m = eng.Add(m, mv.key)
+		}
+		again := migrate.Batch{Asking: mg.c.Srv.Cluster != nil}
+		var resent []migrating
+		mg.c.withShards(m, func() {
+			now := eng.Now()
+			for _, mv := range took {
+				sh := eng.ShardFor(mv.key)
+				e, ok := sh.Find(mg.c.DB, mv.key, now)
+				if !ok {
+					continue
+				}
+				mg.value, _ = engine.AppendValue(mg.value[:0], sh, e)
+				if maphash.Bytes(migrateSeed, mg.value) == mv.sum {
+					sh.DeleteEntry(e)
+					continue
+				}
+				if next, ok := mg.add(&again, sh, e, mv.key, now, true); ok {
+					resent = append(resent, next)
+				}
+			}
+			if !last || len(resent) == 0 {
+				return
+			}
+			// No client can change these keys before they are deleted.
+			for _, mv := range mg.send(&again, resent) {
+				sh := eng.ShardFor(mv.key)
+				if e, ok := sh.Find(mg.c.DB, mv.key, eng.Now()); ok {
+					sh.DeleteEntry(e)
+				}
+			}
+			resent = nil
+		})
+		if len(resent) == 0 {
+			return
+		}
+		took = mg.send(&again, resent)
+	}
 }
 
 func cmdMigrate(c *Ctx) {
@@ -162,7 +281,14 @@ func cmdMigrate(c *Ctx) {
 	if timeout <= 0 {
 		timeout = 1000
 	}
-	wait := time.Duration(timeout) * time.Millisecond
+	mg := &migration{c: c, target: migrate.Target{
+		Addr:    net.JoinHostPort(string(c.Args[1]), strconv.FormatInt(engine.Atoi(c.Args[2]), 10)),
+		Timeout: time.Duration(timeout) * time.Millisecond,
+		DB:      db,
+		Auth:    auth,
+		User:    user,
+		Pass:    pass,
+	}}
 
 	eng := c.Srv.Eng
 	var m engine.Mask
@@ -173,11 +299,9 @@ func cmdMigrate(c *Ctx) {
 	// Read the keys and build the RESTORE commands under their locks.
 	batch := migrate.Batch{Asking: c.Srv.Cluster != nil}
 	var moving []migrating
-	var failed string
 	found := 0
 	c.withShards(m, func() {
 		now := eng.Now()
-		var payload, scratch []byte
 		for _, k := range keys {
 			sh := eng.ShardFor(k)
 			e, ok := sh.Lookup(c.DB, k, c.Now)
@@ -185,28 +309,13 @@ func cmdMigrate(c *Ctx) {
 				continue
 			}
 			found++
-			ttl := int64(0)
-			if exp := e.ExpireAt(); exp != 0 {
-				// Expired since it was looked up (the command's clock
-				// is older than now): Redis skips it.
-				if ttl = exp - now; ttl < 0 {
-					continue
-				}
-				ttl = max(ttl, 1)
+			if mv, ok := mg.add(&batch, sh, e, k, now, replace); ok {
+				moving = append(moving, mv)
 			}
-			var msg string
-			payload, msg = dumpPayload(payload[:0], sh, e)
-			if msg != "" {
-				failed = msg
-				return
-			}
-			batch.Restore(k, ttl, payload, replace)
-			scratch, _ = engine.AppendValue(scratch[:0], sh, e)
-			moving = append(moving, migrating{key: k, sum: maphash.Bytes(migrateSeed, scratch)})
 		}
 	})
-	if failed != "" {
-		c.W.Error(failed)
+	if mg.failed != "" {
+		c.W.Error(mg.failed)
 		return
 	}
 	if found == 0 {
@@ -215,44 +324,15 @@ func cmdMigrate(c *Ctx) {
 	}
 
 	// Talk to the target, holding no lock (unless MULTI or a script
-	// holds them all).
-	target := migrate.Target{
-		Addr:    net.JoinHostPort(string(c.Args[1]), strconv.FormatInt(engine.Atoi(c.Args[2]), 10)),
-		Timeout: wait,
-		DB:      db,
-		Auth:    auth,
-		User:    user,
-		Pass:    pass,
-	}
-	acked, err := c.Srv.migrate.Send(target, &batch)
-	for i := range acked {
-		moving[i].sent = acked[i]
-	}
-
-	// Delete what the target took, if it is still what was sent.
+	// holds them all), then delete what it took.
+	took := mg.send(&batch, moving)
 	if !copyKeys {
-		c.withShards(m, func() {
-			var scratch []byte
-			for _, mv := range moving {
-				if !mv.sent {
-					continue
-				}
-				sh := eng.ShardFor(mv.key)
-				e, ok := sh.Find(c.DB, mv.key, c.Now)
-				if !ok {
-					continue
-				}
-				scratch, _ = engine.AppendValue(scratch[:0], sh, e)
-				if maphash.Bytes(migrateSeed, scratch) == mv.sum {
-					sh.DeleteEntry(e)
-				}
-			}
-		})
+		mg.settle(took)
 	}
-	if err == nil {
+	if mg.failed == "" {
 		c.W.OK()
 	} else {
-		c.W.Error(err.Error())
+		c.W.Error(mg.failed)
 	}
 }
 

@@ -133,6 +133,9 @@ func submit(c *Ctx, sc *scripting.Script, f *scripting.Function, keys, argv [][]
 	call := &c.Client.eval
 	call.Script, call.Function, call.Keys, call.Argv, call.ReadOnly = sc, f, keys, argv, readOnly
 	call.Args, call.W, call.Caller = c.Args, c.W, c
+	if c.Srv.beforeLock != nil && !c.held {
+		c.Srv.beforeLock(c)
+	}
 	c.Srv.scripts.Submit(call, c.held)
 }
 

@@ -61,11 +61,16 @@ type scriptSession struct {
 
 // Refusal: a full sync that began to replace the keyspace since the call
 // was let through is seen here, under every shard lock, which the
-// replacement needs too (scripts do not count themselves in flight).
+// replacement needs too (scripts do not count themselves in flight); so
+// is a cluster that routes the script's declared keys elsewhere now, as
+// dispatch routes a command again once it holds its keys' locks.
 func (s *scriptSession) Refusal(caller any) string {
+	c := caller.(*Ctx)
 	if s.srv.loadState.Load() != 0 {
-		c := caller.(*Ctx)
 		return s.srv.loadingRefusal(c.Client, c.Spec)
+	}
+	if c.routed != nil {
+		return s.srv.rerouted(c)
 	}
 	return ""
 }

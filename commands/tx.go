@@ -56,6 +56,17 @@ func cmdExec(c *Ctx) {
 	queued := cl.queued
 	eng := c.Srv.Eng
 	eng.Lock(engine.AllShards)
+	if c.routed != nil {
+		// The queued commands' keys are routed again, as a single
+		// command's are once its shards are locked.
+		if msg := c.Srv.rerouted(c); msg != "" {
+			eng.Unlock(engine.AllShards)
+			cl.discardTx()
+			cl.unwatchAll()
+			c.W.Error(msg)
+			return
+		}
+	}
 	if cl.watchFailed(c.Now) {
 		eng.Unlock(engine.AllShards)
 		cl.discardTx()

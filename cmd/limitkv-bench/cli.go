@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/limitkv/limitkv/cluster"
 )
 
 // A scenario is one thing the benchmark measures, run as a subcommand
@@ -55,8 +57,11 @@ func scenarios() []*scenario {
 			flags: []flagGroup{connFlags, pacedFlags, floodFlags},
 			run:   (*bench).runFlood},
 		{name: "cluster", summary: "RL.FIXED on a 3-master limitkv cluster against the INCR + PEXPIRE script on a 3-master redis-server cluster, through go-redis's ClusterClient, with a check of the allowed decisions (about 2.5 minutes); writes cluster.md and .json",
-			flags: []flagGroup{connFlags, clusterFlags},
+			flags: []flagGroup{connFlags, clusterFlags, clusterNodeFlags},
 			run:   (*bench).runCluster},
+		{name: "cluster-reshard", summary: "RL.FIXED through go-redis's ClusterClient on a 3-master limitkv cluster while redis-cli --cluster reshard moves 2,000 slots back and forth, against the same load without a reshard, with a check of the allowed decisions (about 2 minutes); writes cluster-reshard.md and .json",
+			flags: []flagGroup{connFlags, clusterNodeFlags, clusterReshardFlags},
+			run:   (*bench).runClusterReshard},
 	}
 }
 
@@ -140,7 +145,8 @@ func legacyFlags(fs *flag.FlagSet, c *config) {
 // allGroups is every flag, for the command line without a subcommand.
 func allGroups() []flagGroup {
 	return []flagGroup{runFlags, connFlags, pacedFlags, workloadFlags, throughputFlags, memoryFlags, snapshotFlags, periodicFlags,
-		skipThroughputFlags, skipFlags, replicationFlags, failoverFlags, floodFlags, clusterFlags, legacyFlags}
+		skipThroughputFlags, skipFlags, replicationFlags, failoverFlags, floodFlags, clusterFlags, clusterNodeFlags,
+		clusterReshardFlags, legacyFlags}
 }
 
 // parseArgs reads the command line: a scenario's name and its flags, or
@@ -236,6 +242,11 @@ func parseArgs(args []string, stderr io.Writer) (*scenario, config, error) {
 		quick("cluster-duration", func() { cfg.clusterDuration = time.Second })
 		quick("cluster-warmup", func() { cfg.clusterWarmup = 200 * time.Millisecond })
 		quick("cluster-rounds", func() { cfg.clusterRounds = 1 })
+		quick("reshard-slots", func() { cfg.reshardSlots = 200 })
+		quick("reshard-rounds", func() { cfg.reshardRounds = 1 })
+		quick("reshard-steady", func() { cfg.reshardSteady = time.Second })
+		quick("reshard-warmup", func() { cfg.reshardWarmup = 200 * time.Millisecond })
+		quick("reshard-keys", func() { cfg.reshardKeys = 2000 })
 	}
 	return sc, cfg, cfg.check(sc.name)
 }
@@ -274,6 +285,12 @@ func (c config) check(scenario string) error {
 		return fmt.Errorf("-cluster-warmup plus -cluster-duration must be shorter than the rate limit's window, %v", clusterWindow)
 	case !(c.clusterZipf > 1):
 		return errors.New("-cluster-zipf must be above 1")
+	case c.reshardSlots < 1 || c.reshardSlots > cluster.Slots/clusterMasters:
+		return fmt.Errorf("-reshard-slots must be from 1 to %d, the slots of one master", cluster.Slots/clusterMasters)
+	case c.reshardRounds < 1 || c.reshardSteady <= 0 || c.reshardWarmup < 0:
+		return errors.New("-reshard-rounds must be at least 1, -reshard-steady positive and -reshard-warmup not negative")
+	case c.reshardKeys < c.reshardSlots || c.reshardKeys < 2:
+		return errors.New("-reshard-keys must be at least -reshard-slots (a key in every slot that moves) and at least 2")
 	}
 	return nil
 }

@@ -39,6 +39,11 @@ func clusterFlags(fs *flag.FlagSet, c *config) {
 	fs.DurationVar(&c.clusterWarmup, "cluster-warmup", 2*time.Second, "unmeasured load before each round's window")
 	fs.IntVar(&c.clusterRounds, "cluster-rounds", 3, "rounds, each measuring both clusters, their order alternating")
 	fs.IntVar(&c.clusterKeys, "cluster-keys", 100_000, "distinct keys, drawn from a Zipf distribution")
+}
+
+// clusterNodeFlags are read by both cluster scenarios: how the nodes run
+// and how the keys are drawn.
+func clusterNodeFlags(fs *flag.FlagSet, c *config) {
 	fs.Float64Var(&c.clusterZipf, "cluster-zipf", 1.1, "the Zipf exponent s (> 1) of the keys' draw: larger is hotter")
 	fs.DurationVar(&c.clusterNodeTimeout, "cluster-node-timeout", 5*time.Second, "cluster-node-timeout of every node")
 	fs.StringVar(&c.redisCliBin, "redis-cli", "", "use this redis-cli (default: redis-cli from PATH)")

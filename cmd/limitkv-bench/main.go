@@ -16,6 +16,8 @@
 //	cluster      the rate limit on a 3-master limitkv cluster and a
 //	             redis-server one through go-redis's ClusterClient
 //	             (cluster.go)
+//	cluster-reshard  the rate limit on a limitkv cluster while slots
+//	             move, against the same load without (clusterreshard.go)
 //	all          throughput, memory, snapshot and periodic: results.md
 //	             (results.go; the default)
 //
@@ -115,6 +117,9 @@ type config struct {
 	clusterZipf                    float64
 	clusterNodeTimeout             time.Duration
 	redisCliBin                    string
+	// clusterReshardFlags (clusterreshard.go)
+	reshardSlots, reshardRounds, reshardKeys int
+	reshardSteady, reshardWarmup             time.Duration
 	// legacyFlags: the scenario chosen without a subcommand
 	legacyReplication, legacyPeriodic, legacyFlood bool
 }

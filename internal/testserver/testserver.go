@@ -316,30 +316,54 @@ func Start(spec Spec) (*Server, error) {
 	if s.Kind == "" {
 		s.Kind = filepath.Base(spec.Bin)
 	}
+	if spec.LogFile == "" {
+		s.out = &syncBuffer{}
+	}
+	if err := s.launch(os.O_TRUNC); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Restart starts a server that has exited (Kill, Stop) again, with the
+// same binary, arguments, directory and address, and waits until it
+// answers, as an operator restarts a crashed node; its output goes on
+// after what the first process wrote.
+func (s *Server) Restart() error {
+	if !s.Exited() {
+		return fmt.Errorf("%s at %s: restarted while still running", s.Kind, s.Addr)
+	}
+	return s.launch(os.O_APPEND)
+}
+
+// launch starts the process of s and waits until it answers; mode says
+// whether a log file is truncated or appended to.
+func (s *Server) launch(mode int) error {
+	spec := s.spec
 	cmd := exec.Command(spec.Bin, spec.Args...)
 	cmd.Dir = spec.WorkDir
 	if spec.LogFile != "" {
-		f, err := os.Create(spec.LogFile)
+		f, err := os.OpenFile(spec.LogFile, os.O_WRONLY|os.O_CREATE|mode, 0o644)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		defer f.Close() // the child has its own descriptor
 		cmd.Stdout, cmd.Stderr = f, f
 	} else {
-		s.out = &syncBuffer{}
 		cmd.Stdout, cmd.Stderr = s.out, s.out
 	}
 	if spec.OwnGroup {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	}
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("starting %s: %v", spec.Bin, err)
+		return fmt.Errorf("starting %s: %v", spec.Bin, err)
 	}
 	s.Cmd = cmd
-	s.Done = make(chan struct{})
+	done := make(chan struct{})
+	s.Done = done
 	go func() {
 		cmd.Wait()
-		close(s.Done)
+		close(done)
 	}()
 	running.Lock()
 	if running.set == nil {
@@ -349,9 +373,9 @@ func Start(spec Spec) (*Server, error) {
 	running.Unlock()
 	if err := s.waitUp(); err != nil {
 		s.Stop()
-		return nil, err
+		return err
 	}
-	return s, nil
+	return nil
 }
 
 // StartTest starts a server for a test, failing it if the server does not
