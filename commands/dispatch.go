@@ -1,7 +1,7 @@
 package commands
 
 import (
-	"github.com/limitkv/limitkv/cluster"
+	"context"
 	"log/slog"
 	"net"
 	"runtime/debug"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/limitkv/limitkv/acl"
 	"github.com/limitkv/limitkv/blocking"
+	"github.com/limitkv/limitkv/cluster"
 	"github.com/limitkv/limitkv/cmdspec"
 	"github.com/limitkv/limitkv/engine"
 	"github.com/limitkv/limitkv/migrate"
@@ -100,6 +101,9 @@ type Hooks struct {
 	// and returns BGSAVE's reply (schedule: wait for a running one).
 	Save   func() error
 	BgSave func(schedule bool) (string, error)
+	// Sync returns once every change made before it is on disk, sharing
+	// one snapshot with the callers that came meanwhile.
+	Sync func(ctx context.Context) error
 	// LastSave returns the Unix time of the last successful snapshot.
 	LastSave func() int64
 	// Persistence describes the snapshots for INFO; nil when persistence

@@ -1,10 +1,13 @@
 package commands
 
 import (
+	"context"
 	"encoding/binary"
 	"math"
 	"slices"
+	"time"
 
+	"github.com/limitkv/limitkv/cmdspec"
 	"github.com/limitkv/limitkv/engine"
 	"github.com/limitkv/limitkv/rdb"
 )
@@ -222,7 +225,36 @@ func cmdRestore(c *Ctx) {
 				sh.SetAccess(e, o.idle, int(o.freq), c.Now)
 			}
 			c.W.OK()
+			c.durableImport()
 		}
+	})
+}
+
+// importSyncTimeout bounds how long an imported key's reply waits for
+// the disk: past it the reply is dropped with the connection, and the
+// source, which then has no acknowledgement, keeps its key.
+const importSyncTimeout = 10 * time.Second
+
+// durableImport holds the reply of a key restored into a slot being
+// resharded here (RESTORE-ASKING, or RESTORE after ASKING) until the key
+// is on disk. The source deletes its copy once it has the reply, so
+// without this a node killed before its next snapshot loses the key for
+// good. The keys of one MIGRATE arrive in one pipeline and share one
+// snapshot.
+func (c *Ctx) durableImport() {
+	s := c.Srv
+	if s.Cluster == nil || s.Hooks.Sync == nil || c.Client.conn == nil ||
+		(c.Spec.Flags&cmdspec.Asking == 0 && !c.Client.asking) {
+		return
+	}
+	c.Client.conn.HoldReplies(func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), importSyncTimeout)
+		defer cancel()
+		if err := s.Hooks.Sync(ctx); err != nil {
+			s.Log.Error("cluster: an imported key could not be saved; its source keeps it", "err", err)
+			return false
+		}
+		return true
 	})
 }
 

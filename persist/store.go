@@ -87,9 +87,13 @@ type Store struct {
 	// channel rather than a mutex so that a caller with a deadline can
 	// give up waiting behind a snapshot stuck on a failing disk.
 	sem chan struct{}
-	ro  *pebble.DB // the read-only handle, between Open and Load
-	wMu sync.Mutex // guards w for Close, which may not get sem
-	w   writer     // nil until started, and after it failed
+	// group is the Sync whose snapshot has not begun yet: callers until
+	// it begins share it.
+	groupMu sync.Mutex
+	group   *syncGroup
+	ro      *pebble.DB // the read-only handle, between Open and Load
+	wMu     sync.Mutex // guards w for Close, which may not get sem
+	w       writer     // nil until started, and after it failed
 	// Periodic snapshots wait until retryAt after a failure.
 	retryAt time.Time
 	backoff time.Duration
@@ -417,6 +421,53 @@ func (s *Store) snapshot(ctx context.Context, periodic bool) error {
 		return fmt.Errorf("a snapshot is still running: %w", context.Cause(ctx))
 	}
 	defer func() { <-s.sem }()
+	return s.snapshotHeld(ctx, periodic)
+}
+
+// syncGroup is one snapshot that Sync callers share.
+type syncGroup struct {
+	done chan struct{}
+	err  error
+}
+
+// Sync returns once every change made before it was called is on disk,
+// or the snapshot that was to write it failed. Callers that come while
+// one snapshot waits to begin share it (a group commit): an imported key
+// is acknowledged only once it is durable, at the cost of one snapshot
+// per batch of them rather than per key.
+func (s *Store) Sync(ctx context.Context) error {
+	s.groupMu.Lock()
+	g := s.group
+	if g == nil {
+		g = &syncGroup{done: make(chan struct{})}
+		s.group = g
+		go s.runGroup(g)
+	}
+	s.groupMu.Unlock()
+	select {
+	case <-g.done:
+		return g.err
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
+// runGroup takes g's snapshot once no other runs. From then on, callers
+// start a new group: this snapshot may miss their changes.
+func (s *Store) runGroup(g *syncGroup) {
+	s.sem <- struct{}{}
+	s.groupMu.Lock()
+	if s.group == g {
+		s.group = nil
+	}
+	s.groupMu.Unlock()
+	g.err = s.snapshotHeld(context.Background(), false)
+	<-s.sem
+	close(g.done)
+}
+
+// snapshotHeld is snapshot for a caller that holds sem.
+func (s *Store) snapshotHeld(ctx context.Context, periodic bool) error {
 	if periodic && time.Now().Before(s.retryAt) {
 		return errWaiting
 	}

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -640,4 +641,40 @@ func TestNothingDirtyIsNotASave(t *testing.T) {
 	if got := st.Stats(); got.Snapshots != 2 || got.LastKeys != 0 || got.LastSuccess.Before(saved.LastSuccess) {
 		t.Fatalf("SAVE with nothing dirty: %+v, want a second save of 0 keys", got)
 	}
+}
+
+// TestSyncSharesOneSnapshot: Sync returns once the changes made before
+// it are on disk; callers that come together, while a snapshot runs,
+// share the next one, and every change made before any of them returned
+// is then found after a restart.
+func TestSyncSharesOneSnapshot(t *testing.T) {
+	fs := vfs.NewMem()
+	clock := engine.NewManualClock(t0)
+	eng, st := restart(t, fs, clock)
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for w := range 8 {
+		wg.Go(func() {
+			for i := range 50 {
+				k := "w" + strconv.Itoa(w) + ":" + strconv.Itoa(i)
+				with(eng, k, func(s *engine.Shard, k []byte) { s.SetInt(0, k, int64(i), 0) })
+				if err := st.Sync(context.Background()); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if n := st.Stats().Snapshots; n >= 400 {
+		t.Errorf("%d snapshots for 400 Syncs by 8 callers: none was shared", n)
+	}
+	want := dump(t, eng)
+	st.Close()
+	eng2, _ := restart(t, fs, clock)
+	sameDump(t, dump(t, eng2), want)
 }

@@ -58,6 +58,7 @@ type Conn struct {
 	p        *parser
 
 	closing bool         // QUIT or a fatal error: drop the rest of the pipeline
+	hold    func() bool  // what the replies in W wait for (HoldReplies)
 	proto   atomic.Int32 // W's protocol, for other goroutines
 	done    chan struct{}
 	stop    sync.Once

@@ -59,11 +59,11 @@ func (c *Conn) serveInput(r runner) (st step, args [][]byte, perr *ProtocolError
 			return stepRefused, args, nil
 		}
 		c.run(args)
-		if c.W.Len() >= flushAt && !r.flush(c) {
+		if c.W.Len() >= flushAt && !c.send(r) {
 			return stepGone, nil, nil
 		}
 	}
-	if !r.flush(c) {
+	if !c.send(r) {
 		return stepGone, nil, nil
 	}
 	if c.closing {
@@ -71,6 +71,32 @@ func (c *Conn) serveInput(r runner) (st step, args [][]byte, perr *ProtocolError
 	}
 	c.publishInput()
 	return stepRead, nil, nil
+}
+
+// send sends the replies in W on r, once what holds them (HoldReplies)
+// lets them go; replies it refuses are dropped with the connection.
+func (c *Conn) send(r runner) bool {
+	if hold := c.hold; hold != nil {
+		c.hold = nil
+		if !hold() {
+			c.W.Reset()
+			c.closing = true
+			return false
+		}
+	}
+	return r.flush(c)
+}
+
+// HoldReplies makes the replies written so far, and those of the
+// requests served with them in one read, wait for fn before they leave:
+// a group commit, one fn for a pipeline. fn false drops them and closes
+// the connection, so that none of them reaches the client. Only a
+// request that runs on the connection's goroutine may hold its replies
+// (an event loop never waits); a hold already set stands for both.
+func (c *Conn) HoldReplies(fn func() bool) {
+	if c.hold == nil {
+		c.hold = fn
+	}
 }
 
 // run executes one request and lets go of its input.

@@ -34,6 +34,9 @@ type testHandler struct {
 	// sleeping, if set, is told when SLEEP starts: a test knows the
 	// request is being executed without waiting a guessed time.
 	sleeping chan struct{}
+	// holds counts the HOLD hooks run; holdOK is what they answer.
+	holds  atomic.Int64
+	holdOK atomic.Bool
 }
 
 func (h *testHandler) Open(c *Conn) string {
@@ -56,7 +59,7 @@ func (h *testHandler) Closed(c *Conn) {}
 // target of pushes (SUB) run on the connection's goroutine.
 func (h *testHandler) Inline(c *Conn, args [][]byte) bool {
 	switch strings.ToUpper(string(args[0])) {
-	case "BLOCK", "SLEEP", "SUB":
+	case "BLOCK", "SLEEP", "SUB", "HOLD":
 		return false
 	}
 	return true
@@ -96,6 +99,12 @@ func (h *testHandler) Serve(c *Conn, args [][]byte) {
 		if h.onSub != nil {
 			h.onSub(c)
 		}
+	case "HOLD":
+		c.W.OK()
+		c.HoldReplies(func() bool {
+			h.holds.Add(1)
+			return h.holdOK.Load()
+		})
 	case "KEEP":
 		h.mu.Lock()
 		h.kept = c.KeepArgs(args[1:])[0]
@@ -628,6 +637,32 @@ func TestRefusedConnection(t *testing.T) {
 		}
 		if n := len(ts.srv.Conns()); n != 0 {
 			t.Fatalf("%d refused connections registered", n)
+		}
+	})
+}
+
+// TestHoldReplies: replies held by a request leave once the hold lets
+// them go, the hold running once for a pipeline; a hold that refuses
+// drops them with the connection.
+func TestHoldReplies(t *testing.T) {
+	modes(t, func(t *testing.T, loops bool) {
+		h := &testHandler{}
+		h.holdOK.Store(true)
+		ts := startServer(t, h, loops)
+		c := ts.dial(t)
+		c.send("HOLD\r\nPING\r\nHOLD\r\n")
+		want := "+OK\r\n+PONG\r\n+OK\r\n"
+		buf := make([]byte, len(want))
+		if _, err := io.ReadFull(c.r, buf); err != nil || string(buf) != want {
+			t.Fatalf("%q %v", buf, err)
+		}
+		if n := h.holds.Load(); n != 1 {
+			t.Fatalf("the hold ran %d times for one pipeline, want once", n)
+		}
+		h.holdOK.Store(false)
+		c.send("HOLD\r\nPING\r\n")
+		if got := c.readAll(); got != "" {
+			t.Fatalf("a refused hold let %q out", got)
 		}
 	})
 }

@@ -398,6 +398,7 @@ func openStore(srv *commands.Server, cfg *commands.Config, log *slog.Logger) (*p
 // wireStore connects SAVE, BGSAVE, LASTSAVE and INFO to the store.
 func wireStore(srv *commands.Server, store *persist.Store, cfg *commands.Config) {
 	srv.Hooks.Save = store.Snapshot
+	srv.Hooks.Sync = store.Sync
 	srv.Hooks.Seal = store.Seal
 	var scheduled atomic.Bool
 	srv.Hooks.BgSave = func(schedule bool) (string, error) {
