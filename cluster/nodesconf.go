@@ -23,6 +23,20 @@ type NodesConf struct {
 	LastVoteEpoch uint64
 }
 
+// Epochs are what of c must outlive a crash of the machine, not only of
+// the process: the epochs and the vote, and myself's config epoch. A
+// node that came back with older ones could vote twice in an epoch, or
+// claim slots under an epoch the cluster has given someone else.
+func (c *NodesConf) Epochs() [3]uint64 {
+	e := [3]uint64{c.CurrentEpoch, c.LastVoteEpoch}
+	for i := range c.Nodes {
+		if c.Nodes[i].Flags&NodeMyself != 0 {
+			e[2] = c.Nodes[i].ConfigEpoch
+		}
+	}
+	return e
+}
+
 // ConfNode is one node's line:
 //
 //	<id> <ip>:<port>@<cport>[,<hostname>] <flags> <master-id|-> <ping-sent> <pong-recv> <config-epoch> <connected|disconnected> [<slot>|<first>-<last>|[<slot>->-<id>]|[<slot>-<-<id>]]...
@@ -373,10 +387,14 @@ func LoadNodesConf(path string) (*NodesConf, error) {
 
 // WriteFile replaces the file at path with c, so that a crash at any
 // point leaves either the old file or the new one whole: the new
-// contents go to a temporary file in the same directory, are synced, and
-// are renamed over path, and the directory is synced so that the rename
-// itself survives a power loss.
-func (c *NodesConf) WriteFile(path string) (err error) {
+// contents go to a temporary file in the same directory and are renamed
+// over path.
+//
+// sync: the file and its directory are synced before it returns, so that
+// it outlives a crash of the machine; without it, the file is replaced
+// as whole but stays in the page cache a while, which only a crash of
+// the process, not of the machine, leaves safe.
+func (c *NodesConf) WriteFile(path string, sync bool) (err error) {
 	dir := filepath.Dir(path)
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
@@ -395,8 +413,10 @@ func (c *NodesConf) WriteFile(path string) (err error) {
 	if err = tmp.Chmod(0o644); err != nil {
 		return err
 	}
-	if err = tmp.Sync(); err != nil {
-		return err
+	if sync {
+		if err = tmp.Sync(); err != nil {
+			return err
+		}
 	}
 	if err = tmp.Close(); err != nil {
 		return err
@@ -404,6 +424,10 @@ func (c *NodesConf) WriteFile(path string) (err error) {
 	if err = os.Rename(tmp.Name(), path); err != nil {
 		return err
 	}
+	if !sync {
+		return nil
+	}
+	// The rename itself survives a power loss once the directory is.
 	d, err := os.Open(dir)
 	if err != nil {
 		return err

@@ -140,7 +140,7 @@ func TestNodesConfWriteFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := c.WriteFile(path); err != nil {
+	if err := c.WriteFile(path, true); err != nil {
 		t.Fatal(err)
 	}
 	got, err := os.ReadFile(path)
@@ -157,7 +157,7 @@ func TestNodesConfWriteFile(t *testing.T) {
 	if err != nil || string(back.Append(nil)) != sampleConf {
 		t.Fatalf("reloaded: %v", err)
 	}
-	if err := c.WriteFile(filepath.Join(dir, "missing", "nodes.conf")); err == nil {
+	if err := c.WriteFile(filepath.Join(dir, "missing", "nodes.conf"), true); err == nil {
 		t.Error("writing into a missing directory succeeded")
 	}
 	os.WriteFile(path, []byte("garbage\n"), 0o644)

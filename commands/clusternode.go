@@ -242,16 +242,21 @@ func (s *Server) nodesConfPath() string {
 // nodesConfSaver writes nodes.conf. A change is written by a goroutine
 // of its own, the latest one only when several came meanwhile: CLUSTER
 // SETSLOT, which a reshard sends for every slot to every master, must not
-// wait for an fsync, which Redis does not make for it either. CLUSTER
-// SAVECONFIG writes and syncs before it answers. The file is always
-// replaced whole (cluster.NodesConf.WriteFile), and a version number
-// keeps an older state from overwriting a newer one.
+// wait for the disk. It is synced only when its epochs changed: a slot
+// move that only the file's owner table records is written without an
+// fsync, as Redis writes it, which a reshard's thousands of them would
+// otherwise pay for in CPU; what a node learns again from its peers
+// after a crash of the machine need not outlive one. CLUSTER SAVECONFIG,
+// a vote and a won election write and sync before they go on. The file
+// is always replaced whole (cluster.NodesConf.WriteFile), and a version
+// number keeps an older state from overwriting a newer one.
 type nodesConfSaver struct {
 	path string
 	log  *slog.Logger
 
 	mu      sync.Mutex // orders writes
 	written uint64     // the version on disk
+	synced  [3]uint64  // the epochs of the last synced write
 
 	pmu     sync.Mutex
 	version uint64 // of the last state handed in
@@ -279,24 +284,29 @@ func (n *nodesConfSaver) save(st *cluster.State, sync bool) error {
 	}
 	n.pending = nil
 	n.pmu.Unlock()
-	return n.write(conf, v)
+	return n.write(conf, v, true)
 }
 
-func (n *nodesConfSaver) write(conf *cluster.NodesConf, v uint64) error {
+func (n *nodesConfSaver) write(conf *cluster.NodesConf, v uint64, sync bool) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if v <= n.written {
 		return nil
 	}
-	if err := conf.WriteFile(n.path); err != nil {
+	epochs := conf.Epochs()
+	sync = sync || epochs != n.synced
+	if err := conf.WriteFile(n.path, sync); err != nil {
 		return err
 	}
 	n.written = v
+	if sync {
+		n.synced = epochs
+	}
 	return nil
 }
 
-// flush writes the pending state, if any.
-func (n *nodesConfSaver) flush() {
+// flush writes the pending state, if any, synced if sync.
+func (n *nodesConfSaver) flush(sync bool) {
 	n.pmu.Lock()
 	conf, v := n.pending, n.version
 	n.pending = nil
@@ -304,7 +314,7 @@ func (n *nodesConfSaver) flush() {
 	if conf == nil {
 		return
 	}
-	if err := n.write(conf, v); err != nil {
+	if err := n.write(conf, v, sync); err != nil {
 		n.log.Error("cannot save the cluster configuration", "file", n.path, "err", err)
 	}
 }
@@ -320,7 +330,7 @@ func (n *nodesConfSaver) start(log *slog.Logger) {
 			case <-n.done:
 				return
 			case <-n.wake:
-				n.flush()
+				n.flush(false)
 			}
 		}
 	}()
@@ -330,7 +340,7 @@ func (n *nodesConfSaver) start(log *slog.Logger) {
 func (n *nodesConfSaver) stop() {
 	close(n.done)
 	n.wg.Wait()
-	n.flush()
+	n.flush(true) // the last state outlives the machine too
 }
 
 // followMaster makes the node replicate the master the cluster gave it,
