@@ -59,11 +59,23 @@ func cmdPolicySet(c *Ctx) {
 		return
 	}
 	reg.ReplaceLocked(m)
-	c.replicate(-1, c.Args...)
-	if c.Srv.Cluster != nil {
-		c.Srv.stampPolicy(p.Name)
-	}
+	c.sharePolicy(p.Name)
 	c.W.OK()
+}
+
+// sharePolicy sends a change of the named policy (the caller holds the
+// registry's lock) where it must go: to the replicas through the
+// replication stream, or in a cluster to every node, replicas included,
+// with its stamp over the bus. A cluster's replicas take changes from the
+// bus only: one replicated late through the stream, or stamped again on
+// its way, would undo a later change made meanwhile on another master.
+func (c *Ctx) sharePolicy(name string) {
+	switch {
+	case c.Srv.Cluster == nil:
+		c.replicate(-1, c.Args...)
+	case !c.Client.master:
+		c.Srv.stampPolicy(name)
+	}
 }
 
 func cmdPolicyGet(c *Ctx) {
@@ -86,17 +98,14 @@ func cmdPolicyDel(c *Ctx) {
 		if c.Srv.Cluster != nil {
 			// The name may be being set on another node at this moment:
 			// the deletion, later, must win there as here.
-			c.Srv.stampPolicy(string(c.Args[2]))
+			c.sharePolicy(string(c.Args[2]))
 		}
 		c.W.Int(0)
 		return
 	}
 	m, _ := reg.WithChanges(nil, string(c.Args[2]))
 	reg.ReplaceLocked(m)
-	c.replicate(-1, c.Args...)
-	if c.Srv.Cluster != nil {
-		c.Srv.stampPolicy(string(c.Args[2]))
-	}
+	c.sharePolicy(string(c.Args[2]))
 	c.W.Int(1)
 }
 

@@ -49,6 +49,7 @@ func (reg *Registry) StampLocked(name string, now int64, node string) Change {
 	}
 	st := Stamp{Millis: max(now, reg.stamps[name].Millis+1), Node: node}
 	reg.stamps[name] = st
+	reg.gen.Add(1) // the stamps are saved with the policies
 	ch := Change{Name: name, Stamp: st}
 	if p := reg.current()[name]; p != nil {
 		ch.Def = p.Def
