@@ -304,6 +304,9 @@ func (s *Server) PoliciesPayload() ([]byte, uint64) {
 
 // RestorePolicies replaces the policies with those of a payload made by
 // PoliciesPayload (a snapshot's, a master's in a full sync; nil: none).
+// A cluster node merges them with its own instead, by their stamps: it
+// has the changes every node sent over the bus, which a master's copy,
+// taken a moment ago, may not have yet.
 func (s *Server) RestorePolicies(payload []byte) error {
 	rec, err := ratelimit.ReadPayload(payload)
 	if err != nil {
@@ -312,6 +315,10 @@ func (s *Server) RestorePolicies(payload []byte) error {
 	reg := &s.policies
 	reg.Lock()
 	defer reg.Unlock()
+	if s.Cluster != nil {
+		_, err := reg.MergeLocked(rec.Changes())
+		return err
+	}
 	reg.RestoreLocked(rec)
 	return nil
 }

@@ -38,6 +38,23 @@ type Change struct {
 	Stamp Stamp
 }
 
+// Changes are rec's policies and tombstones as changes, for a node that
+// merges another's whole set with its own rather than replace its own.
+func (rec Recorded) Changes() []Change {
+	out := make([]Change, 0, len(rec.Stamps)+len(rec.Policies))
+	has := make(map[string]bool, len(rec.Policies))
+	for _, p := range rec.Policies {
+		has[p.Name] = true
+		out = append(out, Change{Name: p.Name, Def: p.Def, Stamp: rec.Stamps[p.Name]})
+	}
+	for name, st := range rec.Stamps {
+		if !has[name] {
+			out = append(out, Change{Name: name, Stamp: st})
+		}
+	}
+	return out
+}
+
 // StampLocked stamps a change the caller made on this node, at now (ms)
 // by node, under the registry's lock, and returns the change to send.
 // The stamp is later than the one it replaces even when another node's

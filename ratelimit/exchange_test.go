@@ -156,3 +156,48 @@ func TestTombstonesBounded(t *testing.T) {
 		t.Error("the newest tombstone was dropped")
 	}
 }
+
+// TestMergeWholeSet: a node that merges another's saved set (a master's
+// in a full sync) keeps its own newer changes and takes the other's
+// newer ones, tombstones included, rather than go back to the other's.
+func TestMergeWholeSet(t *testing.T) {
+	var master, replica Registry
+	master.Lock()
+	if _, err := master.MergeLocked([]Change{
+		{Name: "kept", Def: words("FIXED", "1", "1m"), Stamp: Stamp{Millis: 10, Node: "m"}},
+		{Name: "newer-here", Def: words("FIXED", "2", "1m"), Stamp: Stamp{Millis: 10, Node: "m"}},
+		{Name: "gone", Stamp: Stamp{Millis: 12, Node: "m"}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := ReadPayload(master.Payload())
+	master.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	replica.Lock()
+	defer replica.Unlock()
+	if _, err := replica.MergeLocked([]Change{
+		{Name: "newer-here", Def: words("SLIDE", "5", "1h"), Stamp: Stamp{Millis: 20, Node: "r"}},
+		{Name: "gone", Def: words("FIXED", "3", "1m"), Stamp: Stamp{Millis: 11, Node: "r"}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := replica.MergeLocked(rec.Changes()); err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]string{"kept": "FIXED 1 1m", "newer-here": "SLIDE 5 1h", "gone": ""} {
+		got := ""
+		if p := replica.Lookup([]byte(name)); p != nil {
+			for i, w := range p.Def {
+				if i > 0 {
+					got += " "
+				}
+				got += string(w)
+			}
+		}
+		if got != want {
+			t.Errorf("%s after the merge: %q, want %q", name, got, want)
+		}
+	}
+}
