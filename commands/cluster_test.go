@@ -333,11 +333,10 @@ func startClusterRedis(t *testing.T) (int, func(...string) string) {
 	}
 }
 
-// TestClusterKeys checks the subcommands that read the keyspace, with
-// Redis's texts.
-func TestClusterKeys(t *testing.T) {
-	s := newClusterServer(t)
-	me := unquote(s.reply("CLUSTER", "MYID"))
+// meet starts another cluster node, has s meet it, and waits until s
+// knows it; it returns the node and its ID.
+func meet(t *testing.T, s *clusterServer) (*clusterServer, string) {
+	t.Helper()
 	other := newClusterServer(t)
 	s.reply("CLUSTER", "MEET", "127.0.0.1", strconv.Itoa(other.port))
 	otherID := unquote(other.reply("CLUSTER", "MYID"))
@@ -347,6 +346,15 @@ func TestClusterKeys(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+	return other, otherID
+}
+
+// TestClusterKeys checks the subcommands that read the keyspace, with
+// Redis's texts.
+func TestClusterKeys(t *testing.T) {
+	s := newClusterServer(t)
+	me := unquote(s.reply("CLUSTER", "MYID"))
+	_, otherID := meet(t, s)
 	slot := cluster.KeySlot([]byte("foo"))
 	sl := strconv.Itoa(int(slot))
 	for _, c := range []struct{ req, want string }{
@@ -467,15 +475,7 @@ func TestClusterViewsWhileLoading(t *testing.T) {
 // client.
 func TestClusterRoutedAgainUnderLocks(t *testing.T) {
 	s := newClusterServer(t)
-	other := newClusterServer(t)
-	s.reply("CLUSTER", "MEET", "127.0.0.1", strconv.Itoa(other.port))
-	otherID := unquote(other.reply("CLUSTER", "MYID"))
-	for i := 0; !known(s, otherID); i++ {
-		if i == 1000 {
-			t.Fatal("the MEET did not complete")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	other, otherID := meet(t, s)
 	if got := s.reply("CLUSTER", "ADDSLOTSRANGE", "0", "16383"); got != "+OK" {
 		t.Fatalf("CLUSTER ADDSLOTSRANGE: %s", got)
 	}

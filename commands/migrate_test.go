@@ -96,15 +96,7 @@ func (mt *migrateTarget) received() [][][]string {
 // target itself, between reading an exchange and answering it.
 func TestMigrateSendsAgainWhatChanged(t *testing.T) {
 	s := newClusterServer(t)
-	other := newClusterServer(t)
-	s.reply("CLUSTER", "MEET", "127.0.0.1", strconv.Itoa(other.port))
-	otherID := unquote(other.reply("CLUSTER", "MYID"))
-	for i := 0; !known(s, otherID); i++ {
-		if i == 1000 {
-			t.Fatal("the MEET did not complete")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	other, otherID := meet(t, s)
 	const key = "k"
 	slot := strconv.Itoa(int(cluster.KeySlot([]byte(key))))
 	for _, req := range [][]string{{"CLUSTER", "ADDSLOTSRANGE", "0", "16383"}, {"SET", key, "v0"}, {"CLUSTER", "SETSLOT", slot, "MIGRATING", otherID}} {

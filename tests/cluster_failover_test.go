@@ -335,7 +335,12 @@ func clusterKillMaster(c *testCluster, m int) {
 	lc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{c.addr(0), c.addr(1), c.addr(2), c.addr(3), c.addr(4), c.addr(5)}})
 	defer lc.Close()
 	l := startLoad(lc, 8)
-	time.Sleep(200 * time.Millisecond)
+	for deadline := time.Now().Add(clusterWait); l.ok.Load() < 100; {
+		if time.Now().After(deadline) {
+			t.Fatalf("the load made no progress before the kill: %v", l.errors)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	c.nodes[m].Kill()
 	killed := time.Now()
 	took := c.waitMaster(r, m, killed)
