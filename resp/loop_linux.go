@@ -59,6 +59,13 @@ type loop struct {
 	block   bool
 	nEvents int
 	wake    [2]int // a pipe whose read end is in the set: Kill and Shutdown write to it
+	// siblings are the server's other loops, which this one watches for
+	// being left parked with events (nudge).
+	siblings []*loop
+	// parked: the loop is, or is about to be, parked in the poller;
+	// nudged: a sibling has asked for a processor to find it since.
+	parked, nudged atomic.Bool
+	gone           atomic.Bool // its descriptors are closed
 
 	mu     sync.Mutex
 	closed bool // its descriptors are closed: their numbers may be anyone's now
@@ -90,6 +97,13 @@ func (s *Server) startLoops(n int) error {
 			return err
 		}
 		ls.all = append(ls.all, l)
+	}
+	for _, l := range ls.all {
+		for _, o := range ls.all {
+			if o != l {
+				l.siblings = append(l.siblings, o)
+			}
+		}
 	}
 	for _, l := range ls.all {
 		go l.run()
@@ -135,6 +149,8 @@ func newLoop(s *Server) (*loop, error) {
 func (l *loop) wait(block bool) int {
 	l.block = block
 	l.erc.Read(l.waitFn)
+	l.parked.Store(false)
+	l.nudged.Store(false)
 	return max(l.nEvents, 0)
 }
 
@@ -146,7 +162,47 @@ func (l *loop) waitOnce(fd uintptr) bool {
 	if errno == syscall.EINTR {
 		return false
 	}
-	return l.nEvents > 0 || !l.block
+	if l.nEvents > 0 || !l.block {
+		return true
+	}
+	l.parked.Store(true)
+	return false
+}
+
+// A loop parked in the poller is woken only by a thread that polls the
+// network: one blocked in netpoll, a processor looking for work, or
+// sysmon, every 10 ms at best. A processor that finds a parked loop
+// ready by its non-blocking poll runs it itself and wakes no idle one,
+// so two loops can end up taking turns on one processor while the
+// other idles and no thread waits in netpoll; then, while one of them
+// runs a long stretch, the other stays parked with its input waiting
+// until sysmon polls. So a loop that has events looks at its parked
+// siblings, and when one's set has events too, starts a goroutine:
+// that wakes an idle processor, whose scheduler polls the network and
+// runs the sibling there. One look is a poll(2) per parked sibling,
+// without waiting; the start happens once per park.
+func (l *loop) nudge() {
+	for _, o := range l.siblings {
+		if !o.parked.Load() || o.nudged.Load() || o.gone.Load() || !readable(o.epfd) {
+			continue
+		}
+		if o.nudged.CompareAndSwap(false, true) {
+			go func() {}()
+		}
+	}
+}
+
+// readable reports whether fd has input, without waiting and without
+// taking it (an epoll set's events stay for its loop).
+func readable(fd int) bool {
+	pfd := struct {
+		fd             int32
+		events, revent int16
+	}{fd: int32(fd), events: 0x1} // POLLIN
+	var ts syscall.Timespec
+	n, _, errno := syscall.RawSyscall6(syscall.SYS_PPOLL, uintptr(unsafe.Pointer(&pfd)), 1,
+		uintptr(unsafe.Pointer(&ts)), 0, 0, 0)
+	return errno == 0 && n > 0 && pfd.revent&0x1 != 0
 }
 
 // The loop's system calls never block (the sockets are non-blocking, the
@@ -177,6 +233,7 @@ func (l *loop) close() {
 		return
 	}
 	l.closed = true
+	l.gone.Store(true)
 	if l.epf != nil {
 		l.epf.Close()
 	} else {
@@ -274,6 +331,9 @@ func (l *loop) run() {
 	for {
 		// Connections with input left: look for others, then serve them.
 		n := l.wait(len(l.again) == 0)
+		if n > 0 {
+			l.nudge()
+		}
 		ready = ready[:0]
 		woken := false
 		l.mu.Lock()

@@ -198,3 +198,43 @@ func TestEpollPoll(t *testing.T) {
 		t.Fatalf("poll of no set: %d, %v", n, errno)
 	}
 }
+
+// TestReadableLeavesEvents: a loop's look at a sibling's set tells whether
+// it has events and leaves them for the sibling, edge-triggered ones too.
+func TestReadableLeavesEvents(t *testing.T) {
+	epfd, err := syscall.EpollCreate1(syscall.EPOLL_CLOEXEC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Close(epfd)
+	var p [2]int
+	if err := syscall.Pipe2(p[:], syscall.O_NONBLOCK|syscall.O_CLOEXEC); err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Close(p[0])
+	defer syscall.Close(p[1])
+	ev := syscall.EpollEvent{Events: syscall.EPOLLIN | epollET}
+	setEventID(&ev, 5)
+	if err := syscall.EpollCtl(epfd, syscall.EPOLL_CTL_ADD, p[0], &ev); err != nil {
+		t.Fatal(err)
+	}
+	if readable(epfd) {
+		t.Fatal("a quiet set looks readable")
+	}
+	syscall.Write(p[1], []byte{1})
+	for i := 0; i < 2; i++ {
+		if !readable(epfd) {
+			t.Fatalf("look %d: a set with an event looks quiet", i)
+		}
+	}
+	events := make([]syscall.EpollEvent, 4)
+	if n, _ := epollPoll(epfd, events); n != 1 || eventID(&events[0]) != 5 {
+		t.Fatalf("the event after the looks: %d", n)
+	}
+	if readable(epfd) {
+		t.Fatal("the set looks readable once its event is taken")
+	}
+	if readable(-1) {
+		t.Fatal("no set looks readable")
+	}
+}
