@@ -44,9 +44,11 @@ type Conn struct {
 	id  uint64 // unique, for the event loops' epoll sets
 	// lp is the event loop that serves the connection when its goroutine
 	// does not (loop_linux.go); onLoop says it does now.
-	lp       *loop
-	sock     *rawSock
-	onLoop   atomic.Bool
+	lp     *loop
+	sock   *rawSock
+	onLoop atomic.Bool
+	// unsent says the loop holds replies to send at the end of its turn.
+	unsent   bool
 	lastRead atomic.Int64 // Unix ns of the last input, for the idle timeout on a loop
 	tls      *tls.Conn    // nc when the connection uses TLS
 	hsErr    error        // the TLS handshake's outcome, once hsDone

@@ -17,8 +17,8 @@ import (
 // client sends and waits for, a read that finds nothing, a park and a
 // wake-up of the goroutine through Go's network poller, and often a
 // futex to wake a thread: about half again Redis's CPU per request. So
-// plain TCP connections are served by a few loops instead, one per
-// processor, each waiting on an epoll set of its own and serving every
+// plain TCP connections are served by a few loops instead (loopCount),
+// each waiting on an epoll set of its own and serving every
 // connection that has input: read, parse, execute, write, as Redis's
 // event loop does, with no goroutine switch. What follows the read is the
 // serve loop a goroutine runs too (serve.go); the loop brings its own
@@ -74,6 +74,8 @@ type loop struct {
 
 	events []syscall.EpollEvent
 	again  []*Conn // connections with input left after their budget
+	unsent []*Conn // connections whose replies wait for the end of the turn
+	now    int64   // Unix ns at the start of the turn, for lastRead
 }
 
 // loops are a server's event loops.
@@ -360,9 +362,11 @@ func (l *loop) run() {
 		ready = append(ready, l.again...)
 		clear(l.again)
 		l.again = l.again[:0]
+		l.now = time.Now().UnixNano()
 		for _, c := range ready {
 			l.serve(c)
 		}
+		l.sendAll()
 		for _, c := range killed {
 			l.drop(c)
 		}
@@ -398,6 +402,7 @@ func (l *loop) empty() bool {
 
 // drop ends a connection the loop serves.
 func (l *loop) drop(c *Conn) {
+	c.unsent = false
 	l.mu.Lock()
 	_, ok := l.conns[c.id]
 	delete(l.conns, c.id)
@@ -438,7 +443,7 @@ func (l *loop) serve(c *Conn) {
 			return
 		}
 		c.netIn.Add(int64(n))
-		c.lastRead.Store(time.Now().UnixNano())
+		c.lastRead.Store(l.now)
 		switch st, args, perr := c.serveInput(l); st {
 		case stepGone:
 			return // it left the loop, or ended
@@ -459,11 +464,46 @@ func (l *loop) serve(c *Conn) {
 // handler says never waits.
 func (l *loop) admits(c *Conn, args [][]byte) bool { return l.srv.inliner.Inline(c, args) }
 
-// flush sends the replies without waiting (the loop as a runner); when
+// flush holds the replies until the loop has served every connection with
+// input in this turn, unless they are big enough to send now. Redis's
+// loop sends in beforeSleep for the same reason: a client that gets the
+// replies of all its connections together answers with all their next
+// requests together, so the next turn finds them all, where replies sent
+// one connection at a time are answered one at a time, and every answer
+// costs the loop a poll, often a park, and the client a wake-up.
+func (l *loop) flush(c *Conn) bool {
+	if n := c.W.Len(); n == 0 || n >= flushAt {
+		return l.flushNow(c)
+	}
+	if !c.unsent {
+		c.unsent = true
+		l.unsent = append(l.unsent, c)
+	}
+	return !c.killed.Load()
+}
+
+// sendAll sends the replies held in the turn.
+func (l *loop) sendAll() {
+	for i, c := range l.unsent {
+		l.unsent[i] = nil
+		if !c.unsent {
+			continue // sent already, or handed to its goroutine, or dropped
+		}
+		if c.killed.Load() {
+			l.drop(c)
+			continue
+		}
+		l.flushNow(c)
+	}
+	l.unsent = l.unsent[:0]
+}
+
+// flushNow sends the replies without waiting (the loop as a runner); when
 // the socket cannot take them all, or output goes through the push queue,
 // the connection's goroutine takes over (what is left is still in W). It
 // reports whether the connection stays on the loop.
-func (l *loop) flush(c *Conn) bool {
+func (l *loop) flushNow(c *Conn) bool {
+	c.unsent = false
 	b := c.W.Bytes()
 	if len(b) == 0 {
 		return !c.killed.Load()
@@ -514,6 +554,7 @@ func (l *loop) flush(c *Conn) bool {
 // then serves it as a goroutine-per-connection server does until it has
 // no input left, and gives it back to the loop.
 func (l *loop) goroutine(c *Conn, args [][]byte, perr *ProtocolError) {
+	c.unsent = false // its goroutine sends them first
 	l.detach(c)
 	go c.serveDetached(args, perr)
 }
@@ -637,8 +678,16 @@ func (s *Server) reapIdle() {
 	}
 }
 
-// loopCount is the number of event loops: one per processor.
-func loopCount() int { return runtime.GOMAXPROCS(0) }
+// loopCount is the number of event loops when the configuration leaves it
+// to the server: one per two processors, at least one. A loop keeps its
+// processor busy under load; the other half is for what a loop leaves to
+// others: the kernel's network stack, the snapshot worker, the garbage
+// collector, connections that wait on their own goroutine, and, on a
+// small machine, the clients. Loops that outnumber the processors left
+// free take turns with everything else and wait for the scheduler: on 2
+// cores, a loop per core with redis-benchmark beside them answers its
+// slowest 1% in 15 ms where one loop answers in 2 (bench-results/tail.md).
+func loopCount() int { return max(1, runtime.GOMAXPROCS(0)/2) }
 
 // epollET is EPOLLET as the event mask's type takes it (the syscall
 // package's constant is negative).
