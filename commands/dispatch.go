@@ -189,7 +189,8 @@ func New(eng *engine.Engine, cfg *Config, log *slog.Logger) *Server {
 	s.initReplication()
 	cfg.bind(s)
 	if cfg.Get("event-loops") == "yes" {
-		if err := s.Net.EnableLoops(0); err != nil {
+		n, _ := strconv.Atoi(cfg.Get("io-threads"))
+		if err := s.Net.EnableLoops(n); err != nil {
 			log.Warn("event loops unavailable: every client gets a goroutine", "err", err)
 		}
 	}

@@ -75,8 +75,8 @@ func NewServer(h Handler) *Server {
 	return &Server{Handler: h, Limits: NewLimits(), conns: make(map[*Conn]struct{}), listeners: make(map[net.Listener]struct{})}
 }
 
-// EnableLoops serves plain TCP connections on n event loops (one per
-// processor when n is 0) instead of a goroutine each, where the platform
+// EnableLoops serves plain TCP connections on n event loops (one per two
+// processors when n is 0) instead of a goroutine each, where the platform
 // allows and the Handler implements Inliner (see loop_linux.go). Call it
 // before serving.
 func (s *Server) EnableLoops(n int) error {
