@@ -17,18 +17,25 @@ import (
 // change to the shard. It fails with ErrWrongType for other types and when
 // the state is of another kind.
 func (s *Shard) LimitState(db int, key []byte, now int64, kind byte) ([]byte, bool, error) {
+	e, st, err := s.limitEntry(db, key, now, kind)
+	return st, err == nil && e.rec != nil, err
+}
+
+// limitEntry is LimitState with the entry the state is in (a zero Entry
+// when there is none), for storeDecided to rewrite in place.
+func (s *Shard) limitEntry(db int, key []byte, now int64, kind byte) (Entry, []byte, error) {
 	e, ok := s.Find(db, key, now)
 	if !ok {
-		return nil, false, nil
+		return Entry{}, nil, nil
 	}
 	if e.Kind() != KindLimit {
-		return nil, false, ErrWrongType
+		return Entry{}, nil, ErrWrongType
 	}
 	st := limitBytes(s, e)
 	if ratelimit.KindOf(st) != kind {
-		return nil, false, ErrWrongType
+		return Entry{}, nil, ErrWrongType
 	}
-	return st, true, nil
+	return e, st, nil
 }
 
 // LimitScratch is a caller's reusable memory for rate-limit decisions, one
@@ -44,12 +51,27 @@ type LimitScratch struct {
 }
 
 // storeDecided stores a state a decision returned, if it wrote one, and
-// keeps its buffer for the next decision.
-func (s *Shard) storeDecided(db int, key []byte, now int64, sc *LimitScratch, state []byte, expireAt int64, write bool) {
+// keeps the new state's memory as the scratch for the next one. e and old
+// are the entry and state the decision read: a state of the same length,
+// which a counter's usually is, is rewritten where it lies, as INCR
+// rewrites a number, rather than looked up again and rebuilt.
+func (s *Shard) storeDecided(db int, key []byte, now int64, sc *LimitScratch, e Entry, old, state []byte, expireAt int64, write bool) {
 	if !write {
 		return
 	}
-	s.SetLimitState(db, key, now, state, expireAt)
+	if e.rec != nil && len(state) > 0 && len(state) == len(old) && (recExpire(e.rec) != 0) == (expireAt != 0) {
+		copy(old, state)
+		if was := recExpire(e.rec); was != expireAt {
+			_, end := recKeyBounds(e.rec)
+			binary.LittleEndian.PutUint64(e.rec[end:], uint64(expireAt))
+			t := &s.dbs[db]
+			t.delExp(was)
+			t.addExp(expireAt)
+		}
+		s.changed(db, e.rec)
+	} else {
+		s.SetLimitState(db, key, now, state, expireAt)
+	}
 	if state != nil {
 		sc.state = state[:0]
 	}
@@ -77,12 +99,12 @@ func (s *Shard) SetLimitState(db int, key []byte, now int64, state []byte, expir
 // with ErrWrongType when the key holds another type or another kind of
 // rate-limit state.
 func (s *Shard) Fixed(db int, key []byte, now int64, rules []ratelimit.Rule, o ratelimit.FixedOptions, sc *LimitScratch) (ratelimit.Decision, error) {
-	old, _, err := s.LimitState(db, key, now, ratelimit.KindFixed)
+	e, old, err := s.limitEntry(db, key, now, ratelimit.KindFixed)
 	if err != nil {
 		return ratelimit.Decision{}, err
 	}
 	d, st, exp, write := ratelimit.DecideFixed(old, rules, now, o, &sc.fixed, sc.state[:0])
-	s.storeDecided(db, key, now, sc, st, exp, write)
+	s.storeDecided(db, key, now, sc, e, old, st, exp, write)
 	return d, nil
 }
 
@@ -91,12 +113,12 @@ func (s *Shard) Fixed(db int, key []byte, now int64, rules []ratelimit.Rule, o r
 // new log and expiry. It fails with ErrWrongType when the key holds
 // another type or another kind of rate-limit state.
 func (s *Shard) Slide(db int, key []byte, now int64, rules []ratelimit.Rule, o ratelimit.SlideOptions, sc *LimitScratch) (ratelimit.Decision, error) {
-	old, _, err := s.LimitState(db, key, now, ratelimit.KindSlide)
+	e, old, err := s.limitEntry(db, key, now, ratelimit.KindSlide)
 	if err != nil {
 		return ratelimit.Decision{}, err
 	}
 	d, st, exp, write := ratelimit.DecideSlide(old, rules, now, o, &sc.slide, sc.state[:0])
-	s.storeDecided(db, key, now, sc, st, exp, write)
+	s.storeDecided(db, key, now, sc, e, old, st, exp, write)
 	return d, nil
 }
 
@@ -106,7 +128,7 @@ func (s *Shard) Slide(db int, key []byte, now int64, rules []ratelimit.Rule, o r
 // of rate-limit state, then with ratelimit.ErrZeroRate or
 // ratelimit.ErrGCRAOverflow for parameters DecideGCRA refuses.
 func (s *Shard) Throttle(db int, key []byte, nowMs int64, g ratelimit.GCRA, sc *LimitScratch) (ratelimit.ThrottleResult, error) {
-	old, _, err := s.LimitState(db, key, nowMs, ratelimit.KindGCRA)
+	e, old, err := s.limitEntry(db, key, nowMs, ratelimit.KindGCRA)
 	if err != nil {
 		return ratelimit.ThrottleResult{}, err
 	}
@@ -114,6 +136,6 @@ func (s *Shard) Throttle(db int, key []byte, nowMs int64, g ratelimit.GCRA, sc *
 	if err != nil {
 		return res, err
 	}
-	s.storeDecided(db, key, nowMs, sc, st, exp, write)
+	s.storeDecided(db, key, nowMs, sc, e, old, st, exp, write)
 	return res, nil
 }

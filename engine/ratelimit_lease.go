@@ -11,13 +11,13 @@ import "github.com/limitkv/limitkv/ratelimit"
 // The caller has checked 1 <= limit <= ratelimit.MaxLeases,
 // 1 <= lease <= ratelimit.MaxWindow and len(id) <= ratelimit.MaxLeaseID.
 func (s *Shard) Acquire(db int, key []byte, now int64, limit, lease int64, id []byte, sc *LimitScratch) (ratelimit.Decision, error) {
-	old, _, err := s.LimitState(db, key, now, ratelimit.KindLease)
+	e, old, err := s.limitEntry(db, key, now, ratelimit.KindLease)
 	if err != nil {
 		return ratelimit.Decision{}, err
 	}
 	d, st, exp, write := ratelimit.DecideAcquire(old, limit, lease, id, now, &sc.lease, sc.state[:0])
 	sc.state = st[:0] // kept for the next call, denied or not
-	s.storeDecided(db, key, now, sc, st, exp, write)
+	s.storeDecided(db, key, now, sc, e, old, st, exp, write)
 	return d, nil
 }
 
@@ -31,13 +31,13 @@ func (s *Shard) Release(db int, key []byte, now int64, id []byte, sc *LimitScrat
 			return s.releasePolicies(db, key, now, st, id, sc), nil
 		}
 	}
-	old, _, err := s.LimitState(db, key, now, ratelimit.KindLease)
+	e, old, err := s.limitEntry(db, key, now, ratelimit.KindLease)
 	if err != nil {
 		return false, err
 	}
 	freed, st, exp, buf := ratelimit.DecideRelease(old, id, now, sc.state[:0])
 	sc.state = buf[:0]
-	s.storeDecided(db, key, now, sc, st, exp, freed)
+	s.storeDecided(db, key, now, sc, e, old, st, exp, freed)
 	return freed, nil
 }
 
