@@ -34,6 +34,54 @@ type rlScratch struct {
 	decide engine.LimitScratch
 	// req is the request its spec's Prepare read, for Run.
 	req rlRequest
+	// parsed is the last RL.FIXED or RL.SLIDE arguments read without
+	// error, whose rules are still in rules: a client asks with the same
+	// limit and window every time, and comparing a few bytes costs less
+	// than reading them again.
+	parsed rlParsed
+}
+
+// rlParsed is a client's last arguments read, as sent and as read.
+type rlParsed struct {
+	raw   []byte // each argument after the key, length-prefixed; nil: none
+	fixed bool
+	args  ratelimit.Args
+}
+
+// maxParsedRaw bounds the arguments a client keeps to compare: a long
+// list of rules is parsed each time rather than held.
+const maxParsedRaw = 128
+
+// same reports whether args are the arguments kept, for the same command.
+func (p *rlParsed) same(args [][]byte, fixed bool) bool {
+	if p.raw == nil || p.fixed != fixed {
+		return false
+	}
+	raw := p.raw
+	for _, a := range args {
+		if len(raw) == 0 || int(raw[0]) != len(a) || len(raw) < 1+len(a) || string(raw[1:1+len(a)]) != string(a) {
+			return false
+		}
+		raw = raw[1+len(a):]
+	}
+	return len(raw) == 0
+}
+
+// keep remembers args, read as a, unless they are too long to.
+func (p *rlParsed) keep(args [][]byte, fixed bool, a ratelimit.Args) {
+	p.raw = p.raw[:0]
+	for _, arg := range args {
+		if len(arg) > 255 || len(p.raw)+1+len(arg) > maxParsedRaw {
+			p.raw = nil
+			return
+		}
+		p.raw = append(p.raw, byte(len(arg)))
+		p.raw = append(p.raw, arg...)
+	}
+	if p.raw == nil {
+		p.raw = []byte{} // no arguments after the key is an answer too
+	}
+	p.fixed, p.args = fixed, a
 }
 
 // rlRequest is an RL request's arguments as Prepare read them, before
@@ -110,11 +158,19 @@ func prepareRLSlide(c *Ctx) { c.prepareRules(false) }
 // (loading a TZ's zone) into the client's request.
 func (c *Ctx) prepareRules(fixed bool) {
 	r := &c.Client.rl.req
+	p := &c.Client.rl.parsed
+	if p.same(c.Args[2:], fixed) {
+		r.args, r.msg = p.args, ""
+		return
+	}
 	a, err := ratelimit.ParseArgs(c.Args[2:], c.Spec.Name, fixed, &c.Client.rl.rules)
 	r.args, r.msg = a, ""
 	if err != nil {
 		r.msg = argMsg(err)
+		p.raw = nil // the rules it overwrote are no longer those kept
+		return
 	}
+	p.keep(c.Args[2:], fixed, a)
 }
 
 // argError replies with the text of an argument that package ratelimit
