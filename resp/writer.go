@@ -102,7 +102,18 @@ func hasCode(msg string) bool {
 }
 
 // Int writes an integer.
-func (w *Writer) Int(n int64) { w.b = redcon.AppendInt(w.b, n) }
+func (w *Writer) Int(n int64) {
+	// The digits are appended in place: a decision's reply is five
+	// integers, and a helper's prefix and copy cost as much as the rest of
+	// the reply.
+	if uint64(n) < 10 {
+		w.b = append(w.b, ':', byte('0'+n), '\r', '\n')
+		return
+	}
+	w.b = append(w.b, ':')
+	w.b = strconv.AppendInt(w.b, n, 10)
+	w.b = append(w.b, '\r', '\n')
+}
 
 // Bulk writes a bulk string.
 func (w *Writer) Bulk(b []byte) { w.b = redcon.AppendBulk(w.b, b) }
@@ -135,7 +146,13 @@ func (w *Writer) NullArray() {
 }
 
 // Array writes an array header; n elements must follow.
-func (w *Writer) Array(n int) { w.b = redcon.AppendArray(w.b, n) }
+func (w *Writer) Array(n int) {
+	if uint(n) < 10 {
+		w.b = append(w.b, '*', byte('0'+n), '\r', '\n')
+		return
+	}
+	w.b = redcon.AppendArray(w.b, n)
+}
 
 // Map writes a map header for n pairs (RESP2: an array of 2n elements).
 func (w *Writer) Map(n int) {
