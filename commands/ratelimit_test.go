@@ -231,3 +231,37 @@ func TestRLParsedBeforeLock(t *testing.T) {
 	default:
 	}
 }
+
+// TestRLArgsReused: the rules kept from a client's last request are used
+// only for the same bytes to the same command, and never after a request
+// whose parse failed overwrote them.
+func TestRLArgsReused(t *testing.T) {
+	h := newHarness(t)
+	steps := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"RL.FIXED", "a", "2", "1h"}, "[:1, :2, :1, :-1, :"},
+		{[]string{"RL.FIXED", "a", "2", "1h"}, "[:1, :2, :0, :-1, :"},
+		{[]string{"RL.FIXED", "a", "2", "1h"}, "[:0, :2, :0, :"},
+		// One byte more, then one byte fewer: other rules each time.
+		{[]string{"RL.FIXED", "a", "20", "1h"}, "[:1, :20, :17, :-1, :"},
+		{[]string{"RL.FIXED", "a", "2", "1h"}, "[:0, :2, :0, :"},
+		// The same bytes to RL.SLIDE are read for RL.SLIDE.
+		{[]string{"RL.SLIDE", "s", "2", "1h"}, "[:1, :2, :1, :-1, :"},
+		{[]string{"RL.SLIDE", "s", "2", "1h", "PENALIZE"}, "[:1, :2, :0, :-1, :"},
+		// A failed parse writes its first rule over the kept ones.
+		{[]string{"RL.FIXED", "b", "2", "1h"}, "[:1, :2, :1, :-1, :"},
+		{[]string{"RL.FIXED", "b", "7", "1h", "COST", "9"}, "-ERR COST 9 exceeds the limit 7"},
+		{[]string{"RL.FIXED", "b", "2", "1h"}, "[:1, :2, :0, :-1, :"},
+		// Argument boundaries count, not only the bytes.
+		{[]string{"RL.FIXED", "c", "21", "h"}, "-ERR invalid window"},
+		{[]string{"RL.FIXED", "c", "2", "1h"}, "[:1, :2, :1, :-1, :"},
+		{[]string{"RL.FIXED", "c", "2", "1h", "PEEK"}, "[:1, :2, :0, :-1, :"},
+	}
+	for i, st := range steps {
+		if got := h.do(st.args...).String(); !strings.HasPrefix(got, st.want) {
+			t.Fatalf("step %d %v: %s, want %s...", i, st.args, got, st.want)
+		}
+	}
+}

@@ -126,6 +126,7 @@ func TestLimitOpsStoreWhatTheyDecide(t *testing.T) {
 		for step := 0; step < 300; step++ {
 			now += []int64{0, 1, rng.Int64N(300), rng.Int64N(5000)}[rng.IntN(4)]
 			s.Lock()
+			changes := s.changes
 			old, _, err := s.LimitState(0, k, now, kind)
 			if err != nil {
 				t.Fatal(err)
@@ -184,6 +185,19 @@ func TestLimitOpsStoreWhatTheyDecide(t *testing.T) {
 				if ent, _ := s.Find(0, k, now); ent.ExpireAt() != exp {
 					t.Fatalf("seed %d step %d: expiry %d, the function %d", seed, step, ent.ExpireAt(), exp)
 				}
+				// A state rewritten in place keeps the table's expiry
+				// count and sum (INFO keyspace's expires, avg_ttl) true.
+				tb := &s.dbs[0]
+				wantExp, wantSum := int64(0), int64(0)
+				if exp != 0 && len(st) > 0 {
+					wantExp, wantSum = 1, exp/1000
+				}
+				if int64(tb.expires) != wantExp || tb.expSum != wantSum {
+					t.Fatalf("seed %d step %d: table counts %d expiries summing %d, want %d, %d", seed, step, tb.expires, tb.expSum, wantExp, wantSum)
+				}
+			}
+			if write && s.changes == changes {
+				t.Fatalf("seed %d step %d: a stored state was not counted as a change", seed, step)
 			}
 			s.Unlock()
 		}
