@@ -26,7 +26,9 @@
 // (loadgen.go), alternating servers over several rounds, and writes each
 // scenario's page through one report writer (report.go) to bench-results/:
 // Markdown, JSON, and a chart for the throughput and memory pages. Every
-// throughput row carries the server's CPU time per request, from /proc.
+// throughput row carries the server's CPU time per request, from /proc,
+// with the p99 and max latency beside it: a cheaper request is no gain
+// if some requests stall longer.
 //
 // Throughput is measured at saturation (closed loop: every connection
 // sends its next request as soon as the previous one is answered), where

@@ -220,6 +220,7 @@ type rbSummary struct {
 	CPUPerRound []float64 `json:"server_cpu_us_per_request_per_round"`
 	P50Ms       float64   `json:"median_p50_latency_ms"`
 	P99Ms       float64   `json:"median_p99_latency_ms"`
+	MaxMs       float64   `json:"median_max_latency_ms"`
 	ServerCores float64   `json:"median_server_cores"`
 	ClientCores float64   `json:"median_client_cores"`
 	OtherCores  float64   `json:"median_other_cores"`
@@ -234,6 +235,10 @@ type rbRow struct {
 	Redis    *rbSummary `json:"redis"`
 	Ratio    float64    `json:"limitkv_over_redis"`                 // throughput
 	CPURatio float64    `json:"cpu_per_request_limitkv_over_redis"` // server CPU per request
+	// The tail beside the cost: a server cheaper per request may still
+	// stall some requests for longer.
+	P99Ratio float64 `json:"p99_latency_limitkv_over_redis"`
+	MaxRatio float64 `json:"max_latency_limitkv_over_redis"`
 	// Rate-limit rows: limitkv's CPU per request over Redis's INCR's at
 	// the same depth.
 	CPUOverINCR float64 `json:"cpu_per_request_over_redis_incr,omitempty"`
@@ -505,7 +510,7 @@ func summarizeRB(runs []rbRun, selected []*rbWorkload, depths []int, quietCores 
 			row := rbRow{Workload: w.id, Name: w.name, Depth: d}
 			for _, kind := range []string{kindLimitkv, kindRedis} {
 				s := &rbSummary{Server: kind, Command: rbCommandText(w.argsFor(kind))}
-				var p50, p99, srv, cli, oth []float64
+				var p50, p99, mx, srv, cli, oth []float64
 				for _, r := range runs {
 					if r.Workload != w.id || r.Depth != d || r.Server != kind {
 						continue
@@ -513,7 +518,7 @@ func summarizeRB(runs []rbRun, selected []*rbWorkload, depths []int, quietCores 
 					s.Requests = r.Requests
 					s.PerRound = append(s.PerRound, r.OpsPerSec)
 					s.CPUPerRound = append(s.CPUPerRound, r.CPUPerReqUs)
-					p50, p99 = append(p50, r.P50Ms), append(p99, r.P99Ms)
+					p50, p99, mx = append(p50, r.P50Ms), append(p99, r.P99Ms), append(mx, r.MaxMs)
 					srv, cli, oth = append(srv, r.CPU.Server), append(cli, r.CPU.Client), append(oth, r.CPU.Other)
 					if r.CPU.Other > quietCores {
 						s.BusyRuns++
@@ -526,7 +531,7 @@ func summarizeRB(runs []rbRun, selected []*rbWorkload, depths []int, quietCores 
 				if s.OpsPerSec > 0 {
 					s.Spread = (slices.Max(s.PerRound) - slices.Min(s.PerRound)) / s.OpsPerSec
 				}
-				s.P50Ms, s.P99Ms = median(p50), median(p99)
+				s.P50Ms, s.P99Ms, s.MaxMs = median(p50), median(p99), median(mx)
 				s.ServerCores, s.ClientCores, s.OtherCores = median(srv), median(cli), median(oth)
 				if kind == kindLimitkv {
 					row.Limitkv = s
@@ -539,6 +544,8 @@ func summarizeRB(runs []rbRun, selected []*rbWorkload, depths []int, quietCores 
 			}
 			row.Ratio = div(row.Limitkv.OpsPerSec, row.Redis.OpsPerSec)
 			row.CPURatio = div(row.Limitkv.CPUPerReqUs, row.Redis.CPUPerReqUs)
+			row.P99Ratio = div(row.Limitkv.P99Ms, row.Redis.P99Ms)
+			row.MaxRatio = div(row.Limitkv.MaxMs, row.Redis.MaxMs)
 			if w.id == "incr" {
 				incrCPU[d] = row.Redis.CPUPerReqUs
 			}
