@@ -252,9 +252,14 @@ type rbResults struct {
 	SetAside []rbRun `json:"runs_set_aside"` // measured while others loaded the machine (-quiet-wait)
 }
 
-// findRedisBenchmark resolves redis-benchmark and returns its version.
-func findRedisBenchmark(flagValue string) (string, string, error) {
-	return findTool("redis-benchmark", flagValue, "-redis-benchmark-bin (or use -loadgen go)")
+// findRedisBenchmark resolves redis-benchmark and returns its version;
+// optional says -loadgen go does without it.
+func findRedisBenchmark(flagValue string, optional bool) (string, string, error) {
+	hint := "-redis-benchmark-bin"
+	if optional {
+		hint += " (or use -loadgen go)"
+	}
+	return findTool("redis-benchmark", flagValue, hint)
 }
 
 // selectedRB returns the redis-benchmark workloads -only selects. The
@@ -294,14 +299,8 @@ func (b *bench) redisBenchmark(ctx context.Context) error {
 		checks[w.id] = w
 	}
 	for _, s := range []*server{lk, rd} {
-		l, err := newLoader(s.Addr, 4, 256)
-		if err != nil {
-			return err
-		}
-		_, err = l.pass(ctx, op{cmd("SET", padKeyArg("key:"), lit(value32))}, 0, b.cfg.users)
-		l.close()
-		if err != nil {
-			return fmt.Errorf("%s: preloading the GET keys: %v", s.Kind, err)
+		if err := preloadGetKeys(ctx, s, b.cfg.users); err != nil {
+			return fmt.Errorf("%s: %v", s.Kind, err)
 		}
 		for _, w := range selected {
 			if err := verifyRB(s, w, checks[w.id], b.cfg.users); err != nil {
@@ -347,6 +346,21 @@ func (b *bench) redisBenchmark(ctx context.Context) error {
 		}
 	}
 	b.res.RB.Rows = summarizeRB(b.res.RB.Runs, selected, b.cfg.depths, b.cfg.quietCores)
+	return nil
+}
+
+// preloadGetKeys writes the 32-byte values redis-benchmark's GET reads,
+// under the 12-digit names __rand_int__ gives: a GET of a missing key
+// would cost less than a real one.
+func preloadGetKeys(ctx context.Context, s *server, users int) error {
+	l, err := newLoader(s.Addr, 4, 256)
+	if err != nil {
+		return err
+	}
+	defer l.close()
+	if _, err := l.pass(ctx, op{cmd("SET", padKeyArg("key:"), lit(value32))}, 0, users); err != nil {
+		return fmt.Errorf("preloading the GET keys: %v", err)
+	}
 	return nil
 }
 
@@ -447,7 +461,11 @@ func (b *bench) rbExec(ctx context.Context, s *server, args []string, depth int,
 	limit := max(2*time.Minute, 30*(b.cfg.duration+b.cfg.warmup))
 	rctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
-	cmd := exec.CommandContext(rctx, b.rbBin, argv...)
+	bin, full := b.rbBin, argv
+	if b.rbPin != "" {
+		bin, full = b.taskset, append([]string{"-c", b.rbPin, b.rbBin}, argv...)
+	}
+	cmd := exec.CommandContext(rctx, bin, full...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
