@@ -312,8 +312,8 @@ func summarizeTail(runs []tailRun, c tailConfig, ws []tailWorkload) []tailRow {
 // The targets on the tail: limitkv's p99 and max against Redis's
 // (for a rate limit, Redis's INCR).
 const (
-	tailP99Target = 1.5
-	tailMaxTarget = 2
+	tailP99Target float64 = 1.5
+	tailMaxTarget float64 = 2
 )
 
 // tailCPUTargets are the CPU per request targets of a workload at a
@@ -386,6 +386,10 @@ func (b *bench) runTail(ctx context.Context, started time.Time, redisVersion str
 	for i, d := range tailDepths {
 		res.Requests[strconv.Itoa(d)] = b.cfg.tailRequests[i]
 	}
+	// The settings of the Go generator's runs do not apply: runs here are
+	// sized by -requests.
+	res.Meta.Duration, res.Meta.Warmup, res.Meta.PacedRate, res.Meta.MemKeys, res.Meta.SnapshotKeys = "", "", 0, 0, 0
+	res.Meta.Depths, res.Meta.LoadGen = tailDepths, "redis-benchmark"
 	ws := tailWorkloads()
 	runs := 0
 	for _, st := range tailPlan(1, ws, b.cfg.tailRequests, baselineBin != "") {

@@ -223,6 +223,12 @@ func TestTailReport(t *testing.T) {
 			t.Errorf("tail.md lacks %q:\n%s", want, md)
 		}
 	}
+	if i := strings.Index(md, "%!"); i >= 0 {
+		t.Errorf("tail.md has a formatting error: %q", md[i:min(len(md), i+40)])
+	}
+	if !strings.Contains(md, "p99 ≤ 1.5x Redis's and max ≤ 2x") {
+		t.Errorf("tail.md does not state the targets")
+	}
 	if rep.name != "tail" || rep.svg != "" {
 		t.Errorf("report %q with svg %v", rep.name, rep.svg != "")
 	}
