@@ -20,7 +20,10 @@ type scenario struct {
 	name    string
 	summary string // for -h: what it measures, how long it takes, what it writes
 	flags   []flagGroup
-	run     func(b *bench, ctx context.Context, started time.Time, redisVersion string) (int, error)
+	// redisBenchmark: it always drives load with redis-benchmark, which is
+	// then looked for before limitkv is built, not after.
+	redisBenchmark bool
+	run            func(b *bench, ctx context.Context, started time.Time, redisVersion string) (int, error)
 }
 
 // A flagGroup registers flags on a flag set. Flags that several scenarios
@@ -62,6 +65,9 @@ func scenarios() []*scenario {
 		{name: "cluster-reshard", summary: "RL.FIXED through go-redis's ClusterClient on a 3-master limitkv cluster while redis-cli --cluster reshard moves 2,000 slots back and forth, against the same load without a reshard, with a check of the allowed decisions (about 2 minutes); writes cluster-reshard.md and .json",
 			flags: []flagGroup{connFlags, clusterNodeFlags, clusterReshardFlags},
 			run:   (*bench).runClusterReshard},
+		{name: "tail", summary: "the latency regression benchmark: redis-benchmark's p50, p99 and max and the server's CPU per request of GET, SET, INCR (both servers), RL.FIXED and RL.SLIDE (limitkv, against Redis's INCR), at depths 1 and 16, with persistence off and on (each server's default), optionally pinned to a core, optionally beside a -baseline-bin limitkv (about 4 minutes, -pin both about 8, -quick well under 1); writes tail.md and .json",
+			flags: []flagGroup{roundsFlags, connFlags, rbBinFlags, tailFlags}, redisBenchmark: true,
+			run: (*bench).runTail},
 	}
 }
 
@@ -78,10 +84,16 @@ func commonFlags(fs *flag.FlagSet, c *config) {
 func runFlags(fs *flag.FlagSet, c *config) {
 	fs.DurationVar(&c.duration, "duration", 5*time.Second, "measured time of each run")
 	fs.DurationVar(&c.warmup, "warmup", time.Second, "unmeasured load before each run's window")
-	fs.IntVar(&c.rounds, "rounds", 3, "rounds of every workload on both servers (and snapshots)")
+	roundsFlags(fs, c)
 	fs.IntVar(&c.users, "users", 100_000, "distinct users (keys) drawn uniformly per request")
 	fs.DurationVar(&c.quietWait, "quiet-wait", 0, "on a shared machine: wait up to this long for quiet before each run, and measure a run again when others took more than -quiet cores")
 	fs.Float64Var(&c.quietCores, "quiet", 0.3, "cores other processes may use during a run for it to count as quiet (runs above are marked busy)")
+}
+
+// roundsFlags is runFlags' -rounds alone, for a scenario whose runs are
+// sized otherwise.
+func roundsFlags(fs *flag.FlagSet, c *config) {
+	fs.IntVar(&c.rounds, "rounds", 3, "rounds of every workload on both servers (and snapshots)")
 }
 
 func connFlags(fs *flag.FlagSet, c *config) {
@@ -146,7 +158,7 @@ func legacyFlags(fs *flag.FlagSet, c *config) {
 func allGroups() []flagGroup {
 	return []flagGroup{runFlags, connFlags, pacedFlags, workloadFlags, throughputFlags, memoryFlags, snapshotFlags, periodicFlags,
 		skipThroughputFlags, skipFlags, replicationFlags, failoverFlags, floodFlags, clusterFlags, clusterNodeFlags,
-		clusterReshardFlags, legacyFlags}
+		clusterReshardFlags, tailFlags, legacyFlags}
 }
 
 // parseArgs reads the command line: a scenario's name and its flags, or
@@ -223,6 +235,7 @@ func parseArgs(args []string, stderr io.Writer) (*scenario, config, error) {
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	cfg.tailBaseline = set["baseline-bin"] || set["baseline-args"]
 	if cfg.quick {
 		quick := func(name string, apply func()) {
 			if !set[name] {
@@ -247,6 +260,11 @@ func parseArgs(args []string, stderr io.Writer) (*scenario, config, error) {
 		quick("reshard-steady", func() { cfg.reshardSteady = time.Second })
 		quick("reshard-warmup", func() { cfg.reshardWarmup = 200 * time.Millisecond })
 		quick("reshard-keys", func() { cfg.reshardKeys = 2000 })
+		quick("requests", func() {
+			for i := range cfg.tailRequests {
+				cfg.tailRequests[i] /= 20
+			}
+		})
 	}
 	return sc, cfg, cfg.check(sc.name)
 }
@@ -316,5 +334,6 @@ limitkv-bench SCENARIO -h lists a scenario's flags. Examples:
   go run ./cmd/limitkv-bench -quick               # the full run as a smoke test
   go run ./cmd/limitkv-bench throughput -loadgen both -only slide,fixed
   go run ./cmd/limitkv-bench replication -quick
+  go run ./cmd/limitkv-bench tail -pin both -baseline-bin /tmp/limitkv-main
 `)
 }

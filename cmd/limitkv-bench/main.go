@@ -18,6 +18,10 @@
 //	             (cluster.go)
 //	cluster-reshard  the rate limit on a limitkv cluster while slots
 //	             move, against the same load without (clusterreshard.go)
+//	tail         the latency regression benchmark: p50, p99, max and CPU
+//	             per request of GET, SET, INCR and the rate limits with
+//	             redis-benchmark, persistence off and on, optionally
+//	             pinned and beside a baseline limitkv (tail.go)
 //	all          throughput, memory, snapshot and periodic: results.md
 //	             (results.go; the default)
 //
@@ -26,7 +30,9 @@
 // (loadgen.go), alternating servers over several rounds, and writes each
 // scenario's page through one report writer (report.go) to bench-results/:
 // Markdown, JSON, and a chart for the throughput and memory pages. Every
-// throughput row carries the server's CPU time per request, from /proc.
+// throughput row carries the server's CPU time per request, from /proc,
+// with the p99 and max latency beside it: a cheaper request is no gain
+// if some requests stall longer.
 //
 // Throughput is measured at saturation (closed loop: every connection
 // sends its next request as soon as the previous one is answered), where
@@ -38,6 +44,7 @@
 //	go run ./cmd/limitkv-bench -quick              # a smoke test (about a minute)
 //	go run ./cmd/limitkv-bench replication         # replication only (about 5 minutes)
 //	go run ./cmd/limitkv-bench periodic            # periodic snapshots only (about 2 minutes)
+//	go run ./cmd/limitkv-bench tail                # tail latency with redis-benchmark (about 4 minutes)
 //	go run ./cmd/limitkv-bench -h                  # the scenarios and their flags
 //
 // The command lines from before the subcommands still work: without a
@@ -120,6 +127,14 @@ type config struct {
 	// clusterReshardFlags (clusterreshard.go)
 	reshardSlots, reshardRounds, reshardKeys int
 	reshardSteady, reshardWarmup             time.Duration
+	// tailFlags (tail.go)
+	tailRequests    [2]int64 // per run at depths 1 and 16
+	tailPin         string   // no, yes or both
+	tailPersistence string   // off, on or both
+	limitkvArgs     []string
+	baselineBin     string
+	baselineArgs    []string
+	tailBaseline    bool // a baseline limitkv runs: -baseline-bin or -baseline-args was given
 	// legacyFlags: the scenario chosen without a subcommand
 	legacyReplication, legacyPeriodic, legacyFlood bool
 }
@@ -133,6 +148,9 @@ type bench struct {
 	rbVersion  string
 	log        io.Writer
 	res        *results
+	// rbPin is the CPU list redis-benchmark runs on (taskset -c), empty
+	// for wherever the kernel puts it; taskset is the tool's path.
+	rbPin, taskset string
 }
 
 func main() {
@@ -209,8 +227,8 @@ func (b *bench) run(ctx context.Context, sc *scenario) (int, error) {
 	if b.redisBin, redisVersion, err = findRedis(b.cfg.redisBin); err != nil {
 		return 1, err
 	}
-	if b.cfg.useRB() {
-		if b.rbBin, b.rbVersion, err = findRedisBenchmark(b.cfg.rbBin); err != nil {
+	if b.cfg.useRB() || sc.redisBenchmark {
+		if b.rbBin, b.rbVersion, err = findRedisBenchmark(b.cfg.rbBin, !sc.redisBenchmark); err != nil {
 			return 1, err
 		}
 	}

@@ -220,6 +220,7 @@ type rbSummary struct {
 	CPUPerRound []float64 `json:"server_cpu_us_per_request_per_round"`
 	P50Ms       float64   `json:"median_p50_latency_ms"`
 	P99Ms       float64   `json:"median_p99_latency_ms"`
+	MaxMs       float64   `json:"median_max_latency_ms"`
 	ServerCores float64   `json:"median_server_cores"`
 	ClientCores float64   `json:"median_client_cores"`
 	OtherCores  float64   `json:"median_other_cores"`
@@ -234,6 +235,10 @@ type rbRow struct {
 	Redis    *rbSummary `json:"redis"`
 	Ratio    float64    `json:"limitkv_over_redis"`                 // throughput
 	CPURatio float64    `json:"cpu_per_request_limitkv_over_redis"` // server CPU per request
+	// The tail beside the cost: a server cheaper per request may still
+	// stall some requests for longer.
+	P99Ratio float64 `json:"p99_latency_limitkv_over_redis"`
+	MaxRatio float64 `json:"max_latency_limitkv_over_redis"`
 	// Rate-limit rows: limitkv's CPU per request over Redis's INCR's at
 	// the same depth.
 	CPUOverINCR float64 `json:"cpu_per_request_over_redis_incr,omitempty"`
@@ -247,9 +252,14 @@ type rbResults struct {
 	SetAside []rbRun `json:"runs_set_aside"` // measured while others loaded the machine (-quiet-wait)
 }
 
-// findRedisBenchmark resolves redis-benchmark and returns its version.
-func findRedisBenchmark(flagValue string) (string, string, error) {
-	return findTool("redis-benchmark", flagValue, "-redis-benchmark-bin (or use -loadgen go)")
+// findRedisBenchmark resolves redis-benchmark and returns its version;
+// optional says -loadgen go does without it.
+func findRedisBenchmark(flagValue string, optional bool) (string, string, error) {
+	hint := "-redis-benchmark-bin"
+	if optional {
+		hint += " (or use -loadgen go)"
+	}
+	return findTool("redis-benchmark", flagValue, hint)
 }
 
 // selectedRB returns the redis-benchmark workloads -only selects. The
@@ -289,14 +299,8 @@ func (b *bench) redisBenchmark(ctx context.Context) error {
 		checks[w.id] = w
 	}
 	for _, s := range []*server{lk, rd} {
-		l, err := newLoader(s.Addr, 4, 256)
-		if err != nil {
-			return err
-		}
-		_, err = l.pass(ctx, op{cmd("SET", padKeyArg("key:"), lit(value32))}, 0, b.cfg.users)
-		l.close()
-		if err != nil {
-			return fmt.Errorf("%s: preloading the GET keys: %v", s.Kind, err)
+		if err := preloadGetKeys(ctx, s, b.cfg.users); err != nil {
+			return fmt.Errorf("%s: %v", s.Kind, err)
 		}
 		for _, w := range selected {
 			if err := verifyRB(s, w, checks[w.id], b.cfg.users); err != nil {
@@ -342,6 +346,21 @@ func (b *bench) redisBenchmark(ctx context.Context) error {
 		}
 	}
 	b.res.RB.Rows = summarizeRB(b.res.RB.Runs, selected, b.cfg.depths, b.cfg.quietCores)
+	return nil
+}
+
+// preloadGetKeys writes the 32-byte values redis-benchmark's GET reads,
+// under the 12-digit names __rand_int__ gives: a GET of a missing key
+// would cost less than a real one.
+func preloadGetKeys(ctx context.Context, s *server, users int) error {
+	l, err := newLoader(s.Addr, 4, 256)
+	if err != nil {
+		return err
+	}
+	defer l.close()
+	if _, err := l.pass(ctx, op{cmd("SET", padKeyArg("key:"), lit(value32))}, 0, users); err != nil {
+		return fmt.Errorf("preloading the GET keys: %v", err)
+	}
 	return nil
 }
 
@@ -442,7 +461,11 @@ func (b *bench) rbExec(ctx context.Context, s *server, args []string, depth int,
 	limit := max(2*time.Minute, 30*(b.cfg.duration+b.cfg.warmup))
 	rctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
-	cmd := exec.CommandContext(rctx, b.rbBin, argv...)
+	bin, full := b.rbBin, argv
+	if b.rbPin != "" {
+		bin, full = b.taskset, append([]string{"-c", b.rbPin, b.rbBin}, argv...)
+	}
+	cmd := exec.CommandContext(rctx, bin, full...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
@@ -505,7 +528,7 @@ func summarizeRB(runs []rbRun, selected []*rbWorkload, depths []int, quietCores 
 			row := rbRow{Workload: w.id, Name: w.name, Depth: d}
 			for _, kind := range []string{kindLimitkv, kindRedis} {
 				s := &rbSummary{Server: kind, Command: rbCommandText(w.argsFor(kind))}
-				var p50, p99, srv, cli, oth []float64
+				var p50, p99, mx, srv, cli, oth []float64
 				for _, r := range runs {
 					if r.Workload != w.id || r.Depth != d || r.Server != kind {
 						continue
@@ -513,7 +536,7 @@ func summarizeRB(runs []rbRun, selected []*rbWorkload, depths []int, quietCores 
 					s.Requests = r.Requests
 					s.PerRound = append(s.PerRound, r.OpsPerSec)
 					s.CPUPerRound = append(s.CPUPerRound, r.CPUPerReqUs)
-					p50, p99 = append(p50, r.P50Ms), append(p99, r.P99Ms)
+					p50, p99, mx = append(p50, r.P50Ms), append(p99, r.P99Ms), append(mx, r.MaxMs)
 					srv, cli, oth = append(srv, r.CPU.Server), append(cli, r.CPU.Client), append(oth, r.CPU.Other)
 					if r.CPU.Other > quietCores {
 						s.BusyRuns++
@@ -526,7 +549,7 @@ func summarizeRB(runs []rbRun, selected []*rbWorkload, depths []int, quietCores 
 				if s.OpsPerSec > 0 {
 					s.Spread = (slices.Max(s.PerRound) - slices.Min(s.PerRound)) / s.OpsPerSec
 				}
-				s.P50Ms, s.P99Ms = median(p50), median(p99)
+				s.P50Ms, s.P99Ms, s.MaxMs = median(p50), median(p99), median(mx)
 				s.ServerCores, s.ClientCores, s.OtherCores = median(srv), median(cli), median(oth)
 				if kind == kindLimitkv {
 					row.Limitkv = s
@@ -539,6 +562,8 @@ func summarizeRB(runs []rbRun, selected []*rbWorkload, depths []int, quietCores 
 			}
 			row.Ratio = div(row.Limitkv.OpsPerSec, row.Redis.OpsPerSec)
 			row.CPURatio = div(row.Limitkv.CPUPerReqUs, row.Redis.CPUPerReqUs)
+			row.P99Ratio = div(row.Limitkv.P99Ms, row.Redis.P99Ms)
+			row.MaxRatio = div(row.Limitkv.MaxMs, row.Redis.MaxMs)
 			if w.id == "incr" {
 				incrCPU[d] = row.Redis.CPUPerReqUs
 			}

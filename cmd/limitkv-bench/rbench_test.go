@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"math"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -102,7 +103,8 @@ func TestRBExpand(t *testing.T) {
 
 func TestSummarizeRBAndTargets(t *testing.T) {
 	run := func(round int, w, server string, depth int, rps, cpu float64) rbRun {
-		return rbRun{Round: round, Workload: w, Server: server, Depth: depth, Requests: 1000, OpsPerSec: rps, CPUPerReqUs: cpu}
+		return rbRun{Round: round, Workload: w, Server: server, Depth: depth, Requests: 1000, OpsPerSec: rps, CPUPerReqUs: cpu,
+			P50Ms: 0.1 * float64(round), P99Ms: cpu / 10, MaxMs: cpu}
 	}
 	var runs []rbRun
 	for round, x := range []struct{ lk, rd float64 }{{10, 10}, {12, 9}, {11, 30}} { // medians 11 and 10
@@ -122,6 +124,11 @@ func TestSummarizeRBAndTargets(t *testing.T) {
 	rows := summarizeRB(runs, sel, []int{1, 16}, 0.3)
 	if len(rows) != 3 {
 		t.Fatalf("%d rows, want fixed d1, get d16, incr d1: %+v", len(rows), rows)
+	}
+	// incr d1: limitkv's p99 medians 1.1 ms, max 11 ms; Redis's 1.0, 10.
+	if r := rows[2]; r.Workload != "incr" || r.Limitkv.P50Ms != 0.2 || r.Limitkv.MaxMs != 11 || r.Redis.P99Ms != 1 ||
+		math.Abs(r.P99Ratio-1.1) > 1e-9 || math.Abs(r.MaxRatio-1.1) > 1e-9 {
+		t.Fatalf("incr row %+v, limitkv %+v, redis %+v", r, r.Limitkv, r.Redis)
 	}
 	rb := &rbResults{Rows: rows}
 	byName := map[string]targetResult{}
@@ -238,6 +245,24 @@ func TestSummarizeCPUPerOp(t *testing.T) {
 	if len(rows) != 1 || rows[0].Limitkv.CPUPerOpUs != 4 || rows[0].Redis.CPUPerOpUs != 4 || rows[0].CPURatio != 1 {
 		t.Fatalf("rows %+v", rows)
 	}
+	// The latencies' medians are each run's own, and one round's stall
+	// (the 50 ms max) does not move the median max.
+	for i, x := range []struct{ p50, p99, max float64 }{{100, 900, 2000}, {120, 1000, 50_000}, {110, 800, 3000}} {
+		runs[2*i].P50us, runs[2*i].P99us, runs[2*i].MaxUs = x.p50, x.p99, x.max
+		runs[2*i+1].P50us, runs[2*i+1].P99us, runs[2*i+1].MaxUs = 100, 500, 1500
+	}
+	rows = summarize(runs, incr, []int{1}, 0.3)
+	if lk := rows[0].Limitkv; lk.MedianP50us != 110 || lk.MedianP99us != 900 || lk.MedianMaxUs != 3000 {
+		t.Fatalf("limitkv medians p50 %v p99 %v max %v, want 110, 900, 3000", lk.MedianP50us, lk.MedianP99us, lk.MedianMaxUs)
+	}
+	if rows[0].P99Ratio != 1.8 || rows[0].MaxRatio != 2 {
+		t.Fatalf("p99 ratio %v, max ratio %v, want 1.8 and 2", rows[0].P99Ratio, rows[0].MaxRatio)
+	}
+	r := &results{Meta: meta{Rounds: 3, Cores: 2}, Throughput: rows}
+	md := resultsReport("throughput", "t", r).body.String()
+	if want := "| INCR | 1 (request) | 1 | 1 | **1.00x** | 4.00 / 4.00 | **1.00x** | 110 / 900 / 3000 | 100 / 500 / 1500 | **1.80x** | **2.00x** |"; !strings.Contains(md, want) {
+		t.Errorf("the saturation table lacks %q:\n%s", want, md)
+	}
 	if got := cpuPerOpUs(0.5, 100_000); got != 5 {
 		t.Fatalf("0.5 s over 100,000 operations: %v µs, want 5", got)
 	}
@@ -253,7 +278,8 @@ func TestRBReport(t *testing.T) {
 	for _, w := range []string{"slide", "incr"} {
 		for _, kind := range []string{kindLimitkv, kindRedis} {
 			for _, d := range []int{1, 16} {
-				runs = append(runs, rbRun{Round: 1, Workload: w, Server: kind, Depth: d, Requests: 1000, OpsPerSec: 50_000, CPUPerReqUs: 7})
+				runs = append(runs, rbRun{Round: 1, Workload: w, Server: kind, Depth: d, Requests: 1000, OpsPerSec: 50_000, CPUPerReqUs: 7,
+					P50Ms: 0.25, P99Ms: 1.5, MaxMs: 4})
 			}
 		}
 	}
@@ -273,6 +299,7 @@ func TestRBReport(t *testing.T) {
 		"| RL.SLIDE throughput vs the Lua script, depth 1 | ≥ 1.5x Redis | 1.00x (50,000 vs 50,000 req/s) | **FAIL** |",
 		"`EVALSHA <slide.lua sha> 1 slide:__rand_int__ 100 60000 __rand_int__`",
 		"| 1 | incr | 16 | redis | 1,000 |",
+		"| INCR | 16 | 50,000 | 50,000 | **1.00x** | 7.00 / 7.00 | **1.00x** | – | 0.250 / 1.500 / 4.000 | 0.250 / 1.500 / 4.000 | **1.00x** | **1.00x** |",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("results.md lacks %q", want)

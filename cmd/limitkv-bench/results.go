@@ -212,6 +212,12 @@ type serverSummary struct {
 	OtherCores  float64   `json:"median_other_cores"`
 	StealCores  float64   `json:"median_steal_cores"`
 	BusyRuns    int       `json:"busy_runs"` // rounds during which other processes took more than quiet_cores
+	// Medians over the rounds of each run's own percentiles, as the
+	// redis-benchmark rows give them: one run's stall moves the max over
+	// all rounds, not these.
+	MedianP50us float64 `json:"median_p50_us"`
+	MedianP99us float64 `json:"median_p99_us"`
+	MedianMaxUs float64 `json:"median_max_us"`
 }
 
 type rowSummary struct {
@@ -224,6 +230,9 @@ type rowSummary struct {
 	Redis    *serverSummary `json:"redis"`
 	Ratio    float64        `json:"limitkv_over_redis"`
 	CPURatio float64        `json:"cpu_per_op_limitkv_over_redis"` // server CPU per operation
+	// Of the medians over the rounds: the tail beside the cost.
+	P99Ratio float64 `json:"median_p99_limitkv_over_redis"`
+	MaxRatio float64 `json:"median_max_limitkv_over_redis"`
 }
 
 func summarize(runs []runRecord, selected []*workload, depths []int, quietCores float64) []rowSummary {
@@ -240,7 +249,7 @@ func summarize(runs []runRecord, selected []*workload, depths []int, quietCores 
 					}
 				}
 				var hist, lag, sent histogram
-				var srv, cli, oth, st, perOp []float64
+				var srv, cli, oth, st, perOp, p50, p99, mx []float64
 				var allowed, denied int64
 				for _, r := range runs {
 					if r.Workload != w.id || r.Depth != d || r.Server != kind {
@@ -262,6 +271,7 @@ func summarize(runs []runRecord, selected []*workload, depths []int, quietCores 
 					srv, cli = append(srv, r.CPU.Server), append(cli, r.CPU.Client)
 					oth, st = append(oth, r.CPU.Other), append(st, r.CPU.Steal)
 					perOp = append(perOp, r.CPUPerOpUs)
+					p50, p99, mx = append(p50, r.P50us), append(p99, r.P99us), append(mx, r.MaxUs)
 				}
 				if len(s.PerRound) == 0 {
 					continue
@@ -276,6 +286,7 @@ func summarize(runs []runRecord, selected []*workload, depths []int, quietCores 
 				}
 				s.P50us, s.P99us, s.P999us = us(hist.quantile(0.5)), us(hist.quantile(0.99)), us(hist.quantile(0.999))
 				s.MaxUs = us(time.Duration(hist.max))
+				s.MedianP50us, s.MedianP99us, s.MedianMaxUs = median(p50), median(p99), median(mx)
 				if lag.n > 0 {
 					s.SendLagP99 = us(lag.quantile(0.99))
 					s.SentP99us = us(sent.quantile(0.99))
@@ -300,6 +311,8 @@ func summarize(runs []runRecord, selected []*workload, depths []int, quietCores 
 			if row.Redis.CPUPerOpUs > 0 {
 				row.CPURatio = row.Limitkv.CPUPerOpUs / row.Redis.CPUPerOpUs
 			}
+			row.P99Ratio = div(row.Limitkv.MedianP99us, row.Redis.MedianP99us)
+			row.MaxRatio = div(row.Limitkv.MedianMaxUs, row.Redis.MedianMaxUs)
 			rows = append(rows, row)
 		}
 	}
@@ -480,6 +493,12 @@ func latencyCell(s *serverSummary) string {
 	return fmt.Sprintf("%.0f / %.0f / %.0f", s.P50us, s.P99us, s.P999us)
 }
 
+// tailCell is a server's medians over the rounds, as the saturation
+// table compares them.
+func tailCell(s *serverSummary) string {
+	return fmt.Sprintf("%.0f / %.0f / %.0f", s.MedianP50us, s.MedianP99us, s.MedianMaxUs)
+}
+
 func opsCell(s *serverSummary) string {
 	c := commas(s.OpsPerSec)
 	if s.Errors > 0 {
@@ -531,17 +550,18 @@ func resultsReport(name, title string, r *results) *report {
 	if len(r.Throughput) > 0 {
 		p("## Throughput and latency at saturation")
 		p("")
-		p("With the Go load generator. Closed loop: every connection sends its next request (or batch) as soon as the previous one is answered. Throughput: the median over the rounds of operations completed in the measured window / window. Server CPU per operation: the server's utime+stime (`/proc/<pid>/stat`) during the window / the operations answered in it, median over the rounds; on 2 cores the client takes about one, so throughput is capped by the client for both servers and CPU per operation is what tells them apart. Latency percentiles (µs) over every round's operations: **per request at depth 1, per batch of 16 at depth 16** (the time to send the batch and read all its replies). The bitmap operation is the `SETBIT` + `BITCOUNT` pair, sent together.")
+		p("With the Go load generator. Closed loop: every connection sends its next request (or batch) as soon as the previous one is answered. Throughput: the median over the rounds of operations completed in the measured window / window. Server CPU per operation: the server's utime+stime (`/proc/<pid>/stat`) during the window / the operations answered in it, median over the rounds; on 2 cores the client takes about one, so throughput is capped by the client for both servers and CPU per operation is what tells them apart. Latency (µs) **per request at depth 1, per batch of 16 at depth 16** (the time to send the batch and read all its replies): p50, p99 and max are medians over the rounds of each run's own, p99.9 is over every round's operations together. The bitmap operation is the `SETBIT` + `BITCOUNT` pair, sent together.")
 		p("")
-		p("| workload | depth (latency of) | limitkv ops/s | Redis ops/s | limitkv / Redis | server CPU µs/op limitkv / Redis | CPU limitkv / Redis | limitkv p50 / p99 / p99.9 µs | Redis p50 / p99 / p99.9 µs |")
-		p("|---|---|---:|---:|---:|---:|---:|---|---|")
+		p("| workload | depth (latency of) | limitkv ops/s | Redis ops/s | limitkv / Redis | server CPU µs/op limitkv / Redis | CPU limitkv / Redis | limitkv p50 / p99 / max µs | Redis p50 / p99 / max µs | p99 limitkv / Redis | max limitkv / Redis | p99.9 µs limitkv / Redis |")
+		p("|---|---|---:|---:|---:|---:|---:|---|---|---:|---:|---|")
 		for _, row := range r.Throughput {
 			unit := "request"
 			if row.Depth > 1 {
 				unit = fmt.Sprintf("batch of %d", row.Depth)
 			}
-			p("| %s | %d (%s) | %s | %s | **%.2fx** | %.2f / %.2f | **%.2fx** | %s | %s |", row.Name, row.Depth, unit, opsCell(row.Limitkv), opsCell(row.Redis),
-				row.Ratio, row.Limitkv.CPUPerOpUs, row.Redis.CPUPerOpUs, row.CPURatio, latencyCell(row.Limitkv), latencyCell(row.Redis))
+			p("| %s | %d (%s) | %s | %s | **%.2fx** | %.2f / %.2f | **%.2fx** | %s | %s | **%.2fx** | **%.2fx** | %.0f / %.0f |", row.Name, row.Depth, unit, opsCell(row.Limitkv), opsCell(row.Redis),
+				row.Ratio, row.Limitkv.CPUPerOpUs, row.Redis.CPUPerOpUs, row.CPURatio, tailCell(row.Limitkv), tailCell(row.Redis),
+				row.P99Ratio, row.MaxRatio, row.Limitkv.P999us, row.Redis.P999us)
 		}
 		p("")
 		p("What each workload sends (`<n>` is the user, `<id>` a request id unique in the run, `<day>` a random day of ten years):")

@@ -18,6 +18,11 @@ import (
 func throughputFlags(fs *flag.FlagSet, c *config) {
 	// Both would add about 6 minutes to the 12 of the full run.
 	fs.StringVar(&c.loadgen, "loadgen", "go", "who drives the throughput runs: go (our load generator), redis-benchmark (-c -conns -r -users -P depth, server CPU per request from /proc; GET, SET, INCR, RL.SLIDE, RL.FIXED), or both (about 6 more minutes)")
+	rbBinFlags(fs, c)
+}
+
+// rbBinFlags name the redis-benchmark of every scenario that runs it.
+func rbBinFlags(fs *flag.FlagSet, c *config) {
 	fs.StringVar(&c.rbBin, "redis-benchmark-bin", "", "use this redis-benchmark (default: redis-benchmark from PATH)")
 }
 
