@@ -53,6 +53,7 @@ type Server struct {
 	auth      authGuard
 	acl       aclState
 	rl        rlStats            // rate-limit decisions per command, for INFO
+	wall      wallClock          // requests' Unix time, from the monotonic clock
 	policies  ratelimit.Registry // named rate-limit policies (policy.go)
 	ops       opsMeter
 	startTime time.Time
@@ -344,10 +345,10 @@ func (s *Server) Serve(conn *resp.Conn, args [][]byte) {
 func (s *Server) request(cl *Client, w *resp.Writer, args [][]byte) {
 	// One clock read serves the request, the client's idle time and the
 	// start of the command's timing.
-	t := time.Now()
-	now := s.clockAt(t)
+	mono := monoNow()
+	now := s.clockAtMono(mono)
 	cl.lastInteraction.Store(now)
-	cl.start = int64(t.Sub(monoBase))
+	cl.start = mono
 	n := w.Len()
 	cl.dispatched = false
 	s.execute(cl, w, args, now)
@@ -622,13 +623,43 @@ func (s *Server) runLocked(c *Ctx) {
 	}
 }
 
-// clockAt returns the server's time, in ms, at t: t's own unless DEBUG
-// CLOCK gave the engine a clock of its own.
-func (s *Server) clockAt(t time.Time) int64 {
+// clockAtMono returns the server's time, in ms, at a monoNow reading: the
+// system's unless DEBUG CLOCK gave the engine a clock of its own.
+func (s *Server) clockAtMono(mono int64) int64 {
 	if _, system := s.Eng.Clock().(engine.SystemClock); system {
-		return t.UnixMilli()
+		return s.wall.unixMilli(mono)
 	}
 	return s.Eng.Now()
+}
+
+// wallClock turns monotonic readings into Unix time. time.Now reads two
+// clocks, the wall clock and the monotonic one, and a request already
+// reads the monotonic one twice to time its command: reading the wall
+// clock once a millisecond at most, and adding the monotonic time since,
+// leaves one read per request in place of three, 5% of INCR's CPU at
+// depth 16. A step of the wall clock (NTP, an operator) shows within the
+// millisecond, where the next request refreshes the base.
+type wallClock struct {
+	base atomic.Pointer[wallBase]
+}
+
+type wallBase struct {
+	mono   int64 // monoNow at the reading
+	unixNs int64 // the wall clock then
+}
+
+// wallRefresh is how long a base serves.
+const wallRefresh = int64(time.Millisecond)
+
+func (w *wallClock) unixMilli(mono int64) int64 {
+	b := w.base.Load()
+	if b == nil || mono-b.mono >= wallRefresh || mono < b.mono {
+		t := time.Now()
+		b = &wallBase{mono: int64(t.Sub(monoBase)), unixNs: t.UnixNano()}
+		w.base.Store(b)
+		mono = b.mono
+	}
+	return (b.unixNs + mono - b.mono) / int64(time.Millisecond)
 }
 
 // lookup finds the spec for a request and checks its arity, returning

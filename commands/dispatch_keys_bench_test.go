@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"testing"
+	"time"
 
 	"github.com/limitkv/limitkv/engine"
 	"github.com/limitkv/limitkv/resp"
@@ -56,5 +57,33 @@ func BenchmarkDispatchKeys(b *testing.B) {
 				w.Reset()
 			}
 		})
+	}
+}
+
+// TestWallClock: the Unix time made from monotonic readings stays within
+// a millisecond of the wall clock's, across refreshes.
+func TestWallClock(t *testing.T) {
+	var w wallClock
+	for i := 0; i < 2000; i++ {
+		before := time.Now().UnixMilli()
+		got := w.unixMilli(monoNow())
+		after := time.Now().UnixMilli()
+		if got < before-1 || got > after+1 {
+			t.Fatalf("reading %d: %d, the wall clock read %d then %d", i, got, before, after)
+		}
+		if i%500 == 0 {
+			time.Sleep(2 * time.Millisecond) // past a refresh
+		}
+	}
+	// A reading from before the base (another loop's, taken earlier) is
+	// answered from a fresh base, not from a negative offset.
+	early := monoNow()
+	time.Sleep(time.Millisecond)
+	w.unixMilli(monoNow())
+	before := time.Now().UnixMilli()
+	got := w.unixMilli(early)
+	after := time.Now().UnixMilli()
+	if got < before-1 || got > after+1 {
+		t.Fatalf("early reading: %d, the wall clock read %d then %d", got, before, after)
 	}
 }
