@@ -54,7 +54,8 @@ type LimitScratch struct {
 // keeps the new state's memory as the scratch for the next one. e and old
 // are the entry and state the decision read: a state of the same length,
 // which a counter's usually is, is rewritten where it lies, as INCR
-// rewrites a number, rather than looked up again and rebuilt.
+// rewrites a number, and any other replaces the entry found, without
+// looking the key up again.
 func (s *Shard) storeDecided(db int, key []byte, now int64, sc *LimitScratch, e Entry, old, state []byte, expireAt int64, write bool) {
 	if !write {
 		return
@@ -69,6 +70,10 @@ func (s *Shard) storeDecided(db int, key []byte, now int64, sc *LimitScratch, e 
 			t.addExp(expireAt)
 		}
 		s.changed(db, e.rec)
+	} else if e.rec != nil && len(state) > 0 {
+		var hb [binary.MaxVarintLen64]byte
+		n := binary.PutUvarint(hb[:], uint64(len(state)))
+		s.replaceAt(db, &s.dbs[db], e.slot, e.rec, key, encLimit, expireAt, hb[:n], state, false, false)
 	} else {
 		s.SetLimitState(db, key, now, state, expireAt)
 	}

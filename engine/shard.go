@@ -283,6 +283,13 @@ func (s *Shard) put(db int, key []byte, enc byte, expireAt int64, head, body []b
 		s.changed(db, r)
 		return Entry{rec: r, db: db, slot: i}
 	}
+	return s.replaceAt(db, t, i, old, key, enc, expireAt, head, body, keepObj, fresh)
+}
+
+// replaceAt is put's rewrite of the key found at slot i of t, whose record
+// is old: a caller that has just found the key skips put's lookup.
+func (s *Shard) replaceAt(db int, t *table, i uint32, old, key []byte, enc byte, expireAt int64, head, body []byte, keepObj, fresh bool) Entry {
+	h := slotHash(t.slots[i])
 	ref := slotRef(t.slots[i])
 	t.delExp(recExpire(old))
 	t.addExp(expireAt)
