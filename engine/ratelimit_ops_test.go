@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"math/rand/v2"
+	"strconv"
 	"testing"
 
 	"github.com/limitkv/limitkv/ratelimit"
@@ -202,4 +203,122 @@ func TestLimitOpsStoreWhatTheyDecide(t *testing.T) {
 			s.Unlock()
 		}
 	}
+}
+
+// TestLimitOpsManyKeys: decisions on many keys sharing shards, with plain
+// strings written between them (tables growing, blocks of every size class
+// reused), leave every key's state and expiry exactly what the pure
+// functions give, whether the state was rewritten in place, replaced where
+// its decision found it, or stored anew; and the tables' expiry counts true.
+func TestLimitOpsManyKeys(t *testing.T) {
+	e := New(Config{Databases: 1})
+	rng := rand.New(rand.NewPCG(7, 27))
+	type model struct {
+		state []byte
+		exp   int64
+	}
+	want := map[string]model{}
+	live := func(k string, now int64) []byte {
+		m, ok := want[k]
+		if !ok || (m.exp != 0 && m.exp <= now) {
+			return nil
+		}
+		return m.state
+	}
+	var sc LimitScratch
+	var fsc ratelimit.FixedScratch
+	var ssc ratelimit.SlideScratch
+	now := int64(1_800_000_000_000)
+	rules := [][]ratelimit.Rule{
+		{{Limit: 3, Window: 1000}},
+		{{Limit: 100, Window: 60_000}},
+		{{Limit: 5, Window: 1000}, {Limit: 40, Window: 3_600_000}},
+	}
+	check := func() {
+		t.Helper()
+		expires := 0
+		for k := range want {
+			key := []byte(k)
+			s := e.ShardFor(key)
+			s.Lock()
+			got, _, err := s.LimitState(0, key, now, ratelimit.KindOf(want[k].state))
+			ent, found := s.Peek(0, key, now)
+			s.Unlock()
+			w := live(k, now)
+			if err != nil || string(got) != string(w) {
+				t.Fatalf("%s: state %x (%v), want %x", k, got, err, w)
+			}
+			if w != nil {
+				if ent.ExpireAt() != want[k].exp {
+					t.Fatalf("%s: expiry %d, want %d", k, ent.ExpireAt(), want[k].exp)
+				}
+			} else if found && ent.Kind() == KindLimit {
+				t.Fatalf("%s: still there", k)
+			}
+		}
+		for i := 0; i < Shards; i++ {
+			s := e.Shard(i)
+			s.Lock()
+			s.Keys(0, 0, 1<<30, now, func(en Entry) {
+				if en.ExpireAt() != 0 {
+					expires++
+				}
+			})
+			s.Unlock()
+		}
+		n := 0
+		for i := 0; i < Shards; i++ {
+			n += int(e.Shard(i).dbs[0].expires)
+		}
+		if n != expires {
+			t.Fatalf("the tables count %d expiries, the keys have %d", n, expires)
+		}
+	}
+	for step := 1; step <= 40_000; step++ {
+		now += rng.Int64N(30)
+		if rng.IntN(10) == 0 {
+			// A plain string between decisions moves other records.
+			sk := []byte("s" + strconv.Itoa(rng.IntN(2000)))
+			s := e.ShardFor(sk)
+			s.Lock()
+			s.Set(0, sk, make([]byte, rng.IntN(300)), now, SetOptions{}, nil)
+			s.Unlock()
+			continue
+		}
+		id := rng.IntN(2000)
+		k := "k" + strconv.Itoa(id)
+		key := []byte(k)
+		r := rules[id%len(rules)]
+		old := live(k, now)
+		s := e.ShardFor(key)
+		s.Lock()
+		var st []byte
+		var exp int64
+		var write bool
+		var err error
+		if id%2 == 0 {
+			o := ratelimit.FixedOptions{Cost: 1}
+			_, st, exp, write = ratelimit.DecideFixed(old, r, now, o, &fsc, nil)
+			_, err = s.Fixed(0, key, now, r, o, &sc)
+		} else {
+			o := ratelimit.SlideOptions{Cost: 1, Penalize: id%3 == 0}
+			_, st, exp, write = ratelimit.DecideSlide(old, r, now, o, &ssc, nil)
+			_, err = s.Slide(0, key, now, r, o, &sc)
+		}
+		s.Unlock()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if write {
+			if len(st) == 0 {
+				delete(want, k)
+			} else {
+				want[k] = model{append([]byte(nil), st...), exp}
+			}
+		}
+		if step%10_000 == 0 {
+			check()
+		}
+	}
+	check()
 }
