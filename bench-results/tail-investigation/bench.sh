@@ -12,7 +12,7 @@ for r in $(seq 1 $ROUNDS); do
     name=${spec%%=*}; cmd=${spec#*=}
     port=$((port+1))
     c=${cmd//PORT/$port}
-    bash -c "exec $c" >/tmp/t27/srv-$name.log 2>&1 &
+    bash -c "exec $c" >${TMPDIR:-/tmp}/srv-$name.log 2>&1 &
     pid=$!
     for i in $(seq 100); do redis-cli -p $port ping >/dev/null 2>&1 && break; sleep 0.05; done
     for t in ${TESTS//,/ }; do
