@@ -685,8 +685,9 @@ func (s *Server) reapIdle() {
 // collector, connections that wait on their own goroutine, and, on a
 // small machine, the clients. Loops that outnumber the processors left
 // free take turns with everything else and wait for the scheduler: on 2
-// cores, a loop per core with redis-benchmark beside them answers its
-// slowest 1% in 15 ms where one loop answers in 2 (bench-results/tail.md).
+// cores, a loop per core with redis-benchmark beside them answered its
+// slowest 1% in 15-18 ms where one loop answers in 2-3.5
+// (bench-results/tail.md).
 func loopCount() int { return max(1, runtime.GOMAXPROCS(0)/2) }
 
 // epollET is EPOLLET as the event mask's type takes it (the syscall
