@@ -203,12 +203,17 @@ func run(args []string) int {
 		select {} // interrupted: the signal handler stops the servers and exits
 	}
 	testserver.StopAll()
-	if b.tmp != "" {
-		os.RemoveAll(b.tmp)
-	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "limitkv-bench:", err)
+		if b.tmp != "" {
+			// A failed run keeps its servers' directories: their logs
+			// are what tells a crash from a dropped connection.
+			fmt.Fprintln(os.Stderr, "limitkv-bench: the servers' logs and data are kept in", b.tmp)
+		}
 		return 1
+	}
+	if b.tmp != "" {
+		os.RemoveAll(b.tmp)
 	}
 	return code
 }
