@@ -21,9 +21,8 @@ func workerSysProcAttr() *syscall.SysProcAttr {
 // redis-benchmark's p99 at depth 1 to 2.0-2.3 ms, against 1.0-1.2 at 19
 // (and the same as at 19 with SCHED_IDLE), since a loop woken by a request
 // waits for a running task to use up more of its slice the higher that
-// task's weight. Under a core saturated
-// for good, the worker still gets about 1.5% of it, so snapshots go on,
-// more slowly.
+// task's weight. Under a core saturated for good, the worker still gets
+// about 1.5% of it, so snapshots go on, more slowly.
 const workerNice = 19
 
 // lowerPriority lowers the priority of every thread of this process (on
