@@ -167,30 +167,38 @@ func TestRawSock(t *testing.T) {
 	}
 }
 
-// TestEpollPoll: the loop's poll of its set returns at once, with the
-// events there are or none.
-func TestEpollPoll(t *testing.T) {
+// pipeSet makes an epoll set watching a pipe's read end for events, with
+// id as the event's data, and returns the set and the pipe's write end;
+// the test's end closes them.
+func pipeSet(t *testing.T, events uint32, id uint64) (epfd, wr int) {
+	t.Helper()
 	epfd, err := syscall.EpollCreate1(syscall.EPOLL_CLOEXEC)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer syscall.Close(epfd)
+	t.Cleanup(func() { syscall.Close(epfd) })
 	var p [2]int
 	if err := syscall.Pipe2(p[:], syscall.O_NONBLOCK|syscall.O_CLOEXEC); err != nil {
 		t.Fatal(err)
 	}
-	defer syscall.Close(p[0])
-	defer syscall.Close(p[1])
-	ev := syscall.EpollEvent{Events: syscall.EPOLLIN}
-	setEventID(&ev, 7<<32|9)
+	t.Cleanup(func() { syscall.Close(p[0]); syscall.Close(p[1]) })
+	ev := syscall.EpollEvent{Events: events}
+	setEventID(&ev, id)
 	if err := syscall.EpollCtl(epfd, syscall.EPOLL_CTL_ADD, p[0], &ev); err != nil {
 		t.Fatal(err)
 	}
+	return epfd, p[1]
+}
+
+// TestEpollPoll: the loop's poll of its set returns at once, with the
+// events there are or none.
+func TestEpollPoll(t *testing.T) {
+	epfd, wr := pipeSet(t, syscall.EPOLLIN, 7<<32|9)
 	events := make([]syscall.EpollEvent, 4)
 	if n, errno := epollPoll(epfd, events); n != 0 || errno != 0 {
 		t.Fatalf("poll of a quiet set: %d, %v", n, errno)
 	}
-	syscall.Write(p[1], []byte{1})
+	syscall.Write(wr, []byte{1})
 	if n, errno := epollPoll(epfd, events); n != 1 || errno != 0 || eventID(&events[0]) != 7<<32|9 {
 		t.Fatalf("poll with the pipe readable: %d, %v, id %x", n, errno, eventID(&events[0]))
 	}
@@ -202,26 +210,11 @@ func TestEpollPoll(t *testing.T) {
 // TestReadableLeavesEvents: a loop's look at a sibling's set tells whether
 // it has events and leaves them for the sibling, edge-triggered ones too.
 func TestReadableLeavesEvents(t *testing.T) {
-	epfd, err := syscall.EpollCreate1(syscall.EPOLL_CLOEXEC)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer syscall.Close(epfd)
-	var p [2]int
-	if err := syscall.Pipe2(p[:], syscall.O_NONBLOCK|syscall.O_CLOEXEC); err != nil {
-		t.Fatal(err)
-	}
-	defer syscall.Close(p[0])
-	defer syscall.Close(p[1])
-	ev := syscall.EpollEvent{Events: syscall.EPOLLIN | epollET}
-	setEventID(&ev, 5)
-	if err := syscall.EpollCtl(epfd, syscall.EPOLL_CTL_ADD, p[0], &ev); err != nil {
-		t.Fatal(err)
-	}
+	epfd, wr := pipeSet(t, syscall.EPOLLIN|epollET, 5)
 	if readable(epfd) {
 		t.Fatal("a quiet set looks readable")
 	}
-	syscall.Write(p[1], []byte{1})
+	syscall.Write(wr, []byte{1})
 	for i := 0; i < 2; i++ {
 		if !readable(epfd) {
 			t.Fatalf("look %d: a set with an event looks quiet", i)
