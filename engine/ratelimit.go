@@ -43,7 +43,6 @@ func (s *Shard) limitEntry(db int, key []byte, now int64, kind byte) (Entry, []b
 // The zero value is ready to use.
 type LimitScratch struct {
 	fixed    ratelimit.FixedScratch
-	slide    ratelimit.SlideScratch
 	lease    ratelimit.LeaseScratch
 	policies ratelimit.PolicyScratch
 	state    []byte // the new state, until SetLimitState copies it
@@ -54,14 +53,25 @@ type LimitScratch struct {
 // keeps the new state's memory as the scratch for the next one. e and old
 // are the entry and state the decision read: a state of the same length,
 // which a counter's usually is, is rewritten where it lies, as INCR
-// rewrites a number, and any other replaces the entry found, without
-// looking the key up again.
+// rewrites a number (a decision that wrote old itself, as RL.SLIDE's
+// does, leaves only the expiry to change), and any other replaces the
+// entry found, without looking the key up again.
 func (s *Shard) storeDecided(db int, key []byte, now int64, sc *LimitScratch, e Entry, old, state []byte, expireAt int64, write bool) {
 	if !write {
 		return
 	}
-	if e.rec != nil && len(state) > 0 && len(state) == len(old) && (recExpire(e.rec) != 0) == (expireAt != 0) {
-		copy(old, state)
+	wroteOld := len(state) > 0 && len(old) > 0 && &state[0] == &old[0]
+	inPlace := e.rec != nil && len(state) > 0 && len(state) == len(old) && (recExpire(e.rec) != 0) == (expireAt != 0)
+	if wroteOld && !inPlace {
+		// The record is about to be rewritten from the state it holds:
+		// copy the state out first.
+		state = append(sc.state[:0], state...)
+	}
+	switch {
+	case inPlace:
+		if !wroteOld {
+			copy(old, state)
+		}
 		if was := recExpire(e.rec); was != expireAt {
 			_, end := recKeyBounds(e.rec)
 			binary.LittleEndian.PutUint64(e.rec[end:], uint64(expireAt))
@@ -70,14 +80,14 @@ func (s *Shard) storeDecided(db int, key []byte, now int64, sc *LimitScratch, e 
 			t.addExp(expireAt)
 		}
 		s.changed(db, e.rec)
-	} else if e.rec != nil && len(state) > 0 {
+	case e.rec != nil && len(state) > 0:
 		var hb [binary.MaxVarintLen64]byte
 		n := binary.PutUvarint(hb[:], uint64(len(state)))
 		s.replaceAt(db, &s.dbs[db], e.slot, e.rec, key, encLimit, expireAt, hb[:n], state, false, false)
-	} else {
+	default:
 		s.SetLimitState(db, key, now, state, expireAt)
 	}
-	if state != nil {
+	if state != nil && !(wroteOld && inPlace) {
 		sc.state = state[:0]
 	}
 }
@@ -115,14 +125,15 @@ func (s *Shard) Fixed(db int, key []byte, now int64, rules []ratelimit.Rule, o r
 
 // Slide runs RL.SLIDE on key: it loads the log, decides and, when the
 // request is recorded (allowed, or PENALIZE) and not a PEEK, stores the
-// new log and expiry. It fails with ErrWrongType when the key holds
-// another type or another kind of rate-limit state.
+// new log and expiry, in place when the log has room. It fails with
+// ErrWrongType when the key holds another type or another kind of
+// rate-limit state.
 func (s *Shard) Slide(db int, key []byte, now int64, rules []ratelimit.Rule, o ratelimit.SlideOptions, sc *LimitScratch) (ratelimit.Decision, error) {
 	e, old, err := s.limitEntry(db, key, now, ratelimit.KindSlide)
 	if err != nil {
 		return ratelimit.Decision{}, err
 	}
-	d, st, exp, write := ratelimit.DecideSlide(old, rules, now, o, &sc.slide, sc.state[:0])
+	d, st, exp, write := ratelimit.DecideSlideInPlace(old, rules, now, o, sc.state[:0])
 	s.storeDecided(db, key, now, sc, e, old, st, exp, write)
 	return d, nil
 }

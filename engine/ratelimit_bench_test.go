@@ -141,14 +141,13 @@ func BenchmarkFootprintFixed(b *testing.B) {
 
 func BenchmarkFootprintSlide100(b *testing.B) {
 	rules := []ratelimit.Rule{{Limit: 100, Window: 60_000}}
-	var sc ratelimit.SlideScratch
 	footprint(b, 100_000, func(e *Engine, k []byte) {
 		s := e.ShardFor(k)
 		now := int64(1_800_000_000_000)
 		var st []byte
 		for j := 0; j < 100; j++ {
 			var exp int64
-			_, st, exp, _ = ratelimit.DecideSlide(st, rules, now, ratelimit.SlideOptions{Cost: 1}, &sc, nil)
+			_, st, exp, _ = ratelimit.DecideSlide(st, rules, now, ratelimit.SlideOptions{Cost: 1}, nil)
 			s.SetLimitState(0, k, now, st, exp)
 			now += 500
 		}

@@ -122,7 +122,6 @@ func TestLimitOpsStoreWhatTheyDecide(t *testing.T) {
 		rules := []ratelimit.Rule{{Limit: 1 + rng.Int64N(5), Window: 1000}, {Limit: 3 + rng.Int64N(20), Window: 60_000}}
 		var sc LimitScratch
 		var fsc ratelimit.FixedScratch
-		var ssc ratelimit.SlideScratch
 		now := int64(1_800_000_000_000)
 		for step := 0; step < 300; step++ {
 			now += []int64{0, 1, rng.Int64N(300), rng.Int64N(5000)}[rng.IntN(4)]
@@ -158,7 +157,7 @@ func TestLimitOpsStoreWhatTheyDecide(t *testing.T) {
 			case ratelimit.KindSlide:
 				o := ratelimit.SlideOptions{Cost: 1, Peek: rng.IntN(8) == 0, Penalize: seed%2 == 0, Ban: []int64{0, 0, 3000}[rng.IntN(3)]}
 				var d ratelimit.Decision
-				d, st, exp, write = ratelimit.DecideSlide(old, rules, now, o, &ssc, nil)
+				d, st, exp, write = ratelimit.DecideSlideInPlace(append([]byte(nil), old...), rules, now, o, nil)
 				want = row(d)
 				d, err = s.Slide(0, k, now, rules, o, &sc)
 				got = row(d)
@@ -227,7 +226,6 @@ func TestLimitOpsManyKeys(t *testing.T) {
 	}
 	var sc LimitScratch
 	var fsc ratelimit.FixedScratch
-	var ssc ratelimit.SlideScratch
 	now := int64(1_800_000_000_000)
 	rules := [][]ratelimit.Rule{
 		{{Limit: 3, Window: 1000}},
@@ -302,7 +300,7 @@ func TestLimitOpsManyKeys(t *testing.T) {
 			_, err = s.Fixed(0, key, now, r, o, &sc)
 		} else {
 			o := ratelimit.SlideOptions{Cost: 1, Penalize: id%3 == 0}
-			_, st, exp, write = ratelimit.DecideSlide(old, r, now, o, &ssc, nil)
+			_, st, exp, write = ratelimit.DecideSlideInPlace(append([]byte(nil), old...), r, now, o, nil)
 			_, err = s.Slide(0, key, now, r, o, &sc)
 		}
 		s.Unlock()

@@ -67,7 +67,7 @@ func (s *Shard) PolicySlide(db int, key []byte, now int64, name []byte, rules []
 	if err != nil {
 		return ratelimit.Decision{}, err
 	}
-	d, st, exp, write := ratelimit.DecideSlide(old, rules, now, o, &sc.slide, sc.state[:0])
+	d, st, exp, write := ratelimit.DecideSlide(old, rules, now, o, sc.state[:0])
 	if write {
 		s.policyStore(db, key, now, container, name, st, exp, sc)
 		sc.state = st[:0]

@@ -49,7 +49,6 @@ func TestPoliciesOnSharedKeysMatchModel(t *testing.T) {
 		e := New(Config{Databases: 1, Clock: clock})
 		var sc LimitScratch
 		var fs ratelimit.FixedScratch
-		var ss ratelimit.SlideScratch
 		var ls ratelimit.LeaseScratch
 		models := map[string]*model{}
 		for _, k := range keys {
@@ -133,7 +132,7 @@ func TestPoliciesOnSharedKeysMatchModel(t *testing.T) {
 					o := p.slide
 					o.Cost, o.Peek = cost, peek
 					got, err = sh.PolicySlide(0, key, now, name, p.rules, o, &sc)
-					want, st, exp, wr = ratelimit.DecideSlide(old, p.rules, now, o, &ss, nil)
+					want, st, exp, wr = ratelimit.DecideSlide(old, p.rules, now, o, nil)
 				case ratelimit.KindGCRA:
 					g := p.gcra
 					g.Quantity, g.Peek = cost, peek

@@ -142,11 +142,10 @@ func fill(eng *engine.Engine) {
 		s.SetLimitState(0, k, now, st, exp)
 	})
 	with(eng, "slide", func(s *engine.Shard, k []byte) {
-		var sc ratelimit.SlideScratch
 		var st []byte
 		for i := int64(0); i < 10; i++ {
 			var exp int64
-			_, st, exp, _ = ratelimit.DecideSlide(st, []ratelimit.Rule{{Limit: 100, Window: 60_000}}, now+i*7, ratelimit.SlideOptions{Cost: 1}, &sc, nil)
+			_, st, exp, _ = ratelimit.DecideSlide(st, []ratelimit.Rule{{Limit: 100, Window: 60_000}}, now+i*7, ratelimit.SlideOptions{Cost: 1}, nil)
 			s.SetLimitState(0, k, now, st, exp)
 		}
 	})

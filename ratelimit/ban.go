@@ -32,7 +32,7 @@ const banned byte = 0x80
 // none) and its body, the bytes after the kind byte and the end. ok is
 // false for a missing, damaged or other kind of state.
 func stateBody(st []byte, kind byte) (body []byte, banEnd int64, ok bool) {
-	if len(st) == 0 || st[0]&^banned != kind {
+	if len(st) == 0 || st[0]&^kindFlags != kind {
 		return nil, 0, false
 	}
 	if st[0]&banned == 0 {
@@ -46,8 +46,8 @@ func stateBody(st []byte, kind byte) (body []byte, banEnd int64, ok bool) {
 	return r.b, banEnd, true
 }
 
-// appendHead starts a state of kind, with the ban's end when the ban is
-// still in force at now.
+// appendHead starts a state of kind (with its layout's flag), with the
+// ban's end when the ban is still in force at now.
 func appendHead(out []byte, kind byte, banEnd, now int64) []byte {
 	if banEnd <= now {
 		return append(out, kind)
@@ -62,6 +62,6 @@ func BanEnd(st []byte) int64 {
 	if len(st) == 0 {
 		return 0
 	}
-	_, end, _ := stateBody(st, st[0]&^banned)
+	_, end, _ := stateBody(st, st[0]&^kindFlags)
 	return end
 }

@@ -117,7 +117,6 @@ func TestSlideBanAgainstModel(t *testing.T) {
 		var m slideModel
 		var banEnd int64
 		var st []byte
-		var sc SlideScratch
 		now := int64(1_000_000)
 		for step := 0; step < 400; step++ {
 			now += []int64{0, 1, rng.Int64N(5), rng.Int64N(400), rng.Int64N(3000)}[rng.IntN(5)]
@@ -165,7 +164,7 @@ func TestSlideBanAgainstModel(t *testing.T) {
 				}
 			}
 
-			got, next, exp, write := DecideSlide(st, rules, now, o, &sc, nil)
+			got, next, exp, write := DecideSlide(st, rules, now, o, nil)
 			if got != want {
 				t.Fatalf("seed %d step %d now %d ban end %d rules %v opts %+v:\n got %+v\nwant %+v", seed, step, now, banEnd, rules, o, got, want)
 			}

@@ -18,7 +18,7 @@ func CheckState(st []byte) error {
 }
 
 func checkState(st []byte, container bool) bool {
-	if len(st) == 0 {
+	if len(st) == 0 || st[0]&slideRoomy != 0 && KindOf(st) != KindSlide {
 		return false
 	}
 	switch KindOf(st) {
@@ -59,13 +59,23 @@ func checkFixed(st []byte) bool {
 	return !r.bad && len(r.b) == 0
 }
 
-// checkSlide walks the header and the older entries. Bytes after the
-// last entry are tolerated: the log's readers never look past it, and
-// pruning down to the newest entry may leave one there.
+// checkSlide walks the header and the older entries. In the compact
+// layout bytes after the last entry are tolerated: the log's readers
+// never look past it. In the roomy one the older entries must fill
+// region[start:end] exactly, since the next request appends at end.
 func checkSlide(st []byte) bool {
 	body, _, ok := stateBody(st, KindSlide)
 	if !ok {
 		return false
+	}
+	if st[0]&slideRoomy != 0 {
+		n, start, end, ok := roomyCounts(body)
+		if !ok || n == 1 && start != end {
+			return false
+		}
+		region := body[roomyHead:]
+		rest, ok := olderSpan(region[start:end], n-1, true)
+		return ok && len(rest) == end-start
 	}
 	r := varintReader{b: body}
 	n := r.uvarint()
@@ -78,13 +88,10 @@ func checkSlide(st []byte) bool {
 		return false
 	}
 	if n > 1 {
-		r.uvarint() // the oldest entry's cost; its time is the header's
-		for i := uint64(2); i < n && !r.bad; i++ {
-			r.uvarint()
-			r.uvarint()
-		}
+		_, ok := olderSpan(r.b, int64(n-1), false)
+		return ok
 	}
-	return !r.bad
+	return true
 }
 
 func checkLeases(b []byte) bool {

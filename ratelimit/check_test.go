@@ -13,10 +13,9 @@ func TestCheckState(t *testing.T) {
 	if BanEnd(banSt) == 0 {
 		t.Fatalf("no ban in %x", banSt)
 	}
-	var ssc SlideScratch
 	var slide []byte
 	for i := int64(0); i < 4; i++ {
-		_, slide, _, _ = DecideSlide(slide, rules, now+i*1000, SlideOptions{Cost: 1 + i}, &ssc, nil)
+		_, slide, _, _ = DecideSlide(slide, rules, now+i*1000, SlideOptions{Cost: 1 + i}, nil)
 	}
 	_, gcra, _, _, err := DecideGCRA(nil, GCRA{MaxBurst: 5, Count: 10, Period: 60, Quantity: 1}, now, nil)
 	if err != nil {

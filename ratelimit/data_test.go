@@ -47,7 +47,6 @@ type limitData struct {
 	now   int64
 	state []byte // the pure functions' current state; nil for none
 	fixed FixedScratch
-	slide SlideScratch
 }
 
 func runLimitData(t *testing.T, path string, kind byte) {
@@ -113,7 +112,7 @@ func (d *limitData) decide(t *testing.T, td *datadriven.TestData) string {
 		o := SlideOptions{Cost: 1, Peek: td.HasArg("peek"), Penalize: td.HasArg("penalize")}
 		td.MaybeScanArgs(t, "cost", &o.Cost)
 		var x Decision
-		x, state, exp, write = DecideSlide(d.state, rules, d.now, o, &d.slide, nil)
+		x, state, exp, write = DecideSlide(d.state, rules, d.now, o, nil)
 		reply = decisionRow(x)
 	case "throttle":
 		g := GCRA{Quantity: 1}
@@ -246,8 +245,9 @@ func slideEntries(st []byte) []slideEntry {
 	}
 }
 
-// encodeSlideEntries encodes a log, oldest entry first, in the layout
-// DecideSlide writes.
+// encodeSlideEntries encodes a log, oldest entry first, in the compact
+// layout that earlier versions wrote: the data files' logs start in it,
+// so that reading it stays tested.
 func encodeSlideEntries(es []slideEntry) []byte {
 	if len(es) == 0 {
 		return nil

@@ -67,6 +67,16 @@ type fixedWindow struct {
 // end of the last window that still counts something, after which the key
 // no longer affects any decision.
 func DecideFixed(old []byte, rules []Rule, now int64, o FixedOptions, sc *FixedScratch, out []byte) (d Decision, state []byte, expireAt int64, write bool) {
+	if len(rules) == 1 && !o.First {
+		if d, state, expireAt, write, ok := decideOneEpoch(old, rules[0], now, o, out); ok {
+			return d, state, expireAt, write
+		}
+	}
+	return decideFixed(old, rules, now, o, sc, out)
+}
+
+// decideFixed is DecideFixed's general path.
+func decideFixed(old []byte, rules []Rule, now int64, o FixedOptions, sc *FixedScratch, out []byte) (d Decision, state []byte, expireAt int64, write bool) {
 	sc.entries = parseFixed(old, sc.entries)
 	sc.windows = sc.windows[:0]
 	align := alignEpoch
@@ -176,4 +186,56 @@ func DecideFixed(old []byte, rules []Rule, now int64, o FixedOptions, sc *FixedS
 		expireAt = max(expireAt, w.end-1)
 	}
 	return d, state, expireAt, true
+}
+
+// decideOneEpoch is DecideFixed for the request most clients send: one
+// rule aligned to the epoch, on no state or the state of that one rule,
+// without a ban. It reads the entry in place of decoding the state into
+// the scratch lists; ok is false when the request is not of that shape (or
+// starts a ban), and DecideFixed's general path decides it.
+func decideOneEpoch(old []byte, r Rule, now int64, o FixedOptions, out []byte) (d Decision, state []byte, expireAt int64, write, ok bool) {
+	start, end := windowBounds(now, r.Window, o.Zone)
+	var count int64
+	if len(old) > 0 {
+		if old[0] != KindFixed {
+			return
+		}
+		rd := varintReader{b: old[1:]}
+		if rd.uvarint() != 1 || rd.uvarint() != uint64(r.Window) || rd.byte() != alignEpoch {
+			return
+		}
+		s, c := rd.varint(), int64(rd.uvarint())
+		if rd.bad || len(rd.b) != 0 {
+			return
+		}
+		if s == start {
+			count = c
+		}
+	}
+	if count+o.Cost > r.Limit {
+		if o.Ban > 0 && !o.Peek {
+			return
+		}
+		d = Decision{Limit: r.Limit, Remaining: max(r.Limit-count, 0), RetryAfter: end - now}
+		if count > 0 {
+			d.ResetAfter = end - now
+		}
+		return d, nil, 0, false, true
+	}
+	count += o.Cost
+	d = Decision{Allowed: true, Limit: r.Limit, Remaining: r.Limit - count, RetryAfter: -1}
+	switch {
+	case count == 0:
+		return // a state without entries: the general path writes it
+	case o.Peek:
+		d.ResetAfter = end - now
+		return d, nil, 0, false, true
+	}
+	d.ResetAfter = end - now
+	state = append(out, KindFixed, 1)
+	state = binary.AppendUvarint(state, uint64(r.Window))
+	state = append(state, alignEpoch)
+	state = binary.AppendVarint(state, start)
+	state = binary.AppendUvarint(state, uint64(count))
+	return d, state, end - 1, true, true
 }

@@ -27,7 +27,8 @@ package ratelimit
 import "encoding/binary"
 
 // State kinds, the first byte of a state. The byte may also carry the
-// banned flag (ban.go).
+// banned flag (ban.go) and, on an RL.SLIDE log, the flag of its roomy
+// layout (slide.go).
 const (
 	KindFixed    byte = 1 // RL.FIXED: one counter per rule and window
 	KindSlide    byte = 2 // RL.SLIDE: log of (time, cost) entries
@@ -60,18 +61,21 @@ type Rule struct {
 	Window int64 // ms
 }
 
-// KindOf returns the kind of a state, without its banned flag; 0 for an
-// empty one.
+// kindFlags are the bits of a state's first byte that are not its kind.
+const kindFlags = banned | slideRoomy
+
+// KindOf returns the kind of a state, without its flags; 0 for an empty
+// one.
 func KindOf(st []byte) byte {
 	if len(st) == 0 {
 		return 0
 	}
-	return st[0] &^ banned
+	return st[0] &^ kindFlags
 }
 
 // KindName names a state's kind for OBJECT ENCODING.
 func KindName(kind byte) string {
-	switch kind &^ banned {
+	switch kind &^ kindFlags {
 	case KindFixed:
 		return "fixed-window"
 	case KindSlide:

@@ -130,7 +130,6 @@ func TestSlideAgainstModel(t *testing.T) {
 		penalize := rng.IntN(3) == 0
 		var m slideModel
 		var st []byte
-		var sc SlideScratch
 		now := int64(1_000_000)
 		for step := 0; step < 400; step++ {
 			switch rng.IntN(4) {
@@ -142,7 +141,7 @@ func TestSlideAgainstModel(t *testing.T) {
 			}
 			o := SlideOptions{Cost: 1 + rng.Int64N(minLimit(rules)), Peek: rng.IntN(8) == 0, Penalize: penalize}
 			want := m.decide(now, rules, o)
-			got, next, exp, write := DecideSlide(st, rules, now, o, &sc, nil)
+			got, next, exp, write := DecideSlide(st, rules, now, o, nil)
 			if got != want {
 				t.Fatalf("seed %d step %d now %d rules %v opts %+v:\n got %+v\nwant %+v", seed, step, now, rules, o, got, want)
 			}

@@ -19,16 +19,65 @@ import "encoding/binary"
 // prefix of the log; what is kept has less than the largest limit newer
 // than each entry, hence at most that many entries, PENALIZE included.
 //
-// State body, laid out so that a decision touches only the ends of the log:
+// A log is read in two layouts and written in the second.
+//
+// Compact (the kind byte without slideRoomy), as earlier versions wrote it:
 //
 //	count, total cost, time of the oldest entry      (uvarint, uvarint, varint)
 //	time, cost and delta-from-previous of the newest (varint, uvarint, uvarint)
 //	the other entries, oldest first: the first as its cost, each later one
 //	as its delta from the previous and its cost      (uvarints)
 //
-// Window sums are the total minus the old entries at the front that have
-// left the window; the newest entry is merged or appended in the header;
-// pruning re-encodes one entry and copies the rest of the bytes.
+// Roomy (slideRoomy set), in which a request changes the state where it
+// lies, so that a decision touches the header and the two ends of the log
+// whatever its length:
+//
+//	count, start, end, region size                   (uint32 LE each)
+//	total cost, time of the oldest entry, time, cost
+//	and delta-from-previous of the newest            (uint64 LE each)
+//	region: the other entries, oldest first, in region[start:end], each as
+//	its delta from the previous and its cost (uvarints); the first one's
+//	delta is stale (its time is the header's) and is not read
+//
+// A request in a new millisecond appends the newest entry's old fields at
+// end; pruning moves start past the entries dropped. When the room after
+// end runs out the entries move to the region's front, and when the region
+// is too small (or four times too big) the state is written anew, with
+// room to grow by a quarter. Window sums are the total minus the old
+// entries at the front that have left the window.
+
+// slideRoomy flags a log in the roomy layout.
+const slideRoomy byte = 0x40
+
+// roomyHead is the size of the roomy layout's header.
+const roomyHead = 4*4 + 5*8
+
+// roomyCounts reads a roomy header's counts; ok is false when they do not
+// fit the body (the region's size is there so that a state cut short is
+// found out even where it cut only room).
+func roomyCounts(body []byte) (n int64, start, end int, ok bool) {
+	if len(body) < roomyHead {
+		return 0, 0, 0, false
+	}
+	n = int64(binary.LittleEndian.Uint32(body))
+	start, end = int(binary.LittleEndian.Uint32(body[4:])), int(binary.LittleEndian.Uint32(body[8:]))
+	size := int(binary.LittleEndian.Uint32(body[12:]))
+	return n, start, end, n > 0 && start <= end && end <= size && size == len(body)-roomyHead
+}
+
+// olderSpan returns the prefix of b that holds entries older entries, in
+// the roomy layout (each with its delta) or the compact one (the first
+// without); ok is false when b runs out first.
+func olderSpan(b []byte, entries int64, roomy bool) ([]byte, bool) {
+	r := varintReader{b: b}
+	for i := int64(0); i < entries && !r.bad; i++ {
+		if i > 0 || roomy {
+			r.uvarint()
+		}
+		r.uvarint()
+	}
+	return b[:len(b)-len(r.b)], !r.bad
+}
 
 // SlideOptions are RL.SLIDE's options.
 type SlideOptions struct {
@@ -38,14 +87,22 @@ type SlideOptions struct {
 	Ban      int64 // BAN: ms a rule's denial bans the key for; 0 for none
 }
 
-// slideLog is a decoded header with the undecoded older entries.
+// slideLog is a decoded header with the undecoded older entries, and
+// the entry a request in a new millisecond moved out of the newest, which
+// is not in older yet (pend).
 type slideLog struct {
 	n, total  int64
 	firstT    int64
 	lastT     int64
 	lastCost  int64
 	lastDelta int64
-	older     []byte // entries 0..n-2
+	older     []byte // the older entries, oldest first
+	roomy     bool   // older's first entry carries a delta (not read)
+	body      []byte // the roomy body read, for updateInPlace
+	hasPend   bool
+	pendT     int64
+	pendCost  int64
+	pendDelta int64
 }
 
 // parseSlideLog reads a state; a missing or damaged one reads as empty.
@@ -54,8 +111,20 @@ func parseSlideLog(st []byte) slideLog {
 	if !ok {
 		return slideLog{}
 	}
-	r := varintReader{b: body}
 	var l slideLog
+	if st[0]&slideRoomy != 0 {
+		n, start, end, ok := roomyCounts(body)
+		if !ok {
+			return slideLog{}
+		}
+		region := body[roomyHead:]
+		h := body[16:]
+		l = slideLog{n: n, total: int64(binary.LittleEndian.Uint64(h)), firstT: int64(binary.LittleEndian.Uint64(h[8:])),
+			lastT: int64(binary.LittleEndian.Uint64(h[16:])), lastCost: int64(binary.LittleEndian.Uint64(h[24:])),
+			lastDelta: int64(binary.LittleEndian.Uint64(h[32:])), older: region[start:end], roomy: true, body: body}
+		return l
+	}
+	r := varintReader{b: body}
 	l.n, l.total, l.firstT = int64(r.uvarint()), int64(r.uvarint()), r.varint()
 	l.lastT, l.lastCost, l.lastDelta = r.varint(), int64(r.uvarint()), int64(r.uvarint())
 	if r.bad || l.n <= 0 {
@@ -65,18 +134,27 @@ func parseSlideLog(st []byte) slideLog {
 	return l
 }
 
-// slideIter walks a log oldest first, the newest entry last. It copies
-// what it needs rather than pointing at the log, which keeps the log on the
-// stack.
+// slideIter walks a log oldest first: the older entries, the pending one,
+// the newest. It copies what it needs rather than pointing at the log,
+// which keeps the log on the stack.
 type slideIter struct {
 	n, firstT, lastT, lastCost int64
+	nOlder                     int64 // entries in r
+	pendT, pendCost            int64
+	roomy                      bool
 	i                          int64 // entries returned so far
 	t                          int64
 	r                          varintReader // the older entries not read yet
 }
 
 func (l *slideLog) iter() slideIter {
-	return slideIter{n: l.n, firstT: l.firstT, lastT: l.lastT, lastCost: l.lastCost, r: varintReader{b: l.older}}
+	it := slideIter{n: l.n, firstT: l.firstT, lastT: l.lastT, lastCost: l.lastCost, nOlder: l.n - 1,
+		roomy: l.roomy, r: varintReader{b: l.older}}
+	if l.hasPend {
+		it.nOlder--
+		it.pendT, it.pendCost = l.pendT, l.pendCost
+	}
+	return it
 }
 
 func (it *slideIter) next() (t, cost int64, ok bool) {
@@ -86,8 +164,14 @@ func (it *slideIter) next() (t, cost int64, ok bool) {
 	case it.i == it.n-1:
 		it.i++
 		return it.lastT, it.lastCost, true
+	case it.i == it.nOlder:
+		it.i++
+		return it.pendT, it.pendCost, true
 	}
 	if it.i == 0 {
+		if it.roomy {
+			it.r.uvarint()
+		}
 		it.t = it.firstT
 	} else {
 		it.t += int64(it.r.uvarint())
@@ -152,9 +236,9 @@ func (l *slideLog) resetAfter(now, w int64) int64 {
 
 // record adds a request of cost at now: merged into the newest entry when
 // that is of the same millisecond (or later: the clock moved back), else
-// appended, the old newest moving to the older bytes (copied into the
-// scratch buffer, so the state being read is never written).
-func (l *slideLog) record(now, cost int64, sc *SlideScratch) {
+// the newest becomes the pending entry and the request the newest. The
+// state being read is never written here.
+func (l *slideLog) record(now, cost int64) {
 	l.total += cost
 	switch {
 	case l.n > 0 && l.lastT >= now:
@@ -164,28 +248,29 @@ func (l *slideLog) record(now, cost int64, sc *SlideScratch) {
 		l.n, l.firstT, l.lastT, l.lastCost, l.lastDelta = 1, now, now, cost, 0
 		return
 	}
-	b := append(sc.buf[:0], l.older...)
-	if l.n > 1 {
-		b = binary.AppendUvarint(b, uint64(l.lastDelta))
-	}
-	b = binary.AppendUvarint(b, uint64(l.lastCost))
-	sc.buf = b
-	l.older = b
+	l.hasPend, l.pendT, l.pendCost, l.pendDelta = true, l.lastT, l.lastCost, l.lastDelta
 	l.lastDelta = now - l.lastT
 	l.lastT, l.lastCost = now, cost
 	l.n++
 }
 
-// SlideScratch is the reusable buffer of DecideSlide, so that a decision
-// on an existing key allocates nothing.
-type SlideScratch struct {
-	buf []byte
-}
-
 // DecideSlide runs RL.SLIDE. It returns the decision and, when the state
 // changes, the new state (appended to out) with the key's new expiry: when
-// the newest entry leaves the longest window.
-func DecideSlide(old []byte, rules []Rule, now int64, o SlideOptions, sc *SlideScratch, out []byte) (d Decision, state []byte, expireAt int64, write bool) {
+// the newest entry leaves the longest window. It never writes old.
+func DecideSlide(old []byte, rules []Rule, now int64, o SlideOptions, out []byte) (d Decision, state []byte, expireAt int64, write bool) {
+	return decideSlide(old, rules, now, o, out, false)
+}
+
+// DecideSlideInPlace is DecideSlide allowed to write the new state over
+// old: when old is a roomy log, with no ban before or after, and has room
+// for what the request adds, it does, and state is old itself. Otherwise
+// the new state is appended to out with room to grow, for the next
+// request to be written in place.
+func DecideSlideInPlace(old []byte, rules []Rule, now int64, o SlideOptions, out []byte) (d Decision, state []byte, expireAt int64, write bool) {
+	return decideSlide(old, rules, now, o, out, true)
+}
+
+func decideSlide(old []byte, rules []Rule, now int64, o SlideOptions, out []byte, inPlace bool) (d Decision, state []byte, expireAt int64, write bool) {
 	l := parseSlideLog(old)
 	_, banEnd, _ := stateBody(old, KindSlide)
 	banned := now < banEnd
@@ -202,7 +287,7 @@ func DecideSlide(old []byte, rules []Rule, now int64, o SlideOptions, sc *SlideS
 	// as it is. During a ban an allowed request is not counted either.
 	record := allowed && !banned || (o.Penalize && !o.Peek)
 	if record {
-		l.record(now, o.Cost, sc)
+		l.record(now, o.Cost)
 	}
 
 	d.Allowed = allowed && !banned
@@ -257,20 +342,30 @@ func DecideSlide(old []byte, rules []Rule, now int64, o SlideOptions, sc *SlideS
 	if banEnd > now {
 		expireAt = max(expireAt, banEnd-1)
 	}
-	return d, l.encode(appendHead(out, KindSlide, banEnd, now), rules, now), expireAt, true
+	if inPlace && banEnd <= now && l.body != nil && old[0] == KindSlide|slideRoomy && l.updateInPlace(rules, now) {
+		return d, old, expireAt, true
+	}
+	return d, l.encode(appendHead(out, KindSlide|slideRoomy, banEnd, now), rules, now, inPlace), expireAt, true
 }
 
-// encode appends the log's body (out holds the state's head) without its
-// prefix of entries that can no longer change a decision under rules: the
-// first kept entry is re-encoded, the bytes after it copied. The newest
-// entry always stays.
-func (l *slideLog) encode(out []byte, rules []Rule, now int64) []byte {
+// pruned is the prefix of entries that can no longer change a decision
+// under rules (never the newest): an entry is dropped once, for every rule,
+// it has left the window or the entries newer than it already cost the
+// limit.
+type pruned struct {
+	n, cost         int64
+	kept            bool   // an entry besides the newest is kept
+	keptPend        bool   // the first kept is the pending entry
+	keptT, keptCost int64  // the first kept
+	from            []byte // the older bytes from the first kept one, when it is there
+	rest            []byte // those after it
+}
+
+func (l *slideLog) prune(rules []Rule, now int64) (p pruned) {
 	newer := l.total
-	var dropped, droppedCost, keepT, keepCost int64
-	var rest []byte
-	kept := false
 	it := l.iter()
 	for i := int64(0); i < l.n-1; i++ {
+		from := it.r.b
 		t, c, _ := it.next()
 		droppable := true
 		for _, r := range rules {
@@ -280,27 +375,107 @@ func (l *slideLog) encode(out []byte, rules []Rule, now int64) []byte {
 			}
 		}
 		if !droppable {
-			kept, keepT, keepCost, rest = true, t, c, it.r.b
-			break
+			p.kept, p.keptT, p.keptCost = true, t, c
+			p.keptPend = l.hasPend && i == it.nOlder
+			if !p.keptPend {
+				p.from, p.rest = from, it.r.b
+			}
+			return p
 		}
 		newer -= c
-		dropped++
-		droppedCost += c
+		p.n++
+		p.cost += c
 	}
-	n := l.n - dropped
-	firstT, lastDelta := l.lastT, int64(0)
-	if kept {
-		firstT, lastDelta = keepT, l.lastDelta
+	return p
+}
+
+// encode appends the log's body in the roomy layout (out holds the
+// state's head) without its pruned prefix, with room after the entries
+// when room is set.
+func (l *slideLog) encode(out []byte, rules []Rule, now int64, room bool) []byte {
+	p := l.prune(rules, now)
+	head := len(out)
+	state := append(out, make([]byte, roomyHead)...)
+	if p.kept {
+		state = appendPair(state, 0, p.keptCost)
+		if !p.keptPend {
+			// The entries after the first kept one, each with its delta:
+			// just those, as the compact layout may end in bytes that are
+			// no entry.
+			left := l.n - 2 - p.n
+			if l.hasPend {
+				left--
+			}
+			rest, _ := olderSpan(p.rest, left, true)
+			state = append(state, rest...)
+			if l.hasPend {
+				state = appendPair(state, l.pendDelta, l.pendCost)
+			}
+		}
 	}
-	state := binary.AppendUvarint(out, uint64(n))
-	state = binary.AppendUvarint(state, uint64(l.total-droppedCost))
-	state = binary.AppendVarint(state, firstT)
-	state = binary.AppendVarint(state, l.lastT)
-	state = binary.AppendUvarint(state, uint64(l.lastCost))
-	state = binary.AppendUvarint(state, uint64(lastDelta))
-	if kept {
-		state = binary.AppendUvarint(state, uint64(keepCost))
-		state = append(state, rest...)
+	used := len(state) - head - roomyHead
+	if room {
+		state = append(state, make([]byte, used/4+8)...)
 	}
+	l.putHead(state[head:], p, 0, used, len(state)-head-roomyHead)
 	return state
+}
+
+// updateInPlace writes the log, without its pruned prefix, over the roomy
+// body it was read from. It reports false, having written nothing, when
+// the region has no room for it or would be four times too big.
+func (l *slideLog) updateInPlace(rules []Rule, now int64) bool {
+	p := l.prune(rules, now)
+	body := l.body
+	region := body[roomyHead:]
+	_, start, end, _ := roomyCounts(body)
+	var pend [2 * binary.MaxVarintLen64]byte
+	var add []byte
+	switch {
+	case !p.kept || p.keptPend:
+		start, end = 0, 0
+		if p.keptPend {
+			add = appendPair(pend[:0], 0, l.pendCost)
+		}
+	default:
+		start = end - len(p.from)
+		if l.hasPend {
+			add = appendPair(pend[:0], l.pendDelta, l.pendCost)
+		}
+	}
+	if end+len(add) > len(region) {
+		live := end - start
+		if live+len(add) > len(region) || 4*(live+len(add)) < len(region) {
+			return false
+		}
+		copy(region, region[start:end])
+		start, end = 0, live
+	}
+	end += copy(region[end:], add)
+	l.putHead(body, p, start, end, len(region))
+	return true
+}
+
+// putHead writes the roomy header of the log without its pruned prefix
+// p, its older entries in region[start:end] of a region of size bytes.
+func (l *slideLog) putHead(h []byte, p pruned, start, end, size int) {
+	firstT, lastDelta := l.lastT, int64(0)
+	if p.kept {
+		firstT, lastDelta = p.keptT, l.lastDelta
+	}
+	binary.LittleEndian.PutUint32(h, uint32(l.n-p.n))
+	binary.LittleEndian.PutUint32(h[4:], uint32(start))
+	binary.LittleEndian.PutUint32(h[8:], uint32(end))
+	binary.LittleEndian.PutUint32(h[12:], uint32(size))
+	binary.LittleEndian.PutUint64(h[16:], uint64(l.total-p.cost))
+	binary.LittleEndian.PutUint64(h[24:], uint64(firstT))
+	binary.LittleEndian.PutUint64(h[32:], uint64(l.lastT))
+	binary.LittleEndian.PutUint64(h[40:], uint64(l.lastCost))
+	binary.LittleEndian.PutUint64(h[48:], uint64(lastDelta))
+}
+
+// appendPair appends an older entry: its delta and its cost.
+func appendPair(b []byte, delta, cost int64) []byte {
+	b = binary.AppendUvarint(b, uint64(delta))
+	return binary.AppendUvarint(b, uint64(cost))
 }
