@@ -8,7 +8,7 @@ import (
 
 // The commands of Redis 7.0 that limitkv does not implement (see the
 // README) keep their place in ACL rules, as in Redis: a rule may name
-// them (-monitor, +xinfo|stream) and their categories hold them, so that
+// them (-failover, +xinfo|stream) and their categories hold them, so that
 // users written for Redis load, and their rules read back (ACL GETUSER,
 // ACL LIST, ACL SAVE) as Redis writes them: "+@all -@stream" stays so,
 // though limitkv has no stream command. ACL CAT lists them. Dispatch,
@@ -24,7 +24,6 @@ var absentCommands = []struct {
 	{"bgrewriteaof", cmdspec.CatAdmin | cmdspec.CatSlow | cmdspec.CatDangerous},
 	{"client|caching", cmdspec.CatSlow | cmdspec.CatConnection},
 	{"client|getredir", cmdspec.CatSlow | cmdspec.CatConnection},
-	{"client|reply", cmdspec.CatSlow | cmdspec.CatConnection},
 	{"client|tracking", cmdspec.CatSlow | cmdspec.CatConnection},
 	{"client|trackinginfo", cmdspec.CatSlow | cmdspec.CatConnection},
 	{"failover", cmdspec.CatAdmin | cmdspec.CatSlow | cmdspec.CatDangerous},
@@ -35,7 +34,6 @@ var absentCommands = []struct {
 	{"module|load", cmdspec.CatAdmin | cmdspec.CatSlow | cmdspec.CatDangerous},
 	{"module|loadex", cmdspec.CatAdmin | cmdspec.CatSlow | cmdspec.CatDangerous},
 	{"module|unload", cmdspec.CatAdmin | cmdspec.CatSlow | cmdspec.CatDangerous},
-	{"monitor", cmdspec.CatAdmin | cmdspec.CatSlow | cmdspec.CatDangerous},
 	{"pfdebug", cmdspec.CatWrite | cmdspec.CatHyperLogLog | cmdspec.CatAdmin | cmdspec.CatSlow | cmdspec.CatDangerous},
 	{"pfselftest", cmdspec.CatHyperLogLog | cmdspec.CatAdmin | cmdspec.CatSlow | cmdspec.CatDangerous},
 	{"substr", cmdspec.CatRead | cmdspec.CatString | cmdspec.CatSlow},

@@ -185,7 +185,7 @@ func TestAbsentCommands(t *testing.T) {
 	c := testCatalog
 	for _, c := range []struct{ rules, want string }{
 		{"+@all -@stream", "+@all -@stream"},
-		{"-@all +monitor +xinfo|stream", "-@all +monitor +xinfo|stream"},
+		{"-@all +failover +xinfo|stream", "-@all +failover +xinfo|stream"},
 		{"+@all -client|tracking", "+@all -client|tracking"},
 		{"-@all +XINFO|Stream", "-@all +xinfo|stream"},
 	} {

@@ -95,6 +95,12 @@ type Client struct {
 	paused   atomic.Bool
 	noEvict  atomic.Bool
 
+	// monitor: in MONITOR mode (monitor.go). replyOff, replySkip and
+	// replySkipNext: CLIENT REPLY OFF, and SKIP's skip of the request
+	// being served and of the next one (own goroutine only).
+	monitor                            atomic.Bool
+	replyOff, replySkip, replySkipNext bool
+
 	ps   pubsub.Subs    // pub/sub subscriptions (pubsub.go)
 	ctx  Ctx            // reused for every request
 	rl   rlScratch      // rate-limit decisions' buffers
@@ -223,6 +229,9 @@ func (cl *Client) unwatch(held bool) {
 // flags returns CLIENT LIST's flags field.
 func (cl *Client) flags() string {
 	var f string
+	if cl.monitor.Load() {
+		f += "O"
+	}
 	if cl.replica.Load() {
 		f += "S"
 	}

@@ -29,6 +29,7 @@ func connectionCommands() []*command {
 			cmd("list", -2, "admin noscript loading stale", cmdClientList),
 			cmd("no-evict", 3, "admin noscript loading stale", cmdClientNoEvict),
 			cmd("pause", -3, "admin noscript loading stale", cmdClientPause),
+			cmd("reply", 3, "noscript loading stale", cmdClientReply),
 			cmd("setname", 3, "noscript loading stale", cmdClientSetName),
 			cmd("setinfo", 4, "noscript loading stale", cmdClientSetInfo),
 			cmd("unblock", -3, "admin noscript loading stale", cmdClientUnblock),
@@ -61,6 +62,25 @@ func cmdPing(c *Ctx) {
 
 func cmdEcho(c *Ctx) { c.W.Bulk(c.Args[1]) }
 
+// cmdClientReply: CLIENT REPLY ON|OFF|SKIP. OFF and SKIP answer nothing;
+// the request's end applies them (Server.request).
+func cmdClientReply(c *Ctx) {
+	cl := c.Client
+	switch a := c.Args[2]; {
+	case is(a, "ON"):
+		cl.replyOff, cl.replySkip = false, false
+		c.W.OK()
+	case is(a, "OFF"):
+		cl.replyOff = true
+	case is(a, "SKIP"):
+		if !cl.replyOff {
+			cl.replySkipNext = true
+		}
+	default:
+		c.W.Error("syntax error")
+	}
+}
+
 func cmdQuit(c *Ctx) {
 	c.W.OK()
 	c.Client.conn.CloseAfterReply()
@@ -71,6 +91,8 @@ func cmdReset(c *Ctx) {
 	cl.discardTx()
 	cl.unwatchAll()
 	c.Srv.dropSubscriptions(cl)
+	c.Srv.stopMonitoring(cl)
+	cl.replyOff, cl.replySkipNext = false, false
 	cl.db.Store(0)
 	cl.name.Store(nil)
 	cl.readOnly, cl.asking = false, false

@@ -49,6 +49,7 @@ type Server struct {
 
 	clients   clientRegistry
 	pubsub    pubsub.Registry[*Client]
+	monitors  monitorList // clients in MONITOR mode (monitor.go)
 	stats     Stats
 	auth      authGuard
 	acl       aclState
@@ -296,6 +297,7 @@ func (s *Server) Closed(conn *resp.Conn) {
 	}
 	cl.unwatchAll()
 	s.dropSubscriptions(cl)
+	s.stopMonitoring(cl)
 	s.stats.Commands.Add(cl.commands.Load())
 	s.clients.remove(cl)
 }
@@ -372,6 +374,15 @@ func (s *Server) request(cl *Client, w *resp.Writer, args [][]byte) {
 		cl.penalty = 0
 		s.auth.serve(cl, d)
 	}
+	// CLIENT REPLY OFF or SKIP: the request's replies are dropped, errors
+	// and refusals too, as Redis drops them (its reply to an earlier
+	// request that went to the output queue meanwhile stays). SKIP's
+	// request is followed by the one whose reply it skips, whatever that
+	// one is.
+	if (cl.replyOff || cl.replySkip) && w.Len() >= n {
+		w.Truncate(n)
+	}
+	cl.replySkip, cl.replySkipNext = cl.replySkipNext, false
 }
 
 // execute runs one request for a client, queueing it inside MULTI.
@@ -451,6 +462,11 @@ func (s *Server) execute(cl *Client, w *resp.Writer, args [][]byte, now int64) {
 	// RESET; in RESP3 any command goes.
 	if w.Proto() == 2 && cl.subscribed() && !allowedWhileSubscribed(spec) {
 		s.reject(cl, w, spec, msgSubscribedMode(spec))
+		return
+	}
+	// A monitor is a replica to Redis, which may not touch the keyspace.
+	if flags&(cmdspec.Write|cmdspec.ReadOnly|cmdspec.MayReplicate) != 0 && cl.monitor.Load() {
+		s.reject(cl, w, spec, "ERR Replica can't interact with the keyspace")
 		return
 	}
 	// gated: the command counts itself in flight (see
@@ -553,6 +569,12 @@ func (s *Server) run(c *Ctx) {
 	if start == 0 {
 		start = monoNow()
 	}
+	// MONITOR shows a command once it has run; EVAL and FCALL before
+	// they run, so that their script's commands come after them.
+	scriptFirst := c.Spec.Flags&cmdspec.RunsScript != 0
+	if scriptFirst {
+		s.feedMonitors(c)
+	}
 	s.runLocked(c)
 	if c.refused {
 		// Routed elsewhere once its shards were locked: refused, as if
@@ -563,6 +585,9 @@ func (s *Server) run(c *Ctx) {
 		return
 	}
 	s.account(c, n, monoNow()-start)
+	if !scriptFirst && c.Spec.Flags&(cmdspec.Admin|cmdspec.SkipMonitor) == 0 {
+		s.feedMonitors(c)
+	}
 }
 
 func (s *Server) runLocked(c *Ctx) {

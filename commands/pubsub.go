@@ -67,8 +67,8 @@ func (cl *Client) inPubsubMode() bool {
 // dropSubscriptions removes every subscription of cl, without
 // notifications: the connection closed, or RESET.
 func (s *Server) dropSubscriptions(cl *Client) {
-	if s.pubsub.Drop(cl) && cl.conn != nil {
-		cl.conn.SetClass(resp.ClassNormal)
+	if s.pubsub.Drop(cl) {
+		cl.settleClass()
 	}
 }
 
@@ -158,8 +158,8 @@ func unsubscribe(c *Ctx, k pubsub.Kind) {
 	if locked {
 		r.Unlock()
 	}
-	if !cl.subscribed() && cl.conn != nil {
-		cl.conn.SetClass(resp.ClassNormal)
+	if !cl.subscribed() {
+		cl.settleClass()
 	}
 }
 

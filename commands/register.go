@@ -41,7 +41,7 @@ func commandTable() []*command {
 		keyspaceCommands(), dumpCommands(), migrateCommands(), sortCommands(),
 		connectionCommands(), pubsubCommands(), transactionCommands(), scriptingCommands(), functionCommands(),
 		aclCommands(), introspectionCommands(), serverCommands(), slowlogCommands(), latencyCommands(),
-		persistenceCommands(), replicationCommands(), clusterCommands(),
+		persistenceCommands(), replicationCommands(), clusterCommands(), monitorCommands(),
 	)
 }
 
