@@ -223,6 +223,8 @@ func cmdDebug(c *Ctx) {
 		for _, key := range c.Args[2:] {
 			c.W.BulkString(c.Srv.digestKey(c, key))
 		}
+	case is(sub, "PROTOCOL") && len(c.Args) == 3:
+		debugProtocol(c, c.Args[2])
 	case is(sub, "SET-ACTIVE-EXPIRE") && len(c.Args) == 3:
 		n, ok := c.Int(2)
 		if !ok {
@@ -236,10 +238,75 @@ func cmdDebug(c *Ctx) {
 			"CLOCK SET <ms>|ADVANCE <ms>|REAL", "    Freeze the server's clock at <ms>, move it, or go back to real time.",
 			"DIGEST", "    Output a hex signature representing the current DB content.",
 			"DIGEST-VALUE <key> [<key> ...]", "    Output a hex signature of the values of all the specified keys.",
+			"PROTOCOL <type>", "    Reply with a test value of the specified type. <type> can be: string,",
+			"    integer, double, bignum, null, array, set, map, attrib, push, verbatim,",
+			"    true, false.",
 			"SET-ACTIVE-EXPIRE <0|1>", "    Setting it to 0 disables expiring keys in background when they are not accessed (otherwise the Redis behavior). Setting it to 1 reenables back the default.",
 		})
 	default:
 		c.W.Error("unknown subcommand '" + string(sub) + "'. Try DEBUG HELP.")
+	}
+}
+
+// debugProtocol is DEBUG PROTOCOL: a sample reply of each RESP type, the
+// values Redis sends, for clients' and redis-cli's protocol tests.
+func debugProtocol(c *Ctx, name []byte) {
+	w := c.W
+	switch {
+	case is(name, "STRING"):
+		w.BulkString("Hello World")
+	case is(name, "INTEGER"):
+		w.Int(12345)
+	case is(name, "DOUBLE"):
+		w.Double(3.141)
+	case is(name, "BIGNUM"):
+		w.BigNumber("1234567999999999999999999999999999999")
+	case is(name, "NULL"):
+		w.Null()
+	case is(name, "ARRAY"), is(name, "SET"):
+		if is(name, "SET") {
+			w.Set(3)
+		} else {
+			w.Array(3)
+		}
+		for j := int64(0); j < 3; j++ {
+			w.Int(j)
+		}
+	case is(name, "MAP"):
+		w.Map(3)
+		for j := int64(0); j < 3; j++ {
+			w.Int(j)
+			w.Bool(j == 1)
+		}
+	case is(name, "ATTRIB"):
+		if w.Proto() == 3 {
+			w.Attribute(1)
+			w.BulkString("key-popularity")
+			w.Array(2)
+			w.BulkString("key:123")
+			w.Int(90)
+		}
+		// An attribute is not a reply: a real one follows it.
+		w.BulkString("Some real reply following the attribute")
+	case is(name, "PUSH"):
+		if w.Proto() != 3 {
+			w.Error("RESP2 is not supported by this command")
+			return
+		}
+		w.Push(2)
+		w.BulkString("server-cpu-usage")
+		w.Int(42)
+		// A push is not a reply either: one follows it for clients that
+		// skip pushes.
+		w.BulkString("Some real reply following the push reply")
+	case is(name, "TRUE"):
+		w.Bool(true)
+	case is(name, "FALSE"):
+		w.Bool(false)
+	case is(name, "VERBATIM"):
+		w.Verbatim("txt", "This is a verbatim\nstring")
+	default:
+		w.Error("Wrong protocol type name. Please use one of the following: string|integer|double|bignum|null|array|set|map|attrib|push|verbatim|true|false")
 	}
 }
 

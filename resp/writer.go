@@ -181,6 +181,14 @@ func (w *Writer) Push(n int) {
 	}
 }
 
+// Attribute writes an attribute header for n pairs, which only RESP3 has:
+// in RESP2 the caller writes no pairs either (Writer.Proto).
+func (w *Writer) Attribute(n int) {
+	if w.proto == 3 {
+		w.b = appendHeader(w.b, '|', n)
+	}
+}
+
 // Double writes a double as Redis 7.0 does: "%.17g", inf and -inf; a bulk
 // string in RESP2, a double in RESP3.
 func (w *Writer) Double(f float64) {

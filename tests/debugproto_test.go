@@ -1,0 +1,59 @@
+package tests
+
+import (
+	"bytes"
+	"testing"
+	"time"
+
+	"github.com/limitkv/limitkv/resp"
+)
+
+// TestDebugProtocol: DEBUG PROTOCOL's sample of each RESP type is, byte
+// for byte, redis-server's, in RESP2 and RESP3: clients test their
+// parsers (attributes and pushes among them) against it.
+func TestDebugProtocol(t *testing.T) {
+	kv := startLimitkv(t, "--persistence", "no", "--enable-debug-command", "yes")
+	rs := startRedis(t, "--enable-debug-command", "yes")
+	types := []string{"string", "integer", "double", "bignum", "null", "array", "set", "map",
+		"attrib", "push", "verbatim", "true", "false", "nosuch", "STRING"}
+	for _, proto := range []string{"2", "3"} {
+		raw := map[string][][]byte{}
+		for name, s := range map[string]*server{"limitkv": kv, "redis-server": rs} {
+			c := dialRaw(t, s.Addr)
+			c.do("HELLO", proto)
+			for _, ty := range types {
+				raw[name] = append(raw[name], rawReply(t, c, "DEBUG", "PROTOCOL", ty))
+			}
+		}
+		for i, ty := range types {
+			if got, want := raw["limitkv"][i], raw["redis-server"][i]; !bytes.Equal(got, want) {
+				t.Errorf("RESP%s DEBUG PROTOCOL %s: limitkv sent %q, redis-server %q", proto, ty, got, want)
+			}
+		}
+	}
+}
+
+// rawReply sends a command followed by a PING and returns the bytes that
+// came before the PING's PONG: the command's reply as sent, whatever it
+// holds (attributes and pushes included).
+func rawReply(t *testing.T, c *rawConn, args ...string) []byte {
+	t.Helper()
+	var bs [][]byte
+	for _, a := range args {
+		bs = append(bs, []byte(a))
+	}
+	req := resp.AppendCommand(nil, bs...)
+	req = resp.AppendCommand(req, []byte("PING"))
+	c.send(req)
+	c.c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	defer c.c.SetReadDeadline(time.Now().Add(2 * time.Minute))
+	var got []byte
+	for !bytes.HasSuffix(got, []byte("+PONG\r\n")) {
+		b, err := c.r.ReadByte()
+		if err != nil {
+			t.Fatalf("%v: %v after %q", args, err, got)
+		}
+		got = append(got, b)
+	}
+	return got[:len(got)-len("+PONG\r\n")]
+}
