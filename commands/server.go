@@ -223,6 +223,15 @@ func cmdDebug(c *Ctx) {
 		for _, key := range c.Args[2:] {
 			c.W.BulkString(c.Srv.digestKey(c, key))
 		}
+	case is(sub, "ERROR") && len(c.Args) == 3:
+		// The text as the error, without a code added, for clients' tests
+		// of their error handling. Redis sends it outside its error
+		// counters, and so does this.
+		c.W.ErrorVerbatim(string(c.Args[2]))
+		c.errorsCounted, c.failedReply = true, false
+	case is(sub, "LOG") && len(c.Args) == 3:
+		c.Srv.Log.Warn("DEBUG LOG: " + string(c.Args[2]))
+		c.W.OK()
 	case is(sub, "PROTOCOL") && len(c.Args) == 3:
 		debugProtocol(c, c.Args[2])
 	case is(sub, "SET-ACTIVE-EXPIRE") && len(c.Args) == 3:
@@ -238,6 +247,9 @@ func cmdDebug(c *Ctx) {
 			"CLOCK SET <ms>|ADVANCE <ms>|REAL", "    Freeze the server's clock at <ms>, move it, or go back to real time.",
 			"DIGEST", "    Output a hex signature representing the current DB content.",
 			"DIGEST-VALUE <key> [<key> ...]", "    Output a hex signature of the values of all the specified keys.",
+			"ERROR <string>", "    Return a Redis protocol error with <string> as message. Useful for clients",
+			"    unit tests to simulate Redis errors.",
+			"LOG <message>", "    Write <message> to the server log.",
 			"PROTOCOL <type>", "    Reply with a test value of the specified type. <type> can be: string,",
 			"    integer, double, bignum, null, array, set, map, attrib, push, verbatim,",
 			"    true, false.",

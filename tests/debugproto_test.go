@@ -2,6 +2,7 @@ package tests
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 	"time"
 
@@ -10,12 +11,32 @@ import (
 
 // TestDebugProtocol: DEBUG PROTOCOL's sample of each RESP type is, byte
 // for byte, redis-server's, in RESP2 and RESP3: clients test their
-// parsers (attributes and pushes among them) against it.
+// parsers (attributes and pushes among them) against it. DEBUG ERROR and
+// DEBUG LOG, which clients' tests use too, behave as Redis's.
 func TestDebugProtocol(t *testing.T) {
 	kv := startLimitkv(t, "--persistence", "no", "--enable-debug-command", "yes")
 	rs := startRedis(t, "--enable-debug-command", "yes")
 	types := []string{"string", "integer", "double", "bignum", "null", "array", "set", "map",
 		"attrib", "push", "verbatim", "true", "false", "nosuch", "STRING"}
+	for name, s := range map[string]*server{"limitkv": kv, "redis-server": rs} {
+		c := dialRaw(t, s.Addr)
+		// DEBUG ERROR: the text as the error, line breaks made spaces, no
+		// code added, and outside the error counters.
+		for _, e := range []string{"MYERR boom", "lower case", "ERR two\nlines\r"} {
+			if got := string(rawReply(t, c, "DEBUG", "ERROR", e)); got != "-"+strings.NewReplacer("\n", " ", "\r", " ").Replace(e)+"\r\n" {
+				t.Errorf("%s: DEBUG ERROR %q: %q", name, e, got)
+			}
+		}
+		if v := c.do("INFO", "errorstats").String(); strings.Contains(v, "MYERR") {
+			t.Errorf("%s counted DEBUG ERROR's reply: %s", name, v)
+		}
+		if v := c.do("DEBUG", "LOG", "a line for the log"); v.String() != "+OK" {
+			t.Errorf("%s: DEBUG LOG: %s", name, v)
+		}
+	}
+	if !strings.Contains(kv.Output(), "DEBUG LOG: a line for the log") {
+		t.Errorf("DEBUG LOG's line is not in limitkv's log:\n%s", kv.Output())
+	}
 	for _, proto := range []string{"2", "3"} {
 		raw := map[string][][]byte{}
 		for name, s := range map[string]*server{"limitkv": kv, "redis-server": rs} {
