@@ -99,15 +99,33 @@ func (s *Server) stopMonitoring(cl *Client) {
 }
 
 // feedMonitors shows c's command to every monitor. Server.run calls it,
-// and decides which commands are shown and when.
+// and decides which commands are shown and when. The line's length is
+// known before it is made: a monitor whose output limit it would pass is
+// closed without it, and if every monitor is, nothing is made (an
+// argument of proto-max-bulk-len bytes would make a line of up to four
+// times that).
 func (s *Server) feedMonitors(c *Ctx) {
 	mons := s.monitors.load()
 	if len(mons) == 0 {
 		return
 	}
-	var buf [256]byte
-	line := s.monitorLine(buf[:0], c, time.Now())
+	hide := redactedArgs(c.Args)
+	n := int64(monitorHeadMax)
+	for i, a := range c.Args {
+		if i < 64 && hide&(1<<i) != 0 {
+			n += int64(len(redacted)) + 1
+		} else {
+			n += int64(reprLen(a)) + 1
+		}
+	}
+	var line []byte
 	for _, m := range mons {
+		if m.conn.Refuses(n) {
+			continue
+		}
+		if line == nil {
+			line = s.monitorLine(make([]byte, 0, n), c, hide, time.Now())
+		}
 		if m == c.Client && !c.held && !c.script {
 			// The monitor's own request: after its reply, as Redis
 			// appends it.
@@ -118,8 +136,16 @@ func (s *Server) feedMonitors(c *Ctx) {
 	}
 }
 
-// monitorLine formats what MONITOR shows of c's command at t.
-func (s *Server) monitorLine(b []byte, c *Ctx, t time.Time) []byte {
+// monitorHeadMax bounds what a line holds besides its arguments: the
+// time, the database, the client's address, brackets, spaces, CRLF.
+const monitorHeadMax = 96
+
+// redacted is what MONITOR shows for a hidden argument.
+const redacted = `"(redacted)"`
+
+// monitorLine formats what MONITOR shows of c's command at t, the
+// arguments in hide (as bits) redacted.
+func (s *Server) monitorLine(b []byte, c *Ctx, hide uint64, t time.Time) []byte {
 	us := t.UnixMicro()
 	b = append(b, '+')
 	b = strconv.AppendInt(b, us/1e6, 10)
@@ -139,13 +165,12 @@ func (s *Server) monitorLine(b []byte, c *Ctx, t time.Time) []byte {
 		b = append(b, c.Client.conn.RemoteAddr()...)
 	}
 	b = append(b, "] "...)
-	hide := redactedArgs(c.Args)
 	for i, a := range c.Args {
 		if i > 0 {
 			b = append(b, ' ')
 		}
 		if i < 64 && hide&(1<<i) != 0 {
-			b = append(b, `"(redacted)"`...)
+			b = append(b, redacted...)
 			continue
 		}
 		b = appendRepr(b, a)
@@ -203,34 +228,44 @@ func redactedArgs(args [][]byte) uint64 {
 	return hide
 }
 
-// appendRepr appends s quoted as Redis's sdscatrepr quotes it.
+// appendRepr appends s quoted as Redis's sdscatrepr quotes it: a
+// backslash before a backslash or a double quote, the C escapes of \n \r
+// \t \a \b, and \xHH for any other byte that is not printable ASCII.
 func appendRepr(b, s []byte) []byte {
 	const hex = "0123456789abcdef"
 	b = append(b, '"')
 	for _, ch := range s {
-		switch ch {
-		case '\\', '"':
-			b = append(b, '\\', ch)
-		case '\n':
-			b = append(b, '\\', 'n')
-		case '\r':
-			b = append(b, '\\', 'r')
-		case '\t':
-			b = append(b, '\\', 't')
-		case '\a':
-			b = append(b, '\\', 'a')
-		case '\b':
-			b = append(b, '\\', 'b')
+		switch e := reprEscape[ch]; {
+		case e != 0:
+			b = append(b, '\\', e)
+		case ch >= ' ' && ch <= '~':
+			b = append(b, ch)
 		default:
-			if ch >= ' ' && ch <= '~' {
-				b = append(b, ch)
-			} else {
-				b = append(b, '\\', 'x', hex[ch>>4], hex[ch&15])
-			}
+			b = append(b, '\\', 'x', hex[ch>>4], hex[ch&15])
 		}
 	}
 	return append(b, '"')
 }
+
+// reprLen is the length of appendRepr's quoting of s.
+func reprLen(s []byte) int {
+	n := 2
+	for _, ch := range s {
+		switch {
+		case reprEscape[ch] != 0:
+			n += 2
+		case ch >= ' ' && ch <= '~':
+			n++
+		default:
+			n += 4
+		}
+	}
+	return n
+}
+
+// reprEscape is the letter after the backslash of each byte sdscatrepr
+// escapes with one; 0 for the others.
+var reprEscape = [256]byte{'\\': '\\', '"': '"', '\n': 'n', '\r': 'r', '\t': 't', '\a': 'a', '\b': 'b'}
 
 // settleClass puts the client's connection in the output class its state
 // calls for: a monitor's or a subscriber's pushes are limited by the

@@ -25,6 +25,20 @@ type pushQueue struct {
 // not with Push: they are sent in order with the rest.
 func (c *Conn) Push(b []byte) bool { return c.enqueue(b, false) }
 
+// Refuses reports whether a push of n bytes would pass the hard output
+// limit of the connection's class, and then closes the connection for its
+// limits as that push would: a pusher asks before it builds a message of
+// a size a client chose (MONITOR's line of a big argument), so that one
+// bound to be refused is never made.
+func (c *Conn) Refuses(n int64) bool {
+	lim := c.srv.Limits.Output(c.Class())
+	if lim.Hard == 0 || c.pending.Load()+n <= lim.Hard {
+		return false
+	}
+	c.closeForLimits()
+	return true
+}
+
 // enqueueOwn adds the connection's own replies to the output queue; a big
 // batch is handed over rather than copied. While the class has no output
 // limit it then waits until the unsent output is back under flushAt: a

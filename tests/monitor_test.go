@@ -1,10 +1,13 @@
 package tests
 
 import (
+	"errors"
 	"fmt"
+	"os"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/limitkv/limitkv/resp"
 )
@@ -208,6 +211,38 @@ func TestMonitorSlowReaderClosed(t *testing.T) {
 		}
 	}
 	if v := r.do("PING"); v.String() != "+PONG" {
+		t.Fatal(v)
+	}
+}
+
+// TestMonitorLineOverLimit: a command whose line alone would pass a
+// monitor's output limit (one argument of 1 MB, the limit 256 KB) closes
+// that monitor, as the line would; the command itself is served, and a
+// monitor that comes after sees what follows.
+func TestMonitorLineOverLimit(t *testing.T) {
+	s := startLimitkv(t, "--persistence", "no")
+	r := dialRaw(t, s.Addr)
+	if v := r.do("CONFIG", "SET", "client-output-buffer-limit", "pubsub 262144 0 0"); v.String() != "+OK" {
+		t.Fatal(v)
+	}
+	mon := dialRaw(t, s.Addr)
+	if v := mon.do("MONITOR"); v.String() != "+OK" {
+		t.Fatal(v)
+	}
+	if v := r.do("SET", "big", strings.Repeat("\x01", 1<<20)); v.String() != "+OK" {
+		t.Fatal(v)
+	}
+	// The server closes the monitor without sending it anything.
+	mon.c.SetReadDeadline(time.Now().Add(30 * time.Second))
+	if b, err := mon.r.ReadByte(); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("the monitor was not closed: read %q, %v", b, err)
+	}
+	mon2 := dialRaw(t, s.Addr)
+	if v := mon2.do("MONITOR"); v.String() != "+OK" {
+		t.Fatal(v)
+	}
+	r.do("STRLEN", "big")
+	if v := maskMonitorLine(mon2.read().String()); v != `+<time> [0 <addr>] "STRLEN" "big"` {
 		t.Fatal(v)
 	}
 }
