@@ -342,10 +342,11 @@ func decideSlide(old []byte, rules []Rule, now int64, o SlideOptions, out []byte
 	if banEnd > now {
 		expireAt = max(expireAt, banEnd-1)
 	}
-	if inPlace && banEnd <= now && l.body != nil && old[0] == KindSlide|slideRoomy && l.updateInPlace(rules, now) {
+	p := l.prune(rules, now)
+	if inPlace && banEnd <= now && l.body != nil && old[0] == KindSlide|slideRoomy && l.updateInPlace(p) {
 		return d, old, expireAt, true
 	}
-	return d, l.encode(appendHead(out, KindSlide|slideRoomy, banEnd, now), rules, now, inPlace), expireAt, true
+	return d, l.encode(appendHead(out, KindSlide|slideRoomy, banEnd, now), p, inPlace), expireAt, true
 }
 
 // pruned is the prefix of entries that can no longer change a decision
@@ -392,21 +393,23 @@ func (l *slideLog) prune(rules []Rule, now int64) (p pruned) {
 // encode appends the log's body in the roomy layout (out holds the
 // state's head) without its pruned prefix, with room after the entries
 // when room is set.
-func (l *slideLog) encode(out []byte, rules []Rule, now int64, room bool) []byte {
-	p := l.prune(rules, now)
+func (l *slideLog) encode(out []byte, p pruned, room bool) []byte {
 	head := len(out)
 	state := append(out, make([]byte, roomyHead)...)
 	if p.kept {
 		state = appendPair(state, 0, p.keptCost)
 		if !p.keptPend {
-			// The entries after the first kept one, each with its delta:
-			// just those, as the compact layout may end in bytes that are
-			// no entry.
-			left := l.n - 2 - p.n
-			if l.hasPend {
-				left--
+			// The entries after the first kept one, each with its delta.
+			// The roomy layout's are exactly those; the compact one may
+			// end in bytes that are no entry, so its are counted out.
+			rest := p.rest
+			if !l.roomy {
+				left := l.n - 2 - p.n
+				if l.hasPend {
+					left--
+				}
+				rest, _ = olderSpan(rest, left, true)
 			}
-			rest, _ := olderSpan(p.rest, left, true)
 			state = append(state, rest...)
 			if l.hasPend {
 				state = appendPair(state, l.pendDelta, l.pendCost)
@@ -424,8 +427,7 @@ func (l *slideLog) encode(out []byte, rules []Rule, now int64, room bool) []byte
 // updateInPlace writes the log, without its pruned prefix, over the roomy
 // body it was read from. It reports false, having written nothing, when
 // the region has no room for it or would be four times too big.
-func (l *slideLog) updateInPlace(rules []Rule, now int64) bool {
-	p := l.prune(rules, now)
+func (l *slideLog) updateInPlace(p pruned) bool {
 	body := l.body
 	region := body[roomyHead:]
 	_, start, end, _ := roomyCounts(body)
