@@ -662,8 +662,9 @@ func (s *Server) clockAtMono(mono int64) int64 {
 // reads the monotonic one twice to time its command: reading the wall
 // clock once a millisecond at most, and adding the monotonic time since,
 // leaves one read per request in place of three (perf counted 56 ns per
-// INCR in clock_gettime, 5% of its CPU at depth 16). A step of the wall clock (NTP, an operator) shows within the
-// millisecond, where the next request refreshes the base.
+// INCR in clock_gettime, 5% of its CPU at depth 16). A step of the wall
+// clock (NTP, an operator) shows within the millisecond, when the next
+// request refreshes the base.
 type wallClock struct {
 	base atomic.Pointer[wallBase]
 }

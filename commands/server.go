@@ -275,15 +275,16 @@ func debugProtocol(c *Ctx, name []byte) {
 		w.BigNumber("1234567999999999999999999999999999999")
 	case is(name, "NULL"):
 		w.Null()
-	case is(name, "ARRAY"), is(name, "SET"):
-		if is(name, "SET") {
-			w.Set(3)
-		} else {
-			w.Array(3)
-		}
-		for j := int64(0); j < 3; j++ {
-			w.Int(j)
-		}
+	case is(name, "ARRAY"):
+		w.Array(3)
+		w.Int(0)
+		w.Int(1)
+		w.Int(2)
+	case is(name, "SET"):
+		w.Set(3)
+		w.Int(0)
+		w.Int(1)
+		w.Int(2)
 	case is(name, "MAP"):
 		w.Map(3)
 		for j := int64(0); j < 3; j++ {

@@ -156,6 +156,16 @@ type meta struct {
 	QuietCores     float64    `json:"quiet_cores"` // other processes' CPU above which a run is marked busy
 }
 
+// otherCores formats the cores other processes kept busy during a run,
+// marked *busy* above QuietCores, for the tables of every run.
+func (m meta) otherCores(other float64) string {
+	s := fmt.Sprintf("%.2f", other)
+	if other > m.QuietCores {
+		s += " *busy*"
+	}
+	return s
+}
+
 // runRecord is one measured run: one workload, one server, one depth.
 type runRecord struct {
 	Round      int     `json:"round"`
@@ -726,10 +736,7 @@ func resultsReport(name, title string, r *results) *report {
 		p("| round | workload | depth | server | load | ops/s | p50 µs | p99 µs | p99.9 µs | max µs | errors | denied | server CPU | server CPU µs/op | client CPU | other CPU | load (1 min) |")
 		p("|---:|---|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 		for _, x := range append(slices.Clone(r.Runs), r.PacedRuns...) {
-			other := fmt.Sprintf("%.2f", x.CPU.Other)
-			if x.CPU.Other > m.QuietCores {
-				other += " *busy*"
-			}
+			other := m.otherCores(x.CPU.Other)
 			denied := "–"
 			if x.Allowed+x.Denied > 0 {
 				denied = fmt.Sprintf("%.1f%%", 100*float64(x.Denied)/float64(x.Allowed+x.Denied))

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -59,21 +60,9 @@ func tailFlags(fs *flag.FlagSet, c *config) {
 		return nil
 	})
 	c.tailPin = "no"
-	fs.Func("pin", "no: servers and redis-benchmark run on any core (the default); yes: the server under taskset -c 0 and redis-benchmark under taskset -c 1, one core each, the fair comparison with single-threaded Redis; both: the matrix both ways", func(s string) error {
-		if s != "no" && s != "yes" && s != "both" {
-			return fmt.Errorf("%q is not no, yes or both", s)
-		}
-		c.tailPin = s
-		return nil
-	})
+	oneOfFlag(fs, &c.tailPin, "pin", "no: servers and redis-benchmark run on any core (the default); yes: the server under taskset -c 0 and redis-benchmark under taskset -c 1, one core each, the fair comparison with single-threaded Redis; both: the matrix both ways", "no", "yes", "both")
 	c.tailPersistence = "both"
-	fs.Func("persistence", "off (limitkv --persistence no, Redis --save '' --appendonly no), on (each server's default persistence, in a fresh directory) or both (the default)", func(s string) error {
-		if s != "off" && s != "on" && s != "both" {
-			return fmt.Errorf("%q is not off, on or both", s)
-		}
-		c.tailPersistence = s
-		return nil
-	})
+	oneOfFlag(fs, &c.tailPersistence, "persistence", "off (limitkv --persistence no, Redis --save '' --appendonly no), on (each server's default persistence, in a fresh directory) or both (the default)", "off", "on", "both")
 	fs.Func("limitkv-args", "extra limitkv arguments, split at spaces, to measure a setting (say, \"--event-loops no\")", func(s string) error {
 		c.limitkvArgs = strings.Fields(s)
 		return nil
@@ -536,4 +525,15 @@ func (b *bench) tailConfig(ctx context.Context, c tailConfig, ws []tailWorkload,
 		}
 	}
 	return nil
+}
+
+// oneOfFlag defines a flag whose value must be one of choices, kept in dst.
+func oneOfFlag(fs *flag.FlagSet, dst *string, name, usage string, choices ...string) {
+	fs.Func(name, usage, func(s string) error {
+		if !slices.Contains(choices, s) {
+			return fmt.Errorf("%q is not %s or %s", s, strings.Join(choices[:len(choices)-1], ", "), choices[len(choices)-1])
+		}
+		*dst = s
+		return nil
+	})
 }

@@ -48,10 +48,7 @@ func tailReport(r *tailResults) *report {
 	p("| configuration | round | workload | depth | server | requests | seconds | req/s | CPU µs/req | p50 ms | p99 ms | max ms | server CPU | client CPU | other CPU | load (1 min) |")
 	p("|---|---:|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, x := range r.Runs {
-		other := fmt.Sprintf("%.2f", x.CPU.Other)
-		if x.CPU.Other > m.QuietCores {
-			other += " *busy*"
-		}
+		other := m.otherCores(x.CPU.Other)
 		p("| %s | %d | %s | %d | %s | %s | %.2f | %s | %.2f | %.3f | %.3f | %.3f | %.2f | %.2f | %s | %.2f |", x.tailConfig.name(), x.Round, x.Workload, x.Depth, x.Server,
 			commas(float64(x.Requests)), x.Seconds, commas(x.OpsPerSec), x.CPUPerReqUs, x.P50Ms, x.P99Ms, x.MaxMs, x.CPU.Server, x.CPU.Client, other, x.Load1)
 	}
