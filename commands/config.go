@@ -183,6 +183,11 @@ func (c *Config) effects() map[string]config.Effect {
 		}},
 		"protected-mode": {Apply: func(_ string, n int64) { c.protectedMode.Store(n != 0) }},
 		"rl-login-keep":  store(&c.loginKeep),
+		"notify-keyspace-events": {Apply: func(v string, _ int64) {
+			if c.srv != nil {
+				c.srv.setNotify(parseNotifyClasses(v))
+			}
+		}},
 	}
 }
 

@@ -49,7 +49,8 @@ type Server struct {
 
 	clients   clientRegistry
 	pubsub    pubsub.Registry[*Client]
-	monitors  monitorList // clients in MONITOR mode (monitor.go)
+	monitors  monitorList   // clients in MONITOR mode (monitor.go)
+	notifyOn  atomic.Uint32 // keyspace notification classes on (notify.go)
 	stats     Stats
 	auth      authGuard
 	acl       aclState
@@ -639,6 +640,13 @@ func (s *Server) runLocked(c *Ctx) {
 		}
 		run(c)
 		s.propagate(c, m, spec.Flags&cmdspec.AsIs != 0)
+	}
+	if s.Eng.Notes() != 0 {
+		dm := m
+		if c.held {
+			dm = engine.AllShards
+		}
+		s.drainNotes(c, dm)
 	}
 	// Clients blocked on the keys it wrote are served before the locks
 	// go (blocking.go); inside EXEC or a script, at their end.

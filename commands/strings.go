@@ -143,6 +143,9 @@ func (c *Ctx) set(key, val []byte, o engine.SetOptions) {
 		o.Owned, o.OwnedOff, _ = c.Client.conn.Adopt(val)
 	}
 	prev, hadPrev, written, err := c.Shard(key).Set(c.DB, key, val, c.Now, o, nil)
+	if written {
+		c.notifySet(key, o.ExpireAt != 0)
+	}
 	switch {
 	case err != nil:
 		c.Err(err)
@@ -159,7 +162,18 @@ func (c *Ctx) set(key, val []byte, o engine.SetOptions) {
 
 func cmdSetNX(c *Ctx) {
 	_, _, written, _ := c.Shard(c.Args[1]).Set(c.DB, c.Args[1], c.Args[2], c.Now, engine.SetOptions{NX: true}, nil)
+	if written {
+		c.notifySet(c.Args[1], false)
+	}
 	c.W.Int(b2i(written))
+}
+
+// notifySet reports a string set, and its expiry if it got one.
+func (c *Ctx) notifySet(key []byte, expiry bool) {
+	c.notify(notifyString, "set", key)
+	if expiry {
+		c.notify(notifyGeneric, "expire", key)
+	}
 }
 
 func cmdSetEX(c *Ctx) { setWithExpiry(c, expEX) }
@@ -172,6 +186,7 @@ func setWithExpiry(c *Ctx, kind expiryOpt) {
 		return
 	}
 	c.Shard(c.Args[1]).SetString(c.DB, c.Args[1], c.Args[3], at)
+	c.notifySet(c.Args[1], true)
 	c.W.OK()
 }
 
@@ -193,6 +208,7 @@ func cmdGetDel(c *Ctx) {
 	}
 	c.W.Bulk(v)
 	s.DeleteEntry(e)
+	c.notify(notifyGeneric, "del", c.Args[1])
 }
 
 func cmdGetEx(c *Ctx) {
@@ -244,10 +260,13 @@ func cmdGetEx(c *Ctx) {
 	switch {
 	case (kind == expEXAT || kind == expPXAT) && at <= c.Now:
 		s.DeleteEntry(e)
+		c.notify(notifyGeneric, "del", c.Args[1])
 	case kind != expNone:
 		s.SetExpire(e, at)
-	case persist:
+		c.notify(notifyGeneric, "expire", c.Args[1])
+	case persist && e.ExpireAt() != 0:
 		s.SetExpire(e, 0)
+		c.notify(notifyGeneric, "persist", c.Args[1])
 	}
 }
 
@@ -270,6 +289,7 @@ func cmdMSet(c *Ctx) {
 	}
 	for i := 1; i < len(c.Args); i += 2 {
 		c.Shard(c.Args[i]).SetString(c.DB, c.Args[i], c.Args[i+1], 0)
+		c.notify(notifyString, "set", c.Args[i])
 	}
 	c.W.OK()
 }
@@ -287,6 +307,7 @@ func cmdMSetNX(c *Ctx) {
 	}
 	for i := 1; i < len(c.Args); i += 2 {
 		c.Shard(c.Args[i]).SetString(c.DB, c.Args[i], c.Args[i+1], 0)
+		c.notify(notifyString, "set", c.Args[i])
 	}
 	c.W.Int(1)
 }
@@ -318,6 +339,7 @@ func incrBy(c *Ctx, delta int64) {
 		c.Err(err)
 		return
 	}
+	c.notify(notifyString, "incrby", c.Args[1])
 	c.W.Int(n)
 }
 
@@ -327,6 +349,7 @@ func cmdIncrByFloat(c *Ctx) {
 		c.Err(err)
 		return
 	}
+	c.notify(notifyString, "incrbyfloat", c.Args[1])
 	c.W.BulkString(v)
 }
 
@@ -362,6 +385,7 @@ func cmdAppend(c *Ctx) {
 	}
 	copy(b[cur:], add)
 	s.Touch(e)
+	c.notify(notifyString, "append", c.Args[1])
 	c.W.Int(int64(len(b)))
 }
 
@@ -461,6 +485,7 @@ func cmdSetRange(c *Ctx) {
 	}
 	copy(b[off:], val)
 	s.Touch(e)
+	c.notify(notifyString, "setrange", c.Args[1])
 	c.W.Int(int64(len(b)))
 }
 

@@ -71,7 +71,7 @@ type Values struct{ c *Config }
 // Get returns a parameter's value ("" for no parameter).
 func (v Values) Get(name string) string {
 	if p, ok := v.c.byName[strings.ToLower(name)]; ok {
-		return v.c.values[p]
+		return p.shown(v.c.values[p])
 	}
 	return ""
 }
@@ -288,7 +288,7 @@ func (c *Config) Matching(patterns []string) [][2]string {
 		p, ok := c.byName[strings.ToLower(pat)]
 		if ok && !seen[pat] {
 			seen[pat] = true
-			out = append(out, [2]string{pat, c.values[p]})
+			out = append(out, [2]string{pat, p.shown(c.values[p])})
 		}
 	}
 	patterns = globs
@@ -300,7 +300,7 @@ func (c *Config) Matching(patterns []string) [][2]string {
 			for _, pat := range patterns {
 				if engine.Match([]byte(pat), []byte(name), true) {
 					seen[name] = true
-					out = append(out, [2]string{name, c.values[p]})
+					out = append(out, [2]string{name, p.shown(c.values[p])})
 					break
 				}
 			}

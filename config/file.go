@@ -177,13 +177,13 @@ func (c *Config) Rewrite() error {
 			continue
 		}
 		written[p] = true
-		if l := rewriteLine(p, c.values[p]); l != "" {
+		if l := rewriteLine(p, p.shown(c.values[p])); l != "" {
 			out = append(out, l)
 		}
 	}
 	for _, p := range c.params {
 		if !written[p] && c.values[p] != p.def {
-			out = append(out, rewriteLine(p, c.values[p]))
+			out = append(out, rewriteLine(p, p.shown(c.values[p])))
 		}
 	}
 	for i := range directives {

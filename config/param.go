@@ -40,6 +40,10 @@ type param struct {
 	// names (client-output-buffer-limit), or whose text is kept in a form
 	// of their own (save, bind).
 	merge func(cur, v string) (string, error)
+	// show, if set, gives the value as CONFIG GET and CONFIG REWRITE
+	// show it, where that hides part of what is kept (see
+	// showKeyspaceEvents).
+	show func(v string) string
 	// volatile: the value names a file, so setting it again to the same
 	// value runs reconf, which reads the file again (a renewed certificate).
 	volatile bool
@@ -233,8 +237,9 @@ const keyspaceEventsAll = "g$lshzxetd"
 // mergeKeyspaceEvents validates a notify-keyspace-events value and
 // returns it as Redis keeps it (keyspaceEventsFlagsToString): the classes
 // in its own order, "A" for all those it stands for (and then no n, as in
-// Redis), then K, E and m. limitkv sends no notifications, but the
-// setting reads back as Redis's does.
+// Redis), then K, E and m; then r, limitkv's rate-limit class, which "A"
+// does not stand for. Redis keeps n beside A though it does not show it:
+// the value kept has it ("An"), and showKeyspaceEvents hides it.
 func mergeKeyspaceEvents(_, v string) (string, error) {
 	var on [256]bool
 	for _, ch := range []byte(v) {
@@ -243,7 +248,7 @@ func mergeKeyspaceEvents(_, v string) (string, error) {
 			for _, c := range []byte(keyspaceEventsAll) {
 				on[c] = true
 			}
-		case strings.IndexByte(keyspaceEventsAll+"nKEm", ch) >= 0:
+		case strings.IndexByte(keyspaceEventsAll+"nKEmr", ch) >= 0:
 			on[ch] = true
 		default:
 			return "", errors.New("Invalid event class character. Use 'Ag$lshzxeKEtmdn'.")
@@ -256,6 +261,9 @@ func mergeKeyspaceEvents(_, v string) (string, error) {
 	var b []byte
 	if all {
 		b = append(b, 'A')
+		if on['n'] {
+			b = append(b, 'n')
+		}
 	} else {
 		for _, c := range []byte(keyspaceEventsAll + "n") {
 			if on[c] {
@@ -263,12 +271,29 @@ func mergeKeyspaceEvents(_, v string) (string, error) {
 			}
 		}
 	}
-	for _, c := range []byte("KEm") {
+	for _, c := range []byte("KEmr") {
 		if on[c] {
 			b = append(b, c)
 		}
 	}
 	return string(b), nil
+}
+
+// shown is v as the parameter shows it.
+func (p *param) shown(v string) string {
+	if p.show != nil {
+		return p.show(v)
+	}
+	return v
+}
+
+// showKeyspaceEvents is a notify-keyspace-events value as Redis shows it:
+// without the n it keeps beside A.
+func showKeyspaceEvents(v string) string {
+	if strings.HasPrefix(v, "An") {
+		return "A" + v[2:]
+	}
+	return v
 }
 
 // ParsePercentiles reads latency-tracking-info-percentiles as Redis does:

@@ -115,6 +115,7 @@ func (s *Shard) Inspect(db int, key []byte, now int64) (Entry, bool) {
 		s.Hits++
 	} else {
 		s.Misses++
+		s.note(NoteMiss, db, key)
 	}
 	return e, ok
 }

@@ -80,6 +80,10 @@ type Engine struct {
 	// fxSink: log effects for replication, and where the engine's own
 	// changes go (effects.go).
 	fxSink atomic.Pointer[func(*Shard)]
+	// notes: the NoteKinds logged for keyspace notifications, and where
+	// the engine's own go (notes.go).
+	notes    atomic.Uint32
+	noteSink atomic.Pointer[func(*Shard)]
 }
 
 type clockBox struct{ Clock }

@@ -293,8 +293,10 @@ func (s *Shard) evictKey(db int, key []byte, pol Policy) (int64, bool) {
 		return 0, false
 	}
 	before := s.mem
+	s.note(NoteEvicted, db, key)
 	s.deleteAt(db, t, i)
 	s.sinkEffects() // replicas delete it too
+	s.sinkNotes()
 	return before - s.mem, true
 }
 
@@ -323,9 +325,11 @@ func (e *Engine) evictRandom(pol Policy, now int64) (int64, bool) {
 		key := recKey(s.record(ev.keys[0]))
 		i, _, _ := s.find(t, key, uint32(e.hash(key)))
 		before := s.mem
+		s.note(NoteEvicted, db, key)
 		s.deleteAt(db, t, i)
 		f := before - s.mem
 		s.sinkEffects()
+		s.sinkNotes()
 		s.mu.Unlock()
 		return f, true
 	}

@@ -40,6 +40,7 @@ func (e *Engine) ActiveExpire(now int64, budget time.Duration) SweepStats {
 			locked := clock()
 			ex, withTTL, gone := s.sweepRound(now)
 			s.sinkEffects()
+			s.sinkNotes()
 			st.Work += clock().Sub(locked)
 			s.mu.Unlock()
 			st.Examined += ex

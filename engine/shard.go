@@ -42,6 +42,8 @@ type Shard struct {
 	// expiring: the change under way is an expiry (changed logs it in
 	// fxExp).
 	expiring bool
+	// notes: events for keyspace notifications, see notes.go.
+	notes []byte
 
 	// Counters, guarded by mu.
 	Hits, Misses, Expired int64
@@ -132,6 +134,7 @@ func (s *Shard) Lookup(db int, key []byte, now int64) (Entry, bool) {
 		s.Hits++
 	} else {
 		s.Misses++
+		s.note(NoteMiss, db, key)
 	}
 	return e, ok
 }
@@ -172,6 +175,9 @@ func (s *Shard) Exists(db int, key []byte, now int64) bool {
 func (s *Shard) expire(db int, t *table, i uint32) {
 	s.Expired++
 	s.expiring = true
+	if s.eng.notes.Load() != 0 {
+		s.note(NoteExpired, db, recKey(s.record(slotRef(t.slots[i]))))
+	}
 	s.deleteAt(db, t, i)
 	s.expiring = false
 }
@@ -281,6 +287,7 @@ func (s *Shard) put(db int, key []byte, enc byte, expireAt int64, head, body []b
 		t.addExp(expireAt)
 		s.indexAdd(t, key, ref)
 		s.changed(db, r)
+		s.note(NoteNew, db, key)
 		return Entry{rec: r, db: db, slot: i}
 	}
 	return s.replaceAt(db, t, i, old, key, enc, expireAt, head, body, keepObj, fresh)
@@ -378,6 +385,7 @@ func (s *Shard) putHeap(db int, key, r []byte, expireAt int64) Entry {
 		}
 		t.count++
 		s.indexAdd(t, key, ref)
+		s.note(NoteNew, db, key)
 	} else {
 		t.delExp(recExpire(old))
 		r[1] |= old[1] & flagDirty

@@ -201,7 +201,11 @@ func (s *Store) Load(now int64) (int, error) {
 			s.pols = append([]byte(nil), v...)
 			closer.Close()
 		}
+		// The keys loaded are no command's: none is a keyspace event.
+		notes := s.eng.Notes()
+		s.eng.SetNotes(0, nil)
 		n, err := s.loadFrom(s.ro, now)
+		s.eng.SetNotes(notes, nil)
 		cerr := s.ro.Close()
 		s.ro = nil
 		if err == nil && cerr != nil {

@@ -46,6 +46,13 @@ import (
 //	         the same connection, and the next line waits until both
 //	         servers count it among their blocked clients
 //
+// "<<" reads, on the current connection (a subscriber), every message
+// that arrived so far and compares the whole sequence: it subscribes the
+// connection to a marker channel, publishes the marker from a connection
+// of its own, reads up to it, and unsubscribes. Keyspace notifications
+// are tested so; the subscriber must not match the marker channel,
+// "<<end>>", with a pattern.
+//
 // Each file starts on empty servers.
 
 // knownDifferences are replies limitkv gives on purpose differently from
@@ -117,6 +124,13 @@ func runDiffFile(t *testing.T, path, redisAddr, kvAddr string) int {
 			cur = open(strings.TrimSpace(line[1:]))
 			continue
 		}
+		if line == "<<" {
+			compared++
+			if ws, gs := drainMessages(t, cur.redis, open("\x00pub").redis), drainMessages(t, cur.kv, open("\x00pub").kv); ws != gs {
+				t.Errorf("%s:%d: <<\n redis: %s\nlimitkv: %s", filepath.Base(path), n+1, ws, gs)
+			}
+			continue
+		}
 		if line == "<" {
 			// A reply that must already be on its way: never wait long.
 			for _, c := range []*rawConn{cur.redis, cur.kv} {
@@ -170,6 +184,47 @@ func runDiffFile(t *testing.T, path, redisAddr, kvAddr string) int {
 		}
 	}
 	return compared
+}
+
+// drainMessages reads what subscriber sub received up to now (see "<<"),
+// one message a line.
+func drainMessages(t *testing.T, sub, pub *rawConn) string {
+	const marker = "<<end>>"
+	sub.c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	defer sub.c.SetReadDeadline(time.Now().Add(2 * time.Minute))
+	sub.send(resp.AppendCommand(nil, []byte("SUBSCRIBE"), []byte(marker)))
+	var got []string
+	isMarker := func(v resp.Value, word string) bool {
+		return len(v.Elems) == 3 && string(v.Elems[0].Str) == word && string(v.Elems[1].Str) == marker
+	}
+	for i := 0; ; i++ {
+		v := sub.read()
+		if isMarker(v, "subscribe") {
+			break
+		}
+		if i > 10000 {
+			t.Fatal("no confirmation of the marker's subscription")
+		}
+		got = append(got, v.String())
+	}
+	pub.do("PUBLISH", marker, "x")
+	for i := 0; ; i++ {
+		v := sub.read()
+		if isMarker(v, "message") {
+			break
+		}
+		if i > 10000 {
+			t.Fatal("the marker never arrived")
+		}
+		got = append(got, v.String())
+	}
+	sub.send(resp.AppendCommand(nil, []byte("UNSUBSCRIBE"), []byte(marker)))
+	for i := 0; !isMarker(sub.read(), "unsubscribe"); i++ {
+		if i > 10000 {
+			t.Fatal("no confirmation of the marker's unsubscription")
+		}
+	}
+	return "\n  " + strings.Join(got, "\n  ")
 }
 
 // render turns a reply into comparable text, applying the line's mode.
