@@ -212,15 +212,18 @@ func cmdRestore(c *Ctx) {
 		case ttl != 0 && ttl <= c.Now && !c.Client.master:
 			// Already expired: the key is gone (REPLACE deletes the
 			// old one).
-			if o.replace {
-				sh.Delete(c.DB, key, c.Now)
+			if o.replace && sh.Delete(c.DB, key, c.Now) {
+				c.notify(notifyGeneric, "del", key)
 			}
 			c.W.OK()
 		default:
+			replaced := o.replace && sh.Exists(c.DB, key, c.Now)
 			if err := sh.StoreValue(c.DB, key, enc, lim); err != nil {
 				c.W.Error(msgBadData)
 				return
 			}
+			c.notifyMoved(key, c.DB, replaced)
+			c.notify(notifyGeneric, "restore", key)
 			if e, ok := sh.Raw(c.DB, key); ok {
 				sh.SetAccess(e, o.idle, int(o.freq), c.Now)
 			}
@@ -400,7 +403,8 @@ func cmdCopy(c *Ctx) {
 		c.W.Int(0)
 		return
 	}
-	if !replace && to.Exists(db, dst, c.Now) {
+	replaced := to.Exists(db, dst, c.Now)
+	if !replace && replaced {
 		c.W.Int(0)
 		return
 	}
@@ -418,6 +422,8 @@ func cmdCopy(c *Ctx) {
 		c.Err(err)
 		return
 	}
+	c.notifyMoved(dst, db, replaced)
+	c.notifyDB(notifyGeneric, "copy_to", dst, db)
 	c.W.Int(1)
 }
 
@@ -450,5 +456,8 @@ func cmdMove(c *Ctx) {
 		return
 	}
 	engine.Move(sh, e, sh, db, key)
+	c.notifyMoved(key, db, false)
+	c.notify(notifyGeneric, "move_from", key)
+	c.notifyDB(notifyGeneric, "move_to", key, db)
 	c.W.Int(1)
 }

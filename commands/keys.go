@@ -41,6 +41,7 @@ func cmdDel(c *Ctx) {
 	var n int64
 	for _, k := range c.Args[1:] {
 		if c.Shard(k).Delete(c.DB, k, c.Now) {
+			c.notify(notifyGeneric, "del", k)
 			n++
 		}
 	}
@@ -123,8 +124,10 @@ func expireGeneric(c *Ctx, unit, base int64) {
 	}
 	if when <= c.Now {
 		s.DeleteEntry(e)
+		c.notify(notifyGeneric, "del", c.Args[1])
 	} else {
 		s.SetExpire(e, when)
+		c.notify(notifyGeneric, "expire", c.Args[1])
 	}
 	c.W.Int(1)
 }
@@ -180,6 +183,7 @@ func cmdPersist(c *Ctx) {
 		return
 	}
 	s.SetExpire(e, 0)
+	c.notify(notifyGeneric, "persist", c.Args[1])
 	c.W.Int(1)
 }
 
@@ -345,7 +349,8 @@ func rename(c *Ctx, nx bool) {
 		return
 	}
 	to := c.Shard(dst)
-	if nx && to.Exists(c.DB, dst, c.Now) {
+	replaced := to.Exists(c.DB, dst, c.Now)
+	if nx && replaced {
 		c.W.Int(0)
 		return
 	}
@@ -356,10 +361,28 @@ func rename(c *Ctx, nx bool) {
 		return
 	}
 	engine.Move(from, e, to, c.DB, dst)
+	c.notifyMoved(dst, c.DB, replaced)
+	c.notify(notifyGeneric, "rename_from", src)
+	c.notify(notifyGeneric, "rename_to", dst)
 	if nx {
 		c.W.Int(1)
 	} else {
 		c.W.OK()
+	}
+}
+
+// notifyMoved reports the events of a key added at dst of database db
+// by a command that reports its own events on another key first (RENAME,
+// MOVE, COPY): the engine's, on dst's shard, go first, and a key that
+// replaced another is new all the same, as Redis deletes the old key
+// before it adds the new one.
+func (c *Ctx) notifyMoved(dst []byte, db int, replaced bool) {
+	if c.Srv.Eng.Notes() == 0 {
+		return
+	}
+	c.Srv.drainNotes(c, c.Srv.Eng.MaskOf(dst))
+	if replaced {
+		c.notifyDB(notifyNew, "new", dst, db)
 	}
 }
 

@@ -207,6 +207,7 @@ func (mg *migration) settle(took []migrating) {
 				mg.value, _ = engine.AppendValue(mg.value[:0], sh, e)
 				if maphash.Bytes(migrateSeed, mg.value) == mv.sum {
 					sh.DeleteEntry(e)
+					mg.c.notify(notifyGeneric, "del", mv.key)
 					continue
 				}
 				if next, ok := mg.add(&again, sh, e, mv.key, now, true); ok {
@@ -221,6 +222,7 @@ func (mg *migration) settle(took []migrating) {
 				sh := eng.ShardFor(mv.key)
 				if e, ok := sh.Find(mg.c.DB, mv.key, eng.Now()); ok {
 					sh.DeleteEntry(e)
+					mg.c.notify(notifyGeneric, "del", mv.key)
 				}
 			}
 			resent = nil

@@ -142,7 +142,10 @@ func (c *Ctx) decided(cmd rlCommand, d ratelimit.Decision, peek, shadow bool) {
 	if !peek {
 		c.Srv.rl[cmd].Count(d.Allowed, shadow)
 		if !d.Allowed && !shadow {
-			c.noteDenied() // RL.TOP
+			c.noteDenied() // RL.TOP, rl.denied
+			if d.BanStarted {
+				c.notifyFirstKey(notifyRateLimit, "rl.ban")
+			}
 		}
 	}
 	if shadow {

@@ -20,9 +20,10 @@ func topCommands() []*command {
 
 const maxTopCount = 1000
 
-// noteDenied counts a denial for RL.TOP against the decision's key: the
-// first key the command's key specs find, which is the key dispatch locked
-// the shard of (RL.CHECK's second argument, RL.FIXED's first). A denial
+// noteDenied counts a denial for RL.TOP against the decision's key, and
+// reports it (rl.denied): the first key the command's key specs find,
+// which is the key dispatch locked the shard of (RL.CHECK's second
+// argument, RL.FIXED's first). A denial
 // costs one hash and an O(log TopSlots) update under that lock; an allowed
 // request costs nothing.
 func (c *Ctx) noteDenied() {
@@ -33,6 +34,15 @@ func (c *Ctx) noteDenied() {
 	}
 	key := c.Args[keys[0]]
 	c.Shard(key).NoteDenial(c.DB, key, c.Now)
+	c.notify(notifyRateLimit, "rl.denied", key)
+}
+
+// notifyFirstKey reports event on the command's first key.
+func (c *Ctx) notifyFirstKey(class notifyClass, event string) {
+	var pos [2]int
+	if keys := c.Spec.KeyPositions(c.Args, pos[:0]); len(keys) > 0 {
+		c.notify(class, event, c.Args[keys[0]])
+	}
 }
 
 func cmdRLTop(c *Ctx) {

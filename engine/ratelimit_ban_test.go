@@ -54,6 +54,7 @@ func TestLoginBanAgainstModel(t *testing.T) {
 				} else if ban > 0 {
 					banEnd = now + ban
 					want.RetryAfter = max(want.RetryAfter, ban)
+					want.BanStarted = true
 					exp = max(exp, banEnd-1)
 				}
 			case banned:

@@ -65,6 +65,7 @@ func TestFixedBanAgainstModel(t *testing.T) {
 				if !want.Allowed && o.Ban > 0 && !o.Peek {
 					banEnd = now + o.Ban
 					want.RetryAfter = max(want.RetryAfter, o.Ban)
+					want.BanStarted = true
 				}
 			} else if m.fits(now, rules, o) {
 				// The rules' state as it is: the least remaining rule.
@@ -137,6 +138,7 @@ func TestSlideBanAgainstModel(t *testing.T) {
 				if !want.Allowed && o.Ban > 0 && !o.Peek {
 					banEnd = now + o.Ban
 					want.RetryAfter = max(want.RetryAfter, o.Ban)
+					want.BanStarted = true
 				}
 			case !m.fits(now, rules, o.Cost):
 				want = m.decide(now, rules, o)

@@ -161,6 +161,7 @@ func decideFixed(old []byte, rules []Rule, now int64, o FixedOptions, sc *FixedS
 		// A rule's denial starts a ban: the counts are kept as they are.
 		banEnd, cost = now+o.Ban, 0
 		d.RetryAfter = max(d.RetryAfter, o.Ban)
+		d.BanStarted = true
 		expireAt = banEnd - 1
 	case !allowed:
 		return d, nil, 0, false

@@ -91,6 +91,7 @@ func (h *LoginHistory) Decide(banEnd int64) (d Decision, record bool, banUntil i
 			// A rule's denial starts a ban; the key lives until its end.
 			banUntil = now + l.Ban
 			d.RetryAfter = max(d.RetryAfter, l.Ban)
+			d.BanStarted = true
 		}
 		return d, false, banUntil, nil
 	}

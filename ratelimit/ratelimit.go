@@ -53,6 +53,9 @@ type Decision struct {
 	Remaining  int64 // units left in that rule after this request
 	RetryAfter int64 // ms until the same request would be allowed; -1 when allowed
 	ResetAfter int64 // ms until that rule is back to its full limit
+	// BanStarted says this denial started a ban (BAN): not part of the
+	// reply, but an event for keyspace notifications.
+	BanStarted bool
 }
 
 // Rule is one "limit window" pair.

@@ -329,6 +329,7 @@ func decideSlide(old []byte, rules []Rule, now int64, o SlideOptions, out []byte
 		// A rule's denial starts a ban.
 		banEnd = now + o.Ban
 		d.RetryAfter = max(d.RetryAfter, o.Ban)
+		d.BanStarted = true
 		write = true
 	}
 	if !write {

@@ -4,6 +4,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/limitkv/limitkv/resp"
 )
 
 // Keyspace notifications against redis-server: each file of
@@ -30,5 +33,97 @@ func TestKeyspaceEventsDifferential(t *testing.T) {
 			}
 			runDiffFile(t, f, redisSrv.Addr, kv.Addr)
 		})
+	}
+}
+
+// The rate-limit events (class r): rl.denied for each request a limit
+// refuses, rl.ban when a denial starts a ban, on the server's frozen
+// clock; none for allowed requests, PEEKs, or with the class off ("A"
+// leaves it out).
+func TestKeyspaceEventsRateLimit(t *testing.T) {
+	s, c := frozenServer(t, 1_700_000_000_000)
+	sub := dialRaw(t, s.Addr)
+	sub.do("PSUBSCRIBE", "__key*__:*")
+	expect := func(want ...string) {
+		t.Helper()
+		got := strings.TrimSpace(drainMessages(t, sub, dialRaw(t, s.Addr)))
+		if w := strings.Join(want, "\n  "); got != w {
+			t.Fatalf("events:\n  %s\nwant:\n  %s", got, w)
+		}
+	}
+	msg := func(ch, m string) string { return `["pmessage", "__key*__:*", "` + ch + `", "` + m + `"]` }
+	c.do("CONFIG", "SET", "notify-keyspace-events", "KEA")
+	c.do("RL.FIXED", "k", "1", "1m")
+	c.do("RL.FIXED", "k", "1", "1m")
+	expect()
+	c.do("CONFIG", "SET", "notify-keyspace-events", "Er")
+	if v := c.do("CONFIG", "GET", "notify-keyspace-events"); v.Elems[1].String() != `"Er"` {
+		t.Fatalf("CONFIG GET: %s", v)
+	}
+	c.do("RL.FIXED", "k", "1", "1m") // denied
+	c.do("RL.FIXED", "k", "1", "1m", "PEEK")
+	c.do("RL.SLIDE", "s", "1", "1m", "BAN", "10m") // allowed
+	c.do("RL.SLIDE", "s", "1", "1m", "BAN", "10m") // denied: the ban starts
+	c.do("RL.SLIDE", "s", "1", "1m", "BAN", "10m") // denied by the ban
+	c.do("CL.THROTTLE", "g", "0", "1", "60")
+	c.do("CL.THROTTLE", "g", "0", "1", "60")
+	c.do("RL.LOGIN", "u", "1", "1m", "BAN", "1h")
+	c.do("RL.LOGIN", "u", "1", "1m", "BAN", "1h")
+	expect(msg("__keyevent@0__:rl.denied", "k"),
+		msg("__keyevent@0__:rl.denied", "s"), msg("__keyevent@0__:rl.ban", "s"),
+		msg("__keyevent@0__:rl.denied", "s"),
+		msg("__keyevent@0__:rl.denied", "g"),
+		msg("__keyevent@0__:rl.denied", "u"), msg("__keyevent@0__:rl.ban", "u"))
+	c.do("CONFIG", "SET", "notify-keyspace-events", "Kr")
+	c.do("SELECT", "3")
+	c.do("RL.FIXED", "k", "1", "1m")
+	c.do("RL.FIXED", "k", "1", "1m", "SHADOW") // counted as shadow-denied, answered allowed
+	c.do("RL.FIXED", "k", "1", "1m")
+	expect(msg("__keyspace@3__:k", "rl.denied"))
+}
+
+// Active expiry's events: the sweeper deletes a key nobody touches, and
+// both servers say so.
+func TestKeyspaceEventsActiveExpiry(t *testing.T) {
+	for _, addr := range []string{startRedis(t).Addr, startLimitkv(t).Addr} {
+		c, sub := dialRaw(t, addr), dialRaw(t, addr)
+		c.do("CONFIG", "SET", "notify-keyspace-events", "Ex")
+		sub.do("SUBSCRIBE", "__keyevent@0__:expired")
+		c.do("SET", "gone", "v", "PX", "20")
+		sub.c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		if v := sub.read(); v.String() != `["message", "__keyevent@0__:expired", "gone"]` {
+			t.Fatalf("%s: %s", addr, v)
+		}
+	}
+}
+
+// A flood of denials cannot pile up in a subscriber that does not read:
+// its pub/sub output limit closes it, and the limiter goes on deciding.
+func TestKeyspaceEventsDenialFloodBounded(t *testing.T) {
+	s, c := frozenServer(t, 1_700_000_000_000)
+	c.do("CONFIG", "SET", "notify-keyspace-events", "KEr")
+	c.do("CONFIG", "SET", "client-output-buffer-limit", "pubsub 64kb 0 0")
+	sub := dialRaw(t, s.Addr)
+	sub.do("SUBSCRIBE", "__keyevent@0__:rl.denied")
+	const n = 20000 // about 1.3 MB of events, 20 times the limit
+	var batch []byte
+	for i := 0; i < n; i++ {
+		batch = resp.AppendCommand(batch, []byte("RL.FIXED"), []byte("flood"), []byte("1"), []byte("1h"))
+	}
+	c.send(batch)
+	denied := 0
+	for i := 0; i < n; i++ {
+		if v := c.read(); len(v.Elems) == 5 && v.Elems[0].Int == 0 {
+			denied++
+		}
+	}
+	if denied != n-1 {
+		t.Fatalf("%d of %d denied", denied, n)
+	}
+	if v := c.do("CLIENT", "LIST", "TYPE", "pubsub"); strings.Contains(v.String(), "sub=1") {
+		t.Fatalf("the subscriber that does not read is still there: %s", v)
+	}
+	if _, closed := closedByServer(sub); !closed {
+		t.Fatal("the subscriber's connection is still open")
 	}
 }
