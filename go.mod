@@ -15,6 +15,7 @@ require (
 require (
 	github.com/prometheus/client_model v0.6.3
 	github.com/prometheus/common v0.73.1
+	github.com/redis/rueidis v1.0.79
 )
 
 require (

@@ -22,10 +22,6 @@ var absentCommands = []struct {
 	cats cmdspec.Category
 }{
 	{"bgrewriteaof", cmdspec.CatAdmin | cmdspec.CatSlow | cmdspec.CatDangerous},
-	{"client|caching", cmdspec.CatSlow | cmdspec.CatConnection},
-	{"client|getredir", cmdspec.CatSlow | cmdspec.CatConnection},
-	{"client|tracking", cmdspec.CatSlow | cmdspec.CatConnection},
-	{"client|trackinginfo", cmdspec.CatSlow | cmdspec.CatConnection},
 	{"failover", cmdspec.CatAdmin | cmdspec.CatSlow | cmdspec.CatDangerous},
 	{"lolwut", cmdspec.CatRead | cmdspec.CatFast},
 	{"module", cmdspec.CatSlow},

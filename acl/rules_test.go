@@ -168,7 +168,7 @@ func TestDescribeRoundTrip(t *testing.T) {
 func TestCategoriesBringSubcommands(t *testing.T) {
 	c := testCatalog
 	r := applyRules(t, c, []string{"-@all", "+@slow"})
-	for _, name := range []string{"config|get", "client|setname", "acl|whoami", "client|tracking", "xinfo|stream"} {
+	for _, name := range []string{"config|get", "client|setname", "acl|whoami", "module|list", "xinfo|stream"} {
 		if !r.selectors[0].bit(c.lookup(name).id) {
 			t.Errorf("+@slow does not allow %s", name)
 		}
@@ -186,7 +186,7 @@ func TestAbsentCommands(t *testing.T) {
 	for _, c := range []struct{ rules, want string }{
 		{"+@all -@stream", "+@all -@stream"},
 		{"-@all +failover +xinfo|stream", "-@all +failover +xinfo|stream"},
-		{"+@all -client|tracking", "+@all -client|tracking"},
+		{"+@all -module|list", "+@all -module|list"},
 		{"-@all +XINFO|Stream", "-@all +xinfo|stream"},
 	} {
 		r := applyRules(t, testCatalog, strings.Fields(c.rules))

@@ -49,6 +49,8 @@ func (s *Server) Run(ctx context.Context) {
 				s.memoryTick()
 				s.mem.Note(s.usedMemory())
 				s.release.tick(now, s.Net.ReleasedBytes()+s.Eng.FreedBytes())
+				s.trackingTick()
+				s.broadcastInvalidations(nil) // what the sweeper and eviction changed
 			}
 		}
 	}()

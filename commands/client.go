@@ -35,7 +35,16 @@ type Client struct {
 	lastCmd         atomic.Pointer[cmdspec.Spec]
 	commands        atomic.Int64
 	multiLen        atomic.Int32 // queued commands, -1 outside MULTI
-	multiMem        atomic.Int64 // bytes of the queued commands' arguments
+
+	// Client-side caching (tracking.go): the mode (nil: off), whether
+	// its redirect client is gone, CLIENT CACHING's word for the next
+	// command, and the invalidations its own request made, sent after
+	// the reply.
+	track        atomic.Pointer[trackMode]
+	trackBroken  atomic.Bool
+	trackCaching bool
+	trackPending []pendingInvalidation
+	multiMem     atomic.Int64 // bytes of the queued commands' arguments
 
 	// user is the ACL user the client runs as; authed is Redis's
 	// c->authenticated (set at connect when the default user needs no
@@ -244,6 +253,15 @@ func (cl *Client) flags() string {
 	if cl.blocking.Load() != nil || cl.paused.Load() {
 		f += "b"
 	}
+	if m := cl.track.Load(); m != nil {
+		f += "t"
+		if cl.trackBroken.Load() {
+			f += "R"
+		}
+		if m.bcast {
+			f += "B"
+		}
+	}
 	if cl.noEvict.Load() {
 		f += "e"
 	}
@@ -321,7 +339,11 @@ func (cl *Client) info(now time.Time, serving bool) string {
 	w("events", "r")
 	w("cmd", cmd)
 	w("user", cl.userName())
-	w("redir", "-1")
+	redir := int64(-1)
+	if m := cl.track.Load(); m != nil {
+		redir = m.redirect
+	}
+	w("redir", strconv.FormatInt(redir, 10))
 	w("resp", i(int64(cl.conn.Proto())))
 	w("lib-name", loadString(&cl.libName))
 	w("lib-ver", loadString(&cl.libVer))
@@ -347,6 +369,13 @@ type clientRegistry struct {
 func (r *clientRegistry) init() { r.byID = make(map[int64]*Client) }
 
 func (r *clientRegistry) count() int { return int(r.n.Load()) }
+
+// get returns the connected client with id, nil if there is none.
+func (r *clientRegistry) get(id int64) *Client {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.byID[id]
+}
 
 func (r *clientRegistry) add(s *Server, conn *resp.Conn) *Client {
 	cl := &Client{ID: r.nextID.Add(1), conn: conn, srv: s, created: time.Now()}

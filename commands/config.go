@@ -31,9 +31,11 @@ type Config struct {
 	hz            atomic.Int64
 	busyMs        atomic.Int64
 	loginKeep     atomic.Int64
-	logLevel      atomic.Pointer[string]
-	onLevel       func(string)
-	maxMemory     atomic.Int64
+	// trackingMaxKeys: tracking-table-max-keys (0: no limit).
+	trackingMaxKeys atomic.Int64
+	logLevel        atomic.Pointer[string]
+	onLevel         func(string)
+	maxMemory       atomic.Int64
 	// Eviction settings (maxmemory.go): what the engine is told.
 	evictPolicy   atomic.Int64 // an engine.Policy
 	evictSamples  atomic.Int64
@@ -181,8 +183,9 @@ func (c *Config) effects() map[string]config.Effect {
 			p, _ := config.ParsePercentiles(v)
 			c.percentiles.Store(&p)
 		}},
-		"protected-mode": {Apply: func(_ string, n int64) { c.protectedMode.Store(n != 0) }},
-		"rl-login-keep":  store(&c.loginKeep),
+		"protected-mode":          {Apply: func(_ string, n int64) { c.protectedMode.Store(n != 0) }},
+		"rl-login-keep":           store(&c.loginKeep),
+		"tracking-table-max-keys": store(&c.trackingMaxKeys),
 		"notify-keyspace-events": {Apply: func(v string, _ int64) {
 			if c.srv != nil {
 				c.srv.setNotify(parseNotifyClasses(v))

@@ -28,6 +28,10 @@ func connectionCommands() []*command {
 			cmd("kill", -3, "admin noscript loading stale", cmdClientKill),
 			cmd("list", -2, "admin noscript loading stale", cmdClientList),
 			cmd("no-evict", 3, "admin noscript loading stale", cmdClientNoEvict),
+			cmd("tracking", -3, "noscript loading stale", cmdClientTracking),
+			cmd("caching", 3, "noscript loading stale", cmdClientCaching),
+			cmd("getredir", 2, "noscript loading stale", cmdClientGetRedir),
+			cmd("trackinginfo", 2, "noscript loading stale", cmdClientTrackingInfo),
 			cmd("pause", -3, "admin noscript loading stale", cmdClientPause),
 			cmd("reply", 3, "noscript loading stale", cmdClientReply),
 			cmd("setname", 3, "noscript loading stale", cmdClientSetName),
@@ -92,6 +96,7 @@ func cmdReset(c *Ctx) {
 	cl.unwatchAll()
 	c.Srv.dropSubscriptions(cl)
 	c.Srv.stopMonitoring(cl)
+	c.Srv.disableTracking(cl)
 	cl.replyOff, cl.replySkipNext = false, false
 	cl.db.Store(0)
 	cl.name.Store(nil)

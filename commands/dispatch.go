@@ -7,6 +7,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -22,6 +23,7 @@ import (
 	"github.com/limitkv/limitkv/replication"
 	"github.com/limitkv/limitkv/resp"
 	"github.com/limitkv/limitkv/scripting"
+	"github.com/limitkv/limitkv/tracking"
 )
 
 // Server executes requests: it is the resp.Handler of the network server
@@ -47,25 +49,34 @@ type Server struct {
 	// Hooks wired by main and by persistence.
 	Hooks Hooks
 
-	clients   clientRegistry
-	pubsub    pubsub.Registry[*Client]
-	monitors  monitorList   // clients in MONITOR mode (monitor.go)
-	notifyOn  atomic.Uint32 // keyspace notification classes on (notify.go)
-	stats     Stats
-	auth      authGuard
-	acl       aclState
-	rl        rlStats            // rate-limit decisions per command, for INFO
-	wall      wallClock          // requests' Unix time, from the monotonic clock
-	policies  ratelimit.Registry // named rate-limit policies (policy.go)
-	ops       opsMeter
-	startTime time.Time
-	mem       observe.MemoryMarks
-	limits    memoryLimits
-	release   memRelease
-	scripts   scripting.Runtime
-	migrate   migrate.Pool      // MIGRATE's cached connections
-	blocks    blocking.Registry // clients blocked on keys (blocking.go)
-	pause     pauseState        // CLIENT PAUSE (pause.go)
+	clients  clientRegistry
+	pubsub   pubsub.Registry[*Client]
+	monitors monitorList   // clients in MONITOR mode (monitor.go)
+	notifyOn atomic.Uint32 // keyspace notification classes on (notify.go)
+	// Client-side caching (tracking.go): the table, the clients with
+	// tracking on, and the effort the table's limit takes (cron's).
+	tracking        tracking.Table
+	trackingClients atomic.Int64
+	trackingEffort  int
+	// notifyKinds are the engine events keyspace notifications need;
+	// applyNotes adds client-side caching's under notesMu.
+	notesMu     sync.Mutex
+	notifyKinds engine.NoteKind
+	stats       Stats
+	auth        authGuard
+	acl         aclState
+	rl          rlStats            // rate-limit decisions per command, for INFO
+	wall        wallClock          // requests' Unix time, from the monotonic clock
+	policies    ratelimit.Registry // named rate-limit policies (policy.go)
+	ops         opsMeter
+	startTime   time.Time
+	mem         observe.MemoryMarks
+	limits      memoryLimits
+	release     memRelease
+	scripts     scripting.Runtime
+	migrate     migrate.Pool      // MIGRATE's cached connections
+	blocks      blocking.Registry // clients blocked on keys (blocking.go)
+	pause       pauseState        // CLIENT PAUSE (pause.go)
 	// shutdownSpec is SHUTDOWN, which may stop a busy script.
 	shutdownSpec *cmdspec.Spec
 	// cmds holds, by spec id, the handler and statistics of each command
@@ -162,6 +173,7 @@ func New(eng *engine.Engine, cfg *Config, log *slog.Logger) *Server {
 	s.scripts.Init(scriptHost{s}, RedisVersion)
 	s.clients.init()
 	s.pubsub.Init()
+	s.tracking.Init()
 	s.mem.SetStartup(observe.HeapInUse())
 	s.Net = resp.NewServer(s)
 	s.Net.OnPanic = func(r any) {
@@ -233,6 +245,9 @@ type Ctx struct {
 	// (rerouted), and that its reply is that redirection.
 	routed  *cluster.Routing
 	refused bool
+	// origin is the client whose request a script's command runs for:
+	// client-side caching tracks its reads for it.
+	origin *Client
 }
 
 // Shard returns the shard that owns key. Dispatch has already locked it.
@@ -299,6 +314,7 @@ func (s *Server) Closed(conn *resp.Conn) {
 	cl.unwatchAll()
 	s.dropSubscriptions(cl)
 	s.stopMonitoring(cl)
+	s.disableTracking(cl)
 	s.stats.Commands.Add(cl.commands.Load())
 	s.clients.remove(cl)
 }
@@ -384,6 +400,10 @@ func (s *Server) request(cl *Client, w *resp.Writer, args [][]byte) {
 		w.Truncate(n)
 	}
 	cl.replySkip, cl.replySkipNext = cl.replySkipNext, false
+	if cl.trackCaching && !cl.multi && !named(args[0], "client") {
+		cl.trackCaching = false // CLIENT CACHING's word is for one command, or one transaction
+	}
+	s.flushTracking(cl)
 }
 
 // execute runs one request for a client, queueing it inside MULTI.
@@ -647,6 +667,9 @@ func (s *Server) runLocked(c *Ctx) {
 			dm = engine.AllShards
 		}
 		s.drainNotes(c, dm)
+	}
+	if spec.Flags&cmdspec.ReadOnly != 0 && s.trackingClients.Load() > 0 {
+		s.trackRead(c, keys)
 	}
 	// Clients blocked on the keys it wrote are served before the locks
 	// go (blocking.go); inside EXEC or a script, at their end.

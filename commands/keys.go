@@ -402,6 +402,7 @@ func flushMode(c *Ctx) bool {
 func cmdFlushDB(c *Ctx) {
 	if flushMode(c) {
 		c.wholeKeyspace(func() { c.Srv.Eng.FlushDB(c.DB, true) }, c.DB, c.Args[0])
+		c.Srv.trackFlush(c)
 		c.W.OK()
 	}
 }
@@ -409,6 +410,7 @@ func cmdFlushDB(c *Ctx) {
 func cmdFlushAll(c *Ctx) {
 	if flushMode(c) {
 		c.wholeKeyspace(func() { c.Srv.Eng.FlushDB(-1, true) }, -1, c.Args[0])
+		c.Srv.trackFlush(c)
 		c.W.OK()
 	}
 }

@@ -74,6 +74,9 @@ func (s *Server) setNotify(f notifyClass) {
 		f = 0
 	}
 	s.notifyOn.Store(uint32(f))
+	s.notesMu.Lock()
+	defer s.applyNotes()
+	defer s.notesMu.Unlock()
 	var kinds engine.NoteKind
 	for _, k := range []struct {
 		c notifyClass
@@ -83,7 +86,7 @@ func (s *Server) setNotify(f notifyClass) {
 			kinds |= k.n
 		}
 	}
-	s.Eng.SetNotes(kinds, s.sinkNotes)
+	s.notifyKinds = kinds
 }
 
 // notify reports event, of class, on key of the request's database.
@@ -113,14 +116,7 @@ func (c *Ctx) notifyDB(class notifyClass, event string, key []byte, db int) {
 // request c (nil: none, the sweeper's or eviction's). The caller holds
 // their locks.
 func (s *Server) drainNotes(c *Ctx, m engine.Mask) {
-	for i := 0; m != 0; i, m = i+1, m>>1 {
-		if m&1 == 0 {
-			continue
-		}
-		if sh := s.Eng.Shard(i); sh.HasNotes() {
-			sh.DrainNotes(func(kind engine.NoteKind, db int, key []byte) { s.noteEvent(c, kind, db, key) })
-		}
-	}
+	s.Eng.DrainNotes(m, func(kind engine.NoteKind, db int, key []byte) { s.noteEvent(c, kind, db, key) })
 }
 
 // sinkNotes publishes the events of the engine's own changes to a shard.
@@ -148,6 +144,8 @@ func (s *Server) noteEvent(c *Ctx, kind engine.NoteKind, db int, key []byte) {
 		if f&notifyKeyMiss != 0 {
 			s.keyEvent(c, f, "keymiss", db, key)
 		}
+	case engine.NoteChanged:
+		s.invalidate(c, key)
 	}
 }
 

@@ -117,7 +117,7 @@ func (s *scriptSession) End(out scripting.Outcome) {
 func (s *scriptSession) CountError(reply []byte) { s.srv.countError(reply) }
 
 func (s *scriptSession) Call(spec *cmdspec.Spec, argv [][]byte, w *resp.Writer) {
-	s.sub = Ctx{Srv: s.srv, Client: s.client, W: w, Args: argv, Now: s.caller.Now, DB: s.db, Spec: spec, held: true, script: true}
+	s.sub = Ctx{Srv: s.srv, Client: s.client, W: w, Args: argv, Now: s.caller.Now, DB: s.db, Spec: spec, held: true, script: true, origin: s.caller.trackingClient()}
 	s.srv.runGuarded(&s.sub)
 	s.db = s.sub.DB
 	s.sub = Ctx{}

@@ -599,7 +599,7 @@ func infoClients(s *Server, b *strings.Builder) {
 	kv(b, "cluster_connections", 0)
 	kv(b, "maxclients", s.Cfg.maxClients.Load())
 	kv(b, "blocked_clients", s.blocks.Blocked()+s.pause.waiting.Load())
-	kv(b, "tracking_clients", 0)
+	kv(b, "tracking_clients", s.trackingClients.Load())
 }
 
 func infoMemory(s *Server, b *strings.Builder) {
@@ -734,6 +734,10 @@ func infoStats(s *Server, b *strings.Builder, held bool) {
 	kv(b, "pubsub_patterns", s.pubsub.Count(pubsub.Pattern))
 	kv(b, "pubsubshard_channels", s.pubsub.Count(pubsub.Shard))
 	kv(b, "migrate_cached_sockets", s.migrate.Cached())
+	keys, items, prefixes := s.tracking.Stats()
+	kv(b, "tracking_total_keys", keys)
+	kv(b, "tracking_total_items", items)
+	kv(b, "tracking_total_prefixes", prefixes)
 	kv(b, "total_protocol_errors", s.stats.ProtocolErrors.Load())
 	kv(b, "total_error_replies", s.errors.Total())
 	kv(b, "acl_access_denied_auth", s.auth.denied.Load())

@@ -25,7 +25,7 @@ var paramGroups = []struct {
 	{"Security", []string{"requirepass", "aclfile", "acllog-max-len", "acl-pubsub-default"}},
 	{"Limits: clients and memory", []string{"maxclients", "maxmemory", "maxmemory-clients", "maxmemory-policy", "maxmemory-samples",
 		"maxmemory-eviction-tenacity", "lfu-log-factor", "lfu-decay-time", "proto-max-bulk-len",
-		"client-query-buffer-limit", "client-output-buffer-limit", "busy-reply-threshold"}},
+		"client-query-buffer-limit", "client-output-buffer-limit", "busy-reply-threshold", "tracking-table-max-keys"}},
 	{"Persistence", []string{"persistence", "dir", "snapshot-interval", "save", "appendonly", "appendfsync"}},
 	{"Replication", []string{"replicaof", "masterauth", "masteruser", "replica-read-only", "replica-serve-stale-data",
 		"replica-priority", "replica-announce-ip", "replica-announce-port", "replica-announced",

@@ -86,6 +86,7 @@ func serverParams() []*param {
 			help: "LATENCY records events that took at least this many milliseconds (0: none)"},
 		{name: "latency-tracking", kind: kBool, def: "yes", help: "keep per-command latency histograms (INFO latencystats, LATENCY HISTOGRAM, metrics)"},
 		{name: "latency-tracking-info-percentiles", def: "50 99 99.9", merge: mergePercentiles, help: "percentiles INFO latencystats shows, separated by spaces"},
+		{name: "tracking-table-max-keys", kind: kInt, def: "1000000", min: 0, max: 1<<63 - 1, help: "keys client-side caching remembers readers of (0: no limit); past it, keys are forgotten at random and their readers told"},
 		{name: "notify-keyspace-events", def: "", merge: mergeKeyspaceEvents, show: showKeyspaceEvents, help: "keyspace notifications: the event classes published (Redis's letters, and r for the rate-limit events rl.denied and rl.ban, which A leaves out); K and/or E say to which channels"},
 		{name: "tcp-keepalive", kind: kInt, def: "300", min: 0, max: 2147483647, help: "accepted for compatibility"},
 		{name: "protected-mode", kind: kBool, def: "yes",

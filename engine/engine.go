@@ -83,6 +83,7 @@ type Engine struct {
 	// notes: the NoteKinds logged for keyspace notifications, and where
 	// the engine's own go (notes.go).
 	notes    atomic.Uint32
+	noteSeq  atomic.Uint64
 	noteSink atomic.Pointer[func(*Shard)]
 }
 

@@ -1,6 +1,10 @@
 package engine
 
-import "encoding/binary"
+import (
+	"cmp"
+	"encoding/binary"
+	"slices"
+)
 
 // Notes are the key events the engine causes on its own, for keyspace
 // notifications: a key created, expired, evicted, or missed by a read.
@@ -22,6 +26,9 @@ const (
 	NoteExpired                      // a key was deleted because it expired
 	NoteEvicted                      // a key was evicted for maxmemory
 	NoteMiss                         // a read found no key ("keymiss")
+	// NoteChanged: a key was written, deleted, expired or evicted, for
+	// client-side caching's invalidations.
+	NoteChanged
 )
 
 // SetNotes turns note logging on for kinds (0: off) and sets where the
@@ -50,6 +57,7 @@ func (s *Shard) note(kind NoteKind, db int, key []byte) {
 		return
 	}
 	s.notes = append(s.notes, byte(kind))
+	s.notes = binary.AppendUvarint(s.notes, s.eng.noteSeq.Add(1))
 	s.notes = binary.AppendUvarint(s.notes, uint64(db))
 	s.notes = binary.AppendUvarint(s.notes, uint64(len(key)))
 	s.notes = append(s.notes, key...)
@@ -62,17 +70,90 @@ func (s *Shard) HasNotes() bool { return len(s.notes) > 0 }
 // the log; key is valid during the call only. The caller holds the
 // shard's lock, and fn must not change the shard's keys.
 func (s *Shard) DrainNotes(fn func(kind NoteKind, db int, key []byte)) {
-	b := s.notes
-	for len(b) > 0 {
-		kind := NoteKind(b[0])
-		db, n := binary.Uvarint(b[1:])
-		b = b[1+n:]
-		l, n := binary.Uvarint(b)
-		b = b[n:]
-		fn(kind, int(db), b[:l])
-		b = b[l:]
+	for b := s.notes; len(b) > 0; {
+		var n note
+		n, b = readNote(b)
+		fn(n.kind, n.db, n.key)
 	}
 	s.notes = s.notes[:0]
+}
+
+// note is one logged event; seq orders events across shards.
+type note struct {
+	seq  uint64
+	kind NoteKind
+	db   int
+	key  []byte
+}
+
+func readNote(b []byte) (note, []byte) {
+	n := note{kind: NoteKind(b[0])}
+	seq, k := binary.Uvarint(b[1:])
+	b = b[1+k:]
+	db, k := binary.Uvarint(b)
+	b = b[k:]
+	l, k := binary.Uvarint(b)
+	b = b[k:]
+	n.seq, n.db, n.key = seq, int(db), b[:l]
+	return n, b[l:]
+}
+
+// DrainNotes is Shard.DrainNotes for the shards of m, in the order the
+// events happened across them (a command that changed keys of several
+// shards: their invalidations go out in the order it changed them). The
+// caller holds those shards' locks.
+func (e *Engine) DrainNotes(m Mask, fn func(kind NoteKind, db int, key []byte)) {
+	var one *Shard
+	var all []note
+	for i := range e.shards {
+		s := &e.shards[i]
+		if m&(1<<i) == 0 || len(s.notes) == 0 {
+			continue
+		}
+		if one == nil && all == nil {
+			one = s
+			continue
+		}
+		if one != nil {
+			all = one.appendNotes(all)
+			one = nil
+		}
+		all = s.appendNotes(all)
+	}
+	if one != nil {
+		one.DrainNotes(fn)
+		return
+	}
+	slices.SortFunc(all, func(a, b note) int { return cmp.Compare(a.seq, b.seq) })
+	for _, n := range all {
+		fn(n.kind, n.db, n.key)
+	}
+	for i := range e.shards {
+		if m&(1<<i) != 0 {
+			e.shards[i].notes = e.shards[i].notes[:0]
+		}
+	}
+}
+
+// appendNotes appends the shard's notes, pointing into its log, to dst.
+func (s *Shard) appendNotes(dst []note) []note {
+	for b := s.notes; len(b) > 0; {
+		var n note
+		n, b = readNote(b)
+		dst = append(dst, n)
+	}
+	return dst
+}
+
+// FlushNotes hands the notes of the shards of m to the sink: a change
+// made outside any command (a replica applying its master's) is told at
+// once. The caller holds those shards' locks.
+func (e *Engine) FlushNotes(m Mask) {
+	for i := range e.shards {
+		if m&(1<<i) != 0 {
+			e.shards[i].sinkNotes()
+		}
+	}
 }
 
 // sinkNotes gives the notes of a change the engine made on its own to

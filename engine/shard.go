@@ -437,6 +437,7 @@ func (s *Shard) changed(db int, r []byte) {
 	if s.eng.fxSink.Load() != nil {
 		s.logEffect(db, recKey(r), s.expiring)
 	}
+	s.note(NoteChanged, db, recKey(r))
 	if s.track && r[1]&flagDirty == 0 {
 		r[1] |= flagDirty
 		s.pending++

@@ -519,6 +519,7 @@ func (l *link) applyOne(db *int, args [][]byte, lim engine.Limits, held bool) er
 		m := n.eng.MaskOf(keys...)
 		n.eng.Lock(m)
 		err := loadEntry(n.eng, lim, *db, args)
+		n.eng.FlushNotes(m)
 		n.eng.Unlock(m)
 		return err
 	}
@@ -543,6 +544,7 @@ func (l *link) applyGroup(db *int, group [][][]byte, lim engine.Limits) error {
 			first = err
 		}
 	}
+	n.eng.FlushNotes(engine.AllShards)
 	return first
 }
 

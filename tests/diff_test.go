@@ -46,6 +46,11 @@ import (
 //	         the same connection, and the next line waits until both
 //	         servers count it among their blocked clients
 //
+// "let NAME = COMMAND" runs the command on both servers and keeps each
+// one's reply (a CLIENT ID), uncompared; "{NAME}" in a later line stands
+// for that server's own value, and an integer reply equal to it is
+// compared as "{NAME}".
+//
 // "<<" reads, on the current connection (a subscriber), every message
 // that arrived so far and compares the whole sequence: it subscribes the
 // connection to a marker channel, publishes the marker from a connection
@@ -115,6 +120,7 @@ func runDiffFile(t *testing.T, path, redisAddr, kvAddr string) int {
 		}
 	}
 	compared := 0
+	vars := map[string][2]string{} // let: redis-server's value, limitkv's
 	for n, line := range strings.Split(string(data), "\n") {
 		line = strings.TrimSpace(line)
 		if line == "" || strings.HasPrefix(line, "#") {
@@ -141,7 +147,7 @@ func runDiffFile(t *testing.T, path, redisAddr, kvAddr string) int {
 				c.c.SetReadDeadline(time.Now().Add(2 * time.Minute))
 			}
 			compared++
-			if ws, gs := want.String(), got.String(); ws != gs {
+			if ws, gs := unvar(want.String(), vars, 0), unvar(got.String(), vars, 1); ws != gs {
 				t.Errorf("%s:%d: <\n redis: %s\nlimitkv: %s", filepath.Base(path), n+1, ws, gs)
 			}
 			continue
@@ -152,17 +158,32 @@ func runDiffFile(t *testing.T, path, redisAddr, kvAddr string) int {
 				mode, line = m, strings.TrimSpace(line[len(m):])
 			}
 		}
-		args, ok := resp.SplitArgs([]byte(line))
-		if !ok || len(args) == 0 {
-			t.Fatalf("%s:%d: cannot parse %q", path, n+1, line)
+		letName := ""
+		if rest, ok := strings.CutPrefix(line, "let "); ok {
+			name, cmd, ok := strings.Cut(rest, " = ")
+			if !ok {
+				t.Fatalf("%s:%d: let NAME = COMMAND", path, n+1)
+			}
+			letName, line = strings.TrimSpace(name), cmd
 		}
-		req := resp.AppendCommand(nil, args...)
+		var reqs [2][]byte
+		for side := range reqs {
+			l := line
+			for name, v := range vars {
+				l = strings.ReplaceAll(l, "{"+name+"}", v[side])
+			}
+			args, ok := resp.SplitArgs([]byte(l))
+			if !ok || len(args) == 0 {
+				t.Fatalf("%s:%d: cannot parse %q", path, n+1, l)
+			}
+			reqs[side] = resp.AppendCommand(nil, args...)
+		}
 		var blockedBefore [2]int64
 		if mode == "block:" {
 			blockedBefore = blockedClients(open("\x00poll"))
 		}
-		cur.redis.send(req)
-		cur.kv.send(req)
+		cur.redis.send(reqs[0])
+		cur.kv.send(reqs[1])
 		if mode == "block:" {
 			// Its reply is read by a later "<"; the lines after it run
 			// once both servers count one more blocked client.
@@ -170,6 +191,10 @@ func runDiffFile(t *testing.T, path, redisAddr, kvAddr string) int {
 			continue
 		}
 		want, got := cur.redis.read(), cur.kv.read()
+		if letName != "" {
+			vars[letName] = [2]string{strings.Trim(want.String(), ":\""), strings.Trim(got.String(), ":\"")}
+			continue
+		}
 		if reason, ok := knownDifference(line); ok {
 			t.Logf("%s:%d: %s: not compared: %s", filepath.Base(path), n+1, line, reason)
 			continue
@@ -178,12 +203,21 @@ func runDiffFile(t *testing.T, path, redisAddr, kvAddr string) int {
 			continue
 		}
 		compared++
-		ws, gs := render(want, mode), render(got, mode)
+		ws, gs := unvar(render(want, mode), vars, 0), unvar(render(got, mode), vars, 1)
 		if ws != gs {
 			t.Errorf("%s:%d: %s\n redis: %s\nlimitkv: %s", filepath.Base(path), n+1, line, ws, gs)
 		}
 	}
 	return compared
+}
+
+// unvar writes each integer of a rendered reply that is a let's value on
+// this side as the let's name.
+func unvar(s string, vars map[string][2]string, side int) string {
+	for name, v := range vars {
+		s = regexp.MustCompile(`:`+regexp.QuoteMeta(v[side])+`\b`).ReplaceAllString(s, ":{"+name+"}")
+	}
+	return s
 }
 
 // drainMessages reads what subscriber sub received up to now (see "<<"),
