@@ -73,7 +73,7 @@ type command struct {
 	parent *command
 	// sub are the subcommands: the table's, or an absent container's
 	// absent ones. absentSub are the absent subcommands of one of the
-	// table's (client|tracking), kept apart as dispatch never sees them.
+	// table's commands, kept apart as dispatch never sees them.
 	sub, absentSub []*command
 	// keyNeed is, per key spec, the permission ACL rules must grant for
 	// the keys it finds (permRead, permWrite: see needOf).

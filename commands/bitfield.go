@@ -160,12 +160,24 @@ func bitfield(c *Ctx, readOnly bool) {
 		}
 		defer c.Srv.releaseGrowth(grow)
 	}
+	s := c.Shard(key)
+	if maxBit >= 0 && stringEventsOn(c) {
+		bitfieldNotified(c, s, key, ops, maxBit)
+		return
+	}
 	var buf [8]engine.BitfieldResult
-	res, err := c.Shard(key).Bitfield(c.DB, key, c.Now, ops, maxBit, buf[:0])
+	res, err := s.Bitfield(c.DB, key, c.Now, ops, maxBit, buf[:0])
+	if maxBit >= 0 {
+		c.flushNotes(s)
+	}
 	if err != nil {
 		c.Err(err)
 		return
 	}
+	bitfieldReply(c, res)
+}
+
+func bitfieldReply(c *Ctx, res []engine.BitfieldResult) {
 	c.W.Array(len(res))
 	for _, r := range res {
 		if r.Null {
@@ -173,5 +185,47 @@ func bitfield(c *Ctx, readOnly bool) {
 		} else {
 			c.W.Int(r.Value)
 		}
+	}
+}
+
+// bitfieldNotified runs a BITFIELD that writes while string events are
+// published. Redis reports "setbit" when a write that did not fail on
+// overflow either changed its field or met a string it created or
+// lengthened; the engine does not say which fields changed, so each write
+// runs between two GETs of its field, whose results are left out of the
+// reply.
+func bitfieldNotified(c *Ctx, s *engine.Shard, key []byte, ops []engine.BitfieldOp, maxBit int64) {
+	grows := bitmapGrows(c, s, key, maxBit>>3+1)
+	run := make([]engine.BitfieldOp, 0, 3*len(ops))
+	for _, op := range ops {
+		if op.Op == engine.BitfieldGet {
+			run = append(run, op)
+			continue
+		}
+		get := engine.BitfieldOp{Op: engine.BitfieldGet, Signed: op.Signed, Bits: op.Bits, Offset: op.Offset}
+		run = append(run, get, op, get)
+	}
+	res, err := s.Bitfield(c.DB, key, c.Now, run, maxBit, make([]engine.BitfieldResult, 0, len(run)))
+	c.flushNotes(s)
+	if err != nil {
+		c.Err(err)
+		return
+	}
+	changed := false
+	out := res[:0]
+	for i, j := 0, 0; i < len(ops); i++ {
+		if ops[i].Op == engine.BitfieldGet {
+			out = append(out, res[j])
+			j++
+			continue
+		}
+		before, w, after := res[j], res[j+1], res[j+2]
+		changed = changed || !w.Null && (grows || before.Value != after.Value)
+		out = append(out, w)
+		j += 3
+	}
+	bitfieldReply(c, out)
+	if changed { // after the reply, as in Redis
+		c.notify(notifyString, "setbit", key)
 	}
 }

@@ -51,12 +51,39 @@ func cmdSetBit(c *Ctx) {
 		return
 	}
 	defer c.Srv.releaseGrowth(grow)
-	old, err := c.Shard(c.Args[1]).SetBit(c.DB, c.Args[1], c.Now, offset, int(bit))
+	s := c.Shard(c.Args[1])
+	// Redis reports a SETBIT that created or lengthened the string even
+	// when the bit kept its value; only the length before tells.
+	grows := false
+	if stringEventsOn(c) {
+		grows = bitmapGrows(c, s, c.Args[1], int64(offset>>3)+1)
+	}
+	old, err := s.SetBit(c.DB, c.Args[1], c.Now, offset, int(bit))
 	if err != nil {
 		c.Err(err)
 		return
 	}
+	if grows || int64(old) != bit {
+		c.notify(notifyString, "setbit", c.Args[1])
+	}
 	c.W.Int(int64(old))
+}
+
+// stringEventsOn reports whether string-class events are published: what
+// bit writes check before any work done only to decide on theirs.
+func stringEventsOn(c *Ctx) bool {
+	return notifyClass(c.Srv.notifyOn.Load())&notifyString != 0
+}
+
+// bitmapGrows reports whether a write reaching byte n-1 of the string at
+// key will create it or lengthen it. A peek: no hit or miss is counted.
+func bitmapGrows(c *Ctx, s *engine.Shard, key []byte, n int64) bool {
+	e, found := s.Peek(c.DB, key, c.Now)
+	if !found {
+		return true
+	}
+	l, err := e.StrLen()
+	return err == nil && int64(l) < n
 }
 
 func cmdGetBit(c *Ctx) {
@@ -254,7 +281,9 @@ func cmdBitOp(c *Ctx) {
 	// keys, so no string is held across them.
 	maxLen := 0
 	for _, k := range srcs {
-		e, ok := c.Shard(k).Lookup(c.DB, k, c.Now)
+		sk := c.Shard(k)
+		e, ok := sk.Lookup(c.DB, k, c.Now)
+		c.flushNotes(sk)
 		if !ok {
 			continue
 		}
@@ -276,9 +305,11 @@ func cmdBitOp(c *Ctx) {
 	}
 	s := c.Shard(dest)
 	if maxLen == 0 {
-		s.Delete(c.DB, dest, c.Now)
+		c.deleteDest(s, dest)
 	} else {
+		s.Find(c.DB, dest, c.Now) // Redis's setKey: a key past its TTL expires first
 		s.SetString(c.DB, dest, res, 0)
+		c.notify(notifyString, "set", dest)
 	}
 	c.W.Int(int64(maxLen))
 }

@@ -36,7 +36,9 @@ import (
 // gone, as Redis's handleClientsBlockedOnKeys. So a push is seen by the
 // clients blocked on the key before any command that comes after it, and
 // each element goes to exactly one of them. A BLMOVE served this way
-// pushes in turn, which makes its destination ready.
+// pushes in turn, which makes its destination ready. A served pop reports
+// the keyspace events its non-blocking form would, after those of the
+// command that served it.
 //
 // Inside MULTI/EXEC and scripts (every shard held), and on the client
 // that runs a master's stream, a blocking command does not block: it
@@ -128,6 +130,9 @@ func (s *Server) serveReady(c *Ctx, m engine.Mask) engine.Mask {
 	for i := 0; i < len(cl.ready); i++ {
 		m = s.serveKey(c, cl.ready[i], m)
 	}
+	if s.Eng.Notes() != 0 {
+		s.drainNotes(c, m) // a ready key found expired
+	}
 	clear(cl.ready)
 	cl.ready = cl.ready[:0]
 	if !c.held && s.Repl.Recording() {
@@ -186,7 +191,11 @@ func (s *Server) serveWaiter(c *Ctx, w *waiter, key []byte, mask engine.Mask) {
 	if rec {
 		forShards(mask, func(i int) { b.Drain(s.Eng.Shard(i)) })
 	}
-	rc := &Ctx{Srv: s, Client: w.client(), W: w.out, Args: w.args, Now: c.Now, DB: w.DB, Spec: w.spec, held: true}
+	// The pop runs for the waiter, into its reply, but its keyspace events
+	// are published as the serving client's: a message to the client it
+	// comes from is written into that client's connection, and the
+	// waiter's belongs to the waiter's own goroutine.
+	rc := &Ctx{Srv: s, Client: c.Client, W: w.out, Args: w.args, Now: c.Now, DB: w.DB, Spec: w.spec, held: true}
 	sh := s.Eng.ShardFor(key)
 	e, _ := sh.Find(w.DB, key, c.Now)
 	var rep [][]byte
@@ -210,6 +219,11 @@ func (s *Server) serveWaiter(c *Ctx, w *waiter, key []byte, mask engine.Mask) {
 			count = w.count
 		}
 		rep = zsetPop(rc, sh, e, key, !w.head, count, w.op == opZMPop)
+	}
+	// What the engine logged meanwhile (a destination created while the
+	// list class is off) is reported before the next waiter's events.
+	if s.Eng.Notes() != 0 {
+		s.drainNotes(c, mask)
 	}
 	if rec {
 		if rep != nil && s.Repl.AsIs(mask) {

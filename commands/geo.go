@@ -280,10 +280,12 @@ const (
 // center and the shape of the legacy forms, then the options in one pass,
 // then the checks that need all of them.
 func geoSearchCmd(c *Ctx, src int, flags geoFlags) {
-	_, z, ok := typed[*engine.ZSet](c, c.Shard(c.Args[src]), c.Args[src], engine.ForRead)
+	srcShard := c.Shard(c.Args[src])
+	_, z, ok := typed[*engine.ZSet](c, srcShard, c.Args[src], engine.ForRead)
 	if !ok {
 		return
 	}
+	c.flushNotes(srcShard)
 	var sh engine.GeoShape
 	var base int
 	var storeKey []byte
@@ -407,7 +409,7 @@ func geoSearchCmd(c *Ctx, src int, flags geoFlags) {
 	}
 	if z == nil {
 		if storeKey != nil {
-			c.storeZItems(storeKey, nil)
+			c.storeZItems(storeKey, nil, "", true)
 		} else {
 			c.W.Array(0)
 		}
@@ -455,7 +457,11 @@ func geoSearchCmd(c *Ctx, src int, flags geoFlags) {
 			items[i] = engine.ZItem{M: p.member, S: sc}
 		}
 		engine.SortZItems(items)
-		c.storeZItems(storeKey, items)
+		event := "georadiusstore"
+		if search {
+			event = "geosearchstore"
+		}
+		c.storeZItems(storeKey, items, event, true)
 		return
 	}
 	opts := 0

@@ -59,14 +59,16 @@ func (c *Ctx) writableHash(s *engine.Shard, key []byte) (engine.Entry, *engine.H
 	return e, h, false
 }
 
-// storeHash records a change to a hash from writableHash: a new one is added
-// to the keyspace, an existing one marked as changed for WATCH.
-func (c *Ctx) storeHash(s *engine.Shard, key []byte, e engine.Entry, h *engine.Hash, created bool) {
+// storeHash records a change to a hash from writableHash, and reports
+// event on it: a new one is added to the keyspace, an existing one marked
+// as changed for WATCH.
+func (c *Ctx) storeHash(s *engine.Shard, key []byte, e engine.Entry, h *engine.Hash, created bool, event string) {
 	if created {
 		s.SetObject(c.DB, key, engine.KindHash, h, 0)
 	} else {
 		s.Touch(e)
 	}
+	c.notify(notifyHash, event, key)
 }
 
 // readHash looks up the hash at key for a read; the hash is nil when the key
@@ -112,7 +114,8 @@ func hashSetPairs(c *Ctx) (int64, bool) {
 			added++
 		}
 	}
-	c.storeHash(s, key, e, h, created)
+	// Redis reports "hset" even when no field changed.
+	c.storeHash(s, key, e, h, created, "hset")
 	return added, true
 }
 
@@ -128,7 +131,7 @@ func cmdHSetNX(c *Ctx) {
 		return
 	}
 	h.Set(c.Args[2], c.Args[3], c.hashLimits())
-	c.storeHash(s, key, e, h, created)
+	c.storeHash(s, key, e, h, created, "hset")
 	c.W.Int(1)
 }
 
@@ -187,9 +190,13 @@ func cmdHDel(c *Ctx) {
 			}
 		}
 	}
+	if deleted > 0 {
+		c.notify(notifyHash, "hdel", key)
+	}
 	switch {
 	case h.Len() == 0:
 		s.DeleteEntry(e)
+		c.notify(notifyGeneric, "del", key)
 	case deleted > 0:
 		s.Touch(e)
 	}
@@ -273,7 +280,7 @@ func cmdHIncrBy(c *Ctx) {
 		return
 	}
 	var n int64
-	if c.incrHashField(engine.ErrNotInteger, msgHashNotInteger, func(h *engine.Hash) (err error) {
+	if c.incrHashField("hincrby", engine.ErrNotInteger, msgHashNotInteger, func(h *engine.Hash) (err error) {
 		n, err = h.IncrBy(c.Args[2], delta, c.hashLimits())
 		return err
 	}) {
@@ -292,7 +299,7 @@ func cmdHIncrByFloat(c *Ctx) {
 		return
 	}
 	var out string
-	if c.incrHashField(engine.ErrNotFloat, msgHashNotFloat, func(h *engine.Hash) (err error) {
+	if c.incrHashField("hincrbyfloat", engine.ErrNotFloat, msgHashNotFloat, func(h *engine.Hash) (err error) {
 		out, err = h.IncrByFloat(c.Args[2], incr, c.hashLimits())
 		return err
 	}) {
@@ -301,9 +308,9 @@ func cmdHIncrByFloat(c *Ctx) {
 }
 
 // incrHashField runs incr on the hash at Args[1], created if missing, and
-// stores the hash if incr succeeds. A field that holds no number (notNum)
-// answers msg; false means an error was replied.
-func (c *Ctx) incrHashField(notNum error, msg string, incr func(h *engine.Hash) error) bool {
+// stores the hash, reporting event, if incr succeeds. A field that holds
+// no number (notNum) answers msg; false means an error was replied.
+func (c *Ctx) incrHashField(event string, notNum error, msg string, incr func(h *engine.Hash) error) bool {
 	key := c.Args[1]
 	s := c.Shard(key)
 	e, h, created := c.writableHash(s, key)
@@ -319,7 +326,7 @@ func (c *Ctx) incrHashField(notNum error, msg string, incr func(h *engine.Hash) 
 		c.Err(err)
 		return false
 	}
-	c.storeHash(s, key, e, h, created)
+	c.storeHash(s, key, e, h, created, event)
 	return true
 }
 

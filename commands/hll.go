@@ -41,12 +41,15 @@ func (c *Ctx) hllSparseMax() int {
 
 func cmdPFAdd(c *Ctx) {
 	key := c.Args[1]
-	updated, err := c.Shard(key).PFAdd(c.DB, key, c.Now, c.Args[2:], c.hllSparseMax())
+	s := c.Shard(key)
+	updated, err := s.PFAdd(c.DB, key, c.Now, c.Args[2:], c.hllSparseMax())
+	c.flushNotes(s)
 	if err != nil {
 		c.hllErr(err)
 		return
 	}
 	if updated {
+		c.notify(notifyString, "pfadd", key)
 		c.W.Int(1)
 	} else {
 		c.W.Int(0)
@@ -76,7 +79,9 @@ func cmdPFCount(c *Ctx) {
 // ok is false when it replied with an error.
 func (c *Ctx) mergeHLLs(keys [][]byte, regs []uint8) (dense, ok bool) {
 	for _, k := range keys {
-		v, err := c.Shard(k).HLLSource(c.DB, k, c.Now)
+		s := c.Shard(k)
+		v, err := s.HLLSource(c.DB, k, c.Now)
+		c.flushNotes(s)
 		if err == nil && v != nil {
 			dense = dense || v[4] == 0
 			err = engine.HLLMerge(regs, v)
@@ -97,9 +102,15 @@ func cmdPFMerge(c *Ctx) {
 		return
 	}
 	dest := c.Args[1]
-	if err := c.Shard(dest).PFMergeStore(c.DB, dest, c.Now, regs[:], dense, c.hllSparseMax()); err != nil {
+	s := c.Shard(dest)
+	err := s.PFMergeStore(c.DB, dest, c.Now, regs[:], dense, c.hllSparseMax())
+	// The destination's miss, if any, was reported as a source's.
+	c.flushNotes(s)
+	if err != nil {
 		c.hllErr(err)
 		return
 	}
+	// "pfadd", as Redis names a merge: a mass-add of elements.
+	c.notify(notifyString, "pfadd", dest)
 	c.W.OK()
 }

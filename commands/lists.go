@@ -46,13 +46,30 @@ func listCommands() []*command {
 const msgMustBePositive = "value is out of range, must be positive"
 
 // listChanged records a change to the list under e, deleting the key when
-// the list is left empty, as Redis never keeps an empty list.
-func listChanged(s *engine.Shard, e engine.Entry, l *engine.List) {
+// the list is left empty, as Redis never keeps an empty list: event, then
+// "del" if it went.
+func listChanged(c *Ctx, s *engine.Shard, e engine.Entry, key []byte, l *engine.List, event string) {
+	c.notify(notifyList, event, key)
 	if l.Len() == 0 {
 		s.DeleteEntry(e)
+		c.notify(notifyGeneric, "del", key)
 	} else {
 		s.Touch(e)
 	}
+}
+
+func pushEvent(head bool) string {
+	if head {
+		return "lpush"
+	}
+	return "rpush"
+}
+
+func popEvent(head bool) string {
+	if head {
+		return "lpop"
+	}
+	return "rpop"
 }
 
 func cmdLPush(c *Ctx)  { push(c, true, false) }
@@ -89,6 +106,7 @@ func push(c *Ctx, head, onlyExisting bool) {
 	} else {
 		s.SetObject(c.DB, key, engine.KindList, l, 0)
 	}
+	c.notify(notifyList, pushEvent(head), key)
 	c.W.Int(int64(l.Len()))
 }
 
@@ -136,7 +154,7 @@ func pop(c *Ctx, head bool) {
 		c.W.Array(count)
 	}
 	replyAndCut(c, l, head, count)
-	listChanged(s, e, l)
+	listChanged(c, s, e, key, l, popEvent(head))
 }
 
 // replyAndCut writes count elements from one end of l straight from the
@@ -281,8 +299,9 @@ func cmdLTrim(c *Ctx) {
 		} else {
 			l.RemoveRange(0, n)
 		}
-		// Redis signals the key as modified even when nothing was trimmed.
-		listChanged(s, e, l)
+		// Redis signals the key as modified, and reports "ltrim", even
+		// when nothing was trimmed.
+		listChanged(c, s, e, key, l, "ltrim")
 	}
 	c.W.OK()
 }
@@ -309,6 +328,7 @@ func cmdLSet(c *Ctx) {
 	}
 	l.Set(i, c.Args[3])
 	s.Touch(e)
+	c.notify(notifyList, "lset", key)
 	c.W.OK()
 }
 
@@ -326,7 +346,7 @@ func cmdLRem(c *Ctx) {
 	removed := 0
 	if l != nil {
 		if removed = l.Remove(c.Args[3], int(count)); removed > 0 {
-			listChanged(s, e, l)
+			listChanged(c, s, e, key, l, "lrem")
 		}
 	}
 	c.W.Int(int64(removed))
@@ -353,6 +373,7 @@ func cmdLInsert(c *Ctx) {
 		c.W.Int(-1)
 	default:
 		s.Touch(e)
+		c.notify(notifyList, "linsert", key)
 		c.W.Int(int64(l.Len()))
 	}
 }
@@ -522,10 +543,12 @@ func move(c *Ctx, fromHead, toHead bool) {
 	} else {
 		ds.Touch(de)
 	}
+	// Redis reports the push before the pop.
+	c.notify(notifyList, pushEvent(toHead), dst)
 	// Looking up or creating the destination may have changed the source's
 	// shard, which invalidates its entry: find it again.
 	se, _ := ss.Find(c.DB, src, c.Now)
-	listChanged(ss, se, sl)
+	listChanged(c, ss, se, src, sl, popEvent(fromHead))
 	c.W.Bulk(v)
 }
 
@@ -705,13 +728,13 @@ func listPop(c *Ctx, s *engine.Shard, e engine.Entry, key []byte, head bool, cou
 			v, _ = l.PopTail(c.buf[:0])
 		}
 		c.W.Bulk(v)
-		listChanged(s, e, l)
+		listChanged(c, s, e, key, l, popEvent(head))
 		return [][]byte{name, key}
 	}
 	n := l.Len()
 	k := int(min(count, int64(n)))
 	c.W.Array(k)
 	replyAndCut(c, l, head, k)
-	listChanged(s, e, l)
+	listChanged(c, s, e, key, l, popEvent(head))
 	return [][]byte{name, key, strconv.AppendInt(nil, int64(k), 10)}
 }

@@ -112,6 +112,19 @@ func (c *Ctx) notifyDB(class notifyClass, event string, key []byte, db int) {
 	s.keyEvent(c, f, event, db, key)
 }
 
+// flushNotes publishes at once what the engine reported on shard s (a
+// miss, an expiry) during this request. notify publishes, before its
+// event, only the reports of its own key's shard, which orders a one-key
+// command as Redis does; a command that looks up keys of other shards
+// flushes each after its lookup, so that a source's "keymiss" or
+// "expired" comes before the destination's event, and the keys' reports
+// in the order of their lookups rather than of their shards.
+func (c *Ctx) flushNotes(s *engine.Shard) {
+	if s.HasNotes() {
+		s.DrainNotes(func(kind engine.NoteKind, db int, key []byte) { c.Srv.noteEvent(c, kind, db, key) })
+	}
+}
+
 // drainNotes publishes the engine's events left on the shards of m by the
 // request c (nil: none, the sweeper's or eviction's). The caller holds
 // their locks.

@@ -67,11 +67,18 @@ func (c *Ctx) setAt(key []byte, write bool) (*engine.Set, bool) {
 	return st, true
 }
 
-// setChanged records a change to the set at key, found live earlier in
-// this command: the key goes when the set is empty, as in Redis. It finds
-// the key again, since changes to other keys of its shard since then
-// (another key of the command deleted) may have moved its entry.
-func (c *Ctx) setChanged(key []byte, st *engine.Set) {
+// setChanged reports event on the set at key, found live earlier in this
+// command, and records the change (setStored).
+func (c *Ctx) setChanged(key []byte, st *engine.Set, event string) {
+	c.notify(notifySet, event, key)
+	c.setStored(key, st)
+}
+
+// setStored records a change to the set at key: the key goes when the set
+// is empty, as in Redis, with "del". It finds the key again, since changes
+// to other keys of its shard since then (another key of the command
+// deleted) may have moved its entry.
+func (c *Ctx) setStored(key []byte, st *engine.Set) {
 	s := c.Shard(key)
 	e, ok := s.Raw(c.DB, key)
 	if !ok {
@@ -79,6 +86,7 @@ func (c *Ctx) setChanged(key []byte, st *engine.Set) {
 	}
 	if st.Len() == 0 {
 		s.DeleteEntry(e)
+		c.notify(notifyGeneric, "del", key)
 	} else {
 		st.Fit()
 		s.Touch(e)
@@ -86,17 +94,37 @@ func (c *Ctx) setChanged(key []byte, st *engine.Set) {
 }
 
 // storeSet makes st the value of key (no TTL), or deletes key when st is
-// empty, as the STORE commands do, and replies with st's size.
-func (c *Ctx) storeSet(key []byte, st *engine.Set) {
-	s := c.Shard(key)
+// empty, as the STORE commands do, reports event or "del", and replies
+// with st's size.
+func (c *Ctx) storeSet(key []byte, st *engine.Set, event string) {
 	if st.Len() == 0 {
-		s.Delete(c.DB, key, c.Now)
 		c.W.Int(0)
+		c.deleteStored(key)
 		return
 	}
 	st.Fit()
-	s.SetObject(c.DB, key, engine.KindSet, st, 0)
+	c.storeObject(key, engine.KindSet, st)
 	c.W.Int(int64(st.Len()))
+	c.notify(notifySet, event, key)
+}
+
+// storeObject makes obj the value of key, with no TTL, as Redis's setKey:
+// a key past its TTL expires first, so that the value stored is new.
+func (c *Ctx) storeObject(key []byte, kind engine.Kind, obj any) {
+	s := c.Shard(key)
+	s.Find(c.DB, key, c.Now)
+	s.SetObject(c.DB, key, kind, obj, 0)
+}
+
+// deleteStored deletes the destination of a STORE whose result is empty,
+// reporting "del" if there was one. Redis deletes it without a look at its
+// TTL: a key past it, not yet expired, goes with "del" too.
+func (c *Ctx) deleteStored(key []byte) {
+	s := c.Shard(key)
+	if e, ok := s.Raw(c.DB, key); ok {
+		s.DeleteEntry(e)
+		c.notify(notifyGeneric, "del", key)
+	}
 }
 
 func cmdSAdd(c *Ctx) {
@@ -120,8 +148,9 @@ func cmdSAdd(c *Ctx) {
 	case created:
 		st.Fit()
 		c.Shard(key).SetObject(c.DB, key, engine.KindSet, st, 0)
+		c.notify(notifySet, "sadd", key)
 	case added > 0:
-		c.setChanged(key, st)
+		c.setChanged(key, st, "sadd")
 	}
 	c.W.Int(added)
 }
@@ -143,7 +172,7 @@ func cmdSRem(c *Ctx) {
 			}
 		}
 		if removed > 0 {
-			c.setChanged(key, st)
+			c.setChanged(key, st, "srem")
 		}
 	}
 	c.W.Int(removed)
@@ -204,7 +233,9 @@ func cmdSMove(c *Ctx) {
 	// Redis looks both up, answers 0 for a missing source before it checks
 	// either type, and then checks the source's first.
 	ss, serr := c.findSet(src)
+	c.flushNotes(c.Shard(src))
 	ds, derr := c.findSet(dst)
+	c.flushNotes(c.Shard(dst))
 	switch {
 	case ss == nil && serr == nil:
 		c.W.Int(0)
@@ -224,13 +255,14 @@ func cmdSMove(c *Ctx) {
 		c.W.Int(0)
 		return
 	}
-	c.setChanged(src, ss)
+	c.setChanged(src, ss, "srem")
 	if ds == nil {
 		ds = engine.NewSet()
 		ds.Add(m, c.Srv.Cfg.SetLimits())
 		c.Shard(dst).SetObject(c.DB, dst, engine.KindSet, ds, 0)
+		c.notify(notifySet, "sadd", dst)
 	} else if ds.Add(m, c.Srv.Cfg.SetLimits()) {
-		c.setChanged(dst, ds)
+		c.setChanged(dst, ds, "sadd")
 	}
 	c.W.Int(1)
 }
@@ -364,7 +396,7 @@ func cmdSPop(c *Ctx) {
 			return
 		}
 		m := st.Pop(nil)
-		c.setChanged(key, st)
+		c.setChanged(key, st, "spop")
 		c.replicateAs([]byte("SREM"), key, m)
 		c.W.Bulk(m)
 		return
@@ -382,10 +414,12 @@ func cmdSPop(c *Ctx) {
 		c.W.Set(0)
 		return
 	}
+	c.notify(notifySet, "spop", key)
 	if n >= int64(st.Len()) {
 		// The whole set: replicas delete the key.
 		replyMembers(c, st)
 		c.Shard(key).Delete(c.DB, key, c.Now)
+		c.notify(notifyGeneric, "del", key)
 		c.replicateAs([]byte("DEL"), key)
 		return
 	}
@@ -419,7 +453,7 @@ func cmdSPop(c *Ctx) {
 			return
 		}
 	}
-	c.setChanged(key, st)
+	c.setStored(key, st) // "spop" went first, as in Redis
 }
 
 func cmdSScan(c *Ctx) {
@@ -478,6 +512,7 @@ func (c *Ctx) setsAt(keys [][]byte) ([]*engine.Set, bool) {
 	sets := make([]*engine.Set, len(keys))
 	for i, k := range keys {
 		st, ok := c.setAt(k, false)
+		c.flushNotes(c.Shard(k))
 		if !ok {
 			return nil, false
 		}
@@ -525,7 +560,7 @@ func cmdSInterStore(c *Ctx) {
 			return true
 		})
 	}
-	c.storeSet(c.Args[1], res)
+	c.storeSet(c.Args[1], res, "sinterstore")
 }
 
 func cmdSInterCard(c *Ctx) {
@@ -567,14 +602,16 @@ func cmdSInterCard(c *Ctx) {
 	c.W.Int(n)
 }
 
-func cmdSUnion(c *Ctx)      { setAlgebra(c, false, engine.UnionSets) }
-func cmdSUnionStore(c *Ctx) { setAlgebra(c, true, engine.UnionSets) }
-func cmdSDiff(c *Ctx)       { setAlgebra(c, false, engine.DiffSets) }
-func cmdSDiffStore(c *Ctx)  { setAlgebra(c, true, engine.DiffSets) }
+func cmdSUnion(c *Ctx)      { setAlgebra(c, "", engine.UnionSets) }
+func cmdSUnionStore(c *Ctx) { setAlgebra(c, "sunionstore", engine.UnionSets) }
+func cmdSDiff(c *Ctx)       { setAlgebra(c, "", engine.DiffSets) }
+func cmdSDiffStore(c *Ctx)  { setAlgebra(c, "sdiffstore", engine.DiffSets) }
 
-// setAlgebra runs SUNION, SDIFF and their STORE forms: op computes the
-// result from the sets named, which it replies or stores.
-func setAlgebra(c *Ctx, store bool, op func([]*engine.Set, engine.SetLimits) *engine.Set) {
+// setAlgebra runs SUNION, SDIFF and their STORE forms (storeEvent names
+// one): op computes the result from the sets named, which it replies or
+// stores.
+func setAlgebra(c *Ctx, storeEvent string, op func([]*engine.Set, engine.SetLimits) *engine.Set) {
+	store := storeEvent != ""
 	keys := c.Args[1:]
 	if store {
 		keys = c.Args[2:]
@@ -585,7 +622,7 @@ func setAlgebra(c *Ctx, store bool, op func([]*engine.Set, engine.SetLimits) *en
 	}
 	res := op(sets, c.Srv.Cfg.SetLimits())
 	if store {
-		c.storeSet(c.Args[1], res)
+		c.storeSet(c.Args[1], res, storeEvent)
 		return
 	}
 	replyMembers(c, res)

@@ -183,6 +183,7 @@ func (c *Ctx) lookupByPattern(pattern, subst []byte, keyBuf *[]byte, buf []byte)
 	*keyBuf = k
 	s := c.Shard(k)
 	e, ok := s.Lookup(c.DB, k, c.Now)
+	c.flushNotes(c.Shard(k))
 	if !ok {
 		return nil, false
 	}
@@ -226,6 +227,7 @@ func sortCommand(c *Ctx, readOnly bool) {
 	key := c.Args[1]
 	s := c.Shard(key)
 	e, found := s.Lookup(c.DB, key, c.Now)
+	c.flushNotes(c.Shard(key))
 	var list *engine.List
 	var zset *engine.ZSet
 	var set *engine.Set
@@ -405,9 +407,8 @@ func sortCommand(c *Ctx, readOnly bool) {
 		return
 	}
 	dest := o.store
-	ds := c.Shard(dest)
 	if outLen == 0 {
-		ds.Delete(c.DB, dest, c.Now)
+		c.deleteStored(dest)
 		c.W.Int(0)
 		return
 	}
@@ -425,6 +426,7 @@ func sortCommand(c *Ctx, readOnly bool) {
 			vbuf = v
 		}
 	}
-	ds.SetObject(c.DB, dest, engine.KindList, out, 0)
+	c.storeObject(dest, engine.KindList, out)
+	c.notify(notifyList, "sortstore", dest)
 	c.W.Int(outLen)
 }

@@ -57,6 +57,7 @@ const (
 func (c *Ctx) zsrcAt(key []byte) (engine.ZSource, bool) {
 	s := c.Shard(key)
 	e, found := s.Lookup(c.DB, key, c.Now)
+	c.flushNotes(s)
 	switch {
 	case !found:
 		return engine.ZSource{Weight: 1}, true
@@ -167,11 +168,14 @@ func zalgebra(c *Ctx, dst []byte, numkeys int, op zop, cardOnly bool) {
 	}
 	engine.SortZItems(items)
 	if dst != nil {
-		c.storeZItems(dst, items)
+		c.storeZItems(dst, items, zstoreEvents[op], false)
 		return
 	}
 	zitemsReply(c, items, withScores)
 }
+
+// zstoreEvents names the event of each operation's STORE command.
+var zstoreEvents = [...]string{zopUnion: "zunionstore", zopInter: "zinterstore", zopDiff: "zdiffstore"}
 
 // zitemsReply writes a computed result as ZRANGE does.
 func zitemsReply(c *Ctx, items []engine.ZItem, withScores bool) {
@@ -193,12 +197,20 @@ func zitemsReply(c *Ctx, items []engine.ZItem, withScores bool) {
 }
 
 // storeZItems makes items, sorted, the value of dst and replies with their
-// number; no items delete dst, as Redis does.
-func (c *Ctx) storeZItems(dst []byte, items []engine.ZItem) {
+// number, reporting event on dst; no items delete dst, as Redis does, and
+// report "del" if there was one. The event follows the reply, as in
+// ZRANGESTORE and the algebra, or with eventFirst precedes it, as in the
+// geo stores: what a RESP3 client subscribed to it sees.
+func (c *Ctx) storeZItems(dst []byte, items []engine.ZItem, event string, eventFirst bool) {
 	s := c.Shard(dst)
 	if len(items) == 0 {
-		s.Delete(c.DB, dst, c.Now)
-		c.W.Int(0)
+		if !eventFirst {
+			c.W.Int(0)
+		}
+		c.deleteDest(s, dst)
+		if eventFirst {
+			c.W.Int(0)
+		}
 		return
 	}
 	z, err := engine.ZSetFrom(c.zsetLimits(), false, func(yield func([]byte, float64) bool) {
@@ -212,8 +224,26 @@ func (c *Ctx) storeZItems(dst []byte, items []engine.ZItem) {
 		c.W.Error(msgZNaN)
 		return
 	}
+	s.Find(c.DB, dst, c.Now) // Redis's setKey: a key past its TTL expires first
 	s.SetObject(c.DB, dst, engine.KindZSet, z, 0)
+	if eventFirst {
+		c.notify(notifyZSet, event, dst)
+		c.W.Int(int64(len(items)))
+		return
+	}
+	c.flushNotes(s) // the expiry and "new" of setKey, before the reply
 	c.W.Int(int64(len(items)))
+	c.notify(notifyZSet, event, dst)
+}
+
+// deleteDest deletes the destination of a store whose result is empty, and
+// reports "del" if there was one. Redis's dbDelete does not look at the
+// TTL: a key past it that has not expired yet goes with "del" too.
+func (c *Ctx) deleteDest(s *engine.Shard, dst []byte) {
+	if e, ok := s.Raw(c.DB, dst); ok {
+		s.DeleteEntry(e)
+		c.notify(notifyGeneric, "del", dst)
+	}
 }
 
 // randCount parses ZRANDMEMBER's and HRANDFIELD's count as Redis does: a

@@ -57,12 +57,27 @@ func (c *Ctx) zsetLimits() engine.ZSetLimits {
 }
 
 // zsetChanged records a change to the set under e: the key goes when the
-// set is empty, as in Redis.
-func zsetChanged(s *engine.Shard, e engine.Entry, z *engine.ZSet) {
+// set is empty, as in Redis. It reports whether the key went.
+func zsetChanged(s *engine.Shard, e engine.Entry, z *engine.ZSet) bool {
 	if z.Len() == 0 {
 		s.DeleteEntry(e)
-	} else {
-		s.Touch(e)
+		return true
+	}
+	s.Touch(e)
+	return false
+}
+
+// zsetNotify reports event on the sorted set at key, and "del" after it
+// when the change emptied the set: Redis's order.
+func (c *Ctx) zsetNotify(event string, key []byte, removed bool) {
+	c.notify(notifyZSet, event, key)
+	c.zsetNotifyDel(key, removed)
+}
+
+// zsetNotifyDel reports "del" of key if the change emptied the set.
+func (c *Ctx) zsetNotifyDel(key []byte, removed bool) {
+	if removed {
+		c.notify(notifyGeneric, "del", key)
 	}
 }
 
@@ -132,6 +147,7 @@ options:
 	created := z == nil
 	if created {
 		if has(engine.ZAddXX) {
+			c.flushNotes(s) // an expiry, before the reply
 			if incr {
 				c.W.Null()
 			} else {
@@ -169,6 +185,10 @@ options:
 	case !created && added+updated > 0:
 		s.Touch(e)
 	}
+	// Redis replies before it reports the change, even when a later
+	// member's NaN makes the reply an error; what its lookup and dbAdd
+	// reported (an expiry, "new") comes before the reply.
+	c.flushNotes(s)
 	switch {
 	case nan:
 		c.W.Error(msgZNaN)
@@ -180,6 +200,13 @@ options:
 		c.W.Int(added + updated)
 	default:
 		c.W.Int(added)
+	}
+	if added+updated > 0 {
+		if incr {
+			c.notify(notifyZSet, "zincr", key)
+		} else {
+			c.notify(notifyZSet, "zadd", key)
+		}
 	}
 }
 
@@ -200,7 +227,7 @@ func cmdZRem(c *Ctx) {
 			}
 		}
 		if n > 0 {
-			zsetChanged(s, e, z)
+			c.zsetNotify("zrem", c.Args[1], zsetChanged(s, e, z))
 		}
 	}
 	c.W.Int(n)
@@ -372,11 +399,13 @@ func zrangeFrom(c *Ctx, src int, dst []byte, by zrangeBy, dir zrangeDir) {
 	if !ok {
 		return
 	}
-	_, z, ok := typed[*engine.ZSet](c, c.Shard(c.Args[src]), c.Args[src], engine.ForRead)
+	srcShard := c.Shard(c.Args[src])
+	_, z, ok := typed[*engine.ZSet](c, srcShard, c.Args[src], engine.ForRead)
 	if !ok {
 		return
 	}
 	if store {
+		c.flushNotes(srcShard)
 		zrangeStore(c, dst, z, &sp, rev, offset, limit)
 		return
 	}
@@ -404,7 +433,7 @@ func zrangeStore(c *Ctx, dst []byte, z *engine.ZSet, sp *zspan, rev bool, offset
 			return true
 		})
 	}
-	c.storeZItems(dst, items)
+	c.storeZItems(dst, items, "zrangestore", false)
 }
 
 // zspan is a parsed range of ranks, scores or members.
@@ -485,6 +514,9 @@ func cmdZRemRangeByRank(c *Ctx)  { zremrange(c, zrangeRank) }
 func cmdZRemRangeByScore(c *Ctx) { zremrange(c, zrangeScore) }
 func cmdZRemRangeByLex(c *Ctx)   { zremrange(c, zrangeLex) }
 
+// zremrangeEvents names the event of each ZREMRANGEBY* command.
+var zremrangeEvents = [...]string{zrangeRank: "zremrangebyrank", zrangeScore: "zremrangebyscore", zrangeLex: "zremrangebylex"}
+
 func zremrange(c *Ctx, by zrangeBy) {
 	sp, ok := parseZSpan(c, by, c.Args[2], c.Args[3])
 	if !ok {
@@ -502,7 +534,7 @@ func zremrange(c *Ctx, by zrangeBy) {
 	lo, hi := sp.window(z, false, 0, -1)
 	n := z.RemoveRange(lo, hi)
 	if n > 0 {
-		zsetChanged(s, e, z)
+		c.zsetNotify(zremrangeEvents[by], c.Args[1], zsetChanged(s, e, z))
 	}
 	c.W.Int(int64(n))
 }
@@ -528,6 +560,7 @@ func zpop(c *Ctx, highest bool) {
 	}
 	s := c.Shard(c.Args[1])
 	e, z, ok := typed[*engine.ZSet](c, s, c.Args[1], engine.ForWrite)
+	c.flushNotes(s) // an expiry goes before the reply's header
 	if !ok {
 		return
 	}
@@ -551,6 +584,9 @@ func zpop(c *Ctx, highest bool) {
 	} else {
 		c.W.Array(2 * k)
 	}
+	// Where Redis reports the pop: between the reply's header and its
+	// first member, which a RESP3 client subscribed to it sees.
+	c.notify(notifyZSet, zpopEvent(highest), c.Args[1])
 	z.Range(lo, hi, highest, c.buf[:0], func(m []byte, sc float64) bool {
 		if nested {
 			c.W.Array(2)
@@ -560,7 +596,15 @@ func zpop(c *Ctx, highest bool) {
 		return true
 	})
 	z.RemoveRange(lo, hi)
-	zsetChanged(s, e, z)
+	c.zsetNotifyDel(c.Args[1], zsetChanged(s, e, z))
+}
+
+// zpopEvent is the event of a pop from the lowest scores or the highest.
+func zpopEvent(highest bool) string {
+	if highest {
+		return "zpopmax"
+	}
+	return "zpopmin"
 }
 
 // cmdZScan checks the cursor, then the key, and only then the options, in
@@ -624,6 +668,7 @@ func zsetPopOrBlock(c *Ctx, keys [][]byte, highest bool, count int64, nested boo
 	for _, key := range keys {
 		s := c.Shard(key)
 		e, z, ok := typed[*engine.ZSet](c, s, key, engine.ForWrite)
+		c.flushNotes(s)
 		if !ok {
 			return
 		}
@@ -654,6 +699,7 @@ func cmdZMPop(c *Ctx) {
 	for _, key := range keys {
 		s := c.Shard(key)
 		e, z, ok := typed[*engine.ZSet](c, s, key, engine.ForWrite)
+		c.flushNotes(s)
 		if !ok {
 			return
 		}
@@ -704,6 +750,10 @@ func zsetPop(c *Ctx, s *engine.Shard, e engine.Entry, key []byte, highest bool, 
 		c.W.Array(3)
 		c.W.Bulk(key)
 	}
+	// c is the popping client's own request, served later or not: the
+	// events are in its database. The pop is reported where Redis does,
+	// after the reply's header.
+	c.notify(notifyZSet, zpopEvent(highest), key)
 	z.Range(lo, hi, highest, c.buf[:0], func(m []byte, sc float64) bool {
 		if nested {
 			c.W.Array(2)
@@ -713,7 +763,7 @@ func zsetPop(c *Ctx, s *engine.Shard, e engine.Entry, key []byte, highest bool, 
 		return true
 	})
 	z.RemoveRange(lo, hi)
-	zsetChanged(s, e, z)
+	c.zsetNotifyDel(key, zsetChanged(s, e, z))
 	if count < 0 {
 		return [][]byte{name, key}
 	}

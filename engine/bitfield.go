@@ -231,7 +231,7 @@ func (s *Shard) Bitfield(db int, key []byte, now int64, ops []BitfieldOp, maxBit
 		}
 		return res, nil
 	}
-	if e, ok := s.Lookup(db, key, now); ok && e.Kind() != KindString {
+	if e, ok := s.Find(db, key, now); ok && e.Kind() != KindString { // a write's lookup
 		return res, ErrWrongType
 	}
 	e, v, err := s.MutableString(db, key, now, int(maxBit>>3)+1)

@@ -553,7 +553,7 @@ var hllBufs = sync.Pool{New: func() any { b := make([]byte, 0, 3100); return &b 
 // missing, and reports whether it changed: a register rose, or the key was
 // created. The key keeps its TTL. sparseMax is hll-sparse-max-bytes.
 func (s *Shard) PFAdd(db int, key []byte, now int64, elems [][]byte, sparseMax int) (bool, error) {
-	e, found := s.Lookup(db, key, now)
+	e, found := s.Find(db, key, now) // a write's lookup: no hit or miss, as Redis's
 	if !found {
 		h := NewHLL()
 		for _, el := range elems {
@@ -674,7 +674,7 @@ func (s *Shard) HLLSource(db int, key []byte, now int64) ([]byte, error) {
 // turning it dense first if dense is set (one of PFMERGE's sources was),
 // as Redis's PFMERGE does.
 func (s *Shard) PFMergeStore(db int, key []byte, now int64, regs []uint8, dense bool, sparseMax int) error {
-	e, found := s.Lookup(db, key, now)
+	e, found := s.Find(db, key, now) // a write's lookup
 	var h []byte
 	oldLen := -1
 	if found {
