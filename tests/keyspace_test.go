@@ -1,6 +1,9 @@
 package tests
 
 import (
+	"net"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -125,5 +128,45 @@ func TestKeyspaceEventsDenialFloodBounded(t *testing.T) {
 	}
 	if _, closed := closedByServer(sub); !closed {
 		t.Fatal("the subscriber's connection is still open")
+	}
+}
+
+// redis-py's pub/sub reads keyspace events as it reads Redis's: a
+// pattern subscriber gets each event of a SET with an expiry and of a
+// rate-limit denial.
+func TestKeyspaceEventsRedisPy(t *testing.T) {
+	if _, err := os.Stat(examplePython); err != nil {
+		exampleNeeds(t, examplePython)
+	}
+	s := startLimitkv(t)
+	_, port, _ := net.SplitHostPort(s.Addr)
+	script := `
+import sys, redis
+r = redis.Redis(host="127.0.0.1", port=int(sys.argv[1]))
+r.config_set("notify-keyspace-events", "KEA$gr")
+p = r.pubsub()
+p.psubscribe("__keyevent@0__:*")
+p.get_message(timeout=5)  # the subscription's confirmation
+r.set("page", "v", ex=60)
+r.execute_command("RL.FIXED", "sms", 1, "1h")
+r.execute_command("RL.FIXED", "sms", 1, "1h")
+got = []
+while len(got) < 3:
+    m = p.get_message(timeout=5)
+    if m is None:
+        break
+    got.append(m["channel"].decode() + " " + m["data"].decode())
+print("\n".join(got))
+`
+	out, err := exec.Command(examplePython, "-c", script, port).CombinedOutput()
+	if err != nil {
+		if strings.Contains(string(out), "No module named") {
+			exampleNeeds(t, "python3-redis")
+		}
+		t.Fatalf("%v\n%s", err, out)
+	}
+	want := "__keyevent@0__:set page\n__keyevent@0__:expire page\n__keyevent@0__:rl.denied sms\n"
+	if string(out) != want {
+		t.Fatalf("redis-py got:\n%s\nwant:\n%s", out, want)
 	}
 }
