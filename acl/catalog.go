@@ -83,6 +83,22 @@ type command struct {
 	channels chanSpec
 }
 
+// inTable reports whether the table has the command of full name
+// ("xinfo|stream").
+func (c *Catalog) inTable(name string) bool {
+	base, sub, isSub := strings.Cut(name, "|")
+	s := c.table.Lookup([]byte(base))
+	if s == nil || !isSub {
+		return s != nil
+	}
+	for _, x := range s.Sub {
+		if x.Name == sub {
+			return true
+		}
+	}
+	return false
+}
+
 // fullName is the name Redis uses: "get", "client|list".
 func (cmd *command) fullName() string {
 	if cmd.parent != nil {
@@ -132,6 +148,9 @@ func NewCatalog(t *cmdspec.Table) *Catalog {
 func (c *Catalog) addAbsent() {
 	c.absentByName = make(map[string]*command, len(absentCommands))
 	for _, a := range absentCommands {
+		if c.inTable(a.name) {
+			continue // implemented since (the list follows the table)
+		}
 		cmd := &command{name: a.name, cats: a.cats, id: c.count()}
 		if base, sub, ok := strings.Cut(a.name, "|"); ok {
 			cmd.name = sub
