@@ -25,6 +25,7 @@ import (
 //	'r' ratelimit  the rate-limit state bytes
 //	'L' list       a list banned by RL.LOGIN BAN: the ban's end in ms (zig-zag
 //	               varint), then the body of 'l'
+//	'x' stream     see stream_codec.go
 //
 // The bytes are part of the on-disk format: changing them means a new
 // snapshot format version.
@@ -115,6 +116,10 @@ func AppendValue(dst []byte, s *Shard, e Entry) ([]byte, error) {
 		dst = append(dst, valLimit)
 		dst = binary.AppendUvarint(dst, exp)
 		return append(dst, limitBytes(s, e)...), nil
+	case KindStream:
+		dst = append(dst, valStream)
+		dst = binary.AppendUvarint(dst, exp)
+		return appendStreamBody(dst, s.Object(e).(*Stream)), nil
 	}
 	return dst, fmt.Errorf("cannot encode a value of type %s", e.Kind())
 }
@@ -308,6 +313,14 @@ func (s *Shard) StoreValue(db int, key, v []byte, lim Limits) error {
 			return r.err
 		}
 		s.storeObject(db, key, KindSet, st, st.Len(), exp)
+		return nil
+	case valStream:
+		st, err := decodeStreamBody(&r)
+		if err != nil {
+			return err
+		}
+		// An empty stream is a key all the same.
+		s.SetObject(db, key, KindStream, st, exp)
 		return nil
 	case valLimit:
 		if len(r.b) == 0 {

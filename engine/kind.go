@@ -13,9 +13,10 @@ const (
 	KindZSet
 	KindHash
 	KindLimit
+	KindStream
 )
 
-var kindNames = [...]string{"none", "string", "list", "set", "zset", "hash", "ratelimit"}
+var kindNames = [...]string{"none", "string", "list", "set", "zset", "hash", "ratelimit", "stream"}
 
 func (k Kind) String() string { return kindNames[k] }
 

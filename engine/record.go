@@ -35,7 +35,8 @@ const (
 	// lives in the record, not in the list, so that LRANGE and LLEN show
 	// only the login times and an unbanned list costs nothing more.
 	encListBan byte = 8
-	numEncs         = 9
+	encStream  byte = 9 // handle of a *Stream
+	numEncs         = 10
 
 	classMask  byte = 0x3f
 	flagExpire byte = 0x40
@@ -46,12 +47,12 @@ const (
 var encKind = [numEncs]Kind{
 	encRaw: KindString, encInt: KindString, encList: KindList, encListBan: KindList,
 	encHash: KindHash, encZSet: KindZSet, encSet: KindSet,
-	encLimit: KindLimit,
+	encLimit: KindLimit, encStream: KindStream,
 }
 
 // encHasHandle reports whether the payload is an object handle.
 func encHasHandle(enc byte) bool {
-	return enc == encList || enc == encHash || enc == encZSet || enc == encSet || enc == encStub || enc == encListBan
+	return enc == encList || enc == encHash || enc == encZSet || enc == encSet || enc == encStub || enc == encListBan || enc == encStream
 }
 
 // recKeyBounds returns the start and end offsets of the key.

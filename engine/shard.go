@@ -546,7 +546,7 @@ func (s *Shard) Encoding(e Entry) string {
 }
 
 // kindEnc maps the kinds stored as objects to their record encodings.
-var kindEnc = map[Kind]byte{KindList: encList, KindHash: encHash, KindZSet: encZSet, KindSet: encSet}
+var kindEnc = map[Kind]byte{KindList: encList, KindHash: encHash, KindZSet: encZSet, KindSet: encSet, KindStream: encStream}
 
 // SetObject stores obj (a list, hash, set or zset) under key with the
 // encoding for kind, replacing any value the key had, and returns the new

@@ -2,7 +2,7 @@ package engine
 
 // Collection is a value kept as an object of the shard: what Get finds.
 type Collection interface {
-	*Hash | *Set | *List | *ZSet
+	*Hash | *Set | *List | *ZSet | *Stream
 }
 
 // Access says what a typed lookup is for. A read counts a keyspace hit or
@@ -45,6 +45,8 @@ func kindOf[T Collection]() Kind {
 		return KindSet
 	case *List:
 		return KindList
+	case *Stream:
+		return KindStream
 	}
 	return KindZSet
 }
