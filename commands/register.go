@@ -38,6 +38,7 @@ func commandTable() []*command {
 		ratelimitCommands(), leaseCommands(), policyCommands(), topCommands(),
 		stringCommands(), bitmapCommands(), bitfieldCommands(), hllCommands(), lcsCommands(),
 		listCommands(), hashCommands(), setCommands(), zsetCommands(), zalgebraCommands(), geoCommands(),
+		streamCommands(), streamGroupCommands(),
 		keyspaceCommands(), dumpCommands(), migrateCommands(), sortCommands(),
 		connectionCommands(), pubsubCommands(), transactionCommands(), scriptingCommands(), functionCommands(),
 		aclCommands(), introspectionCommands(), serverCommands(), slowlogCommands(), latencyCommands(),

@@ -1,0 +1,7 @@
+package commands
+
+// streamGroupCommands: the consumer groups' commands (XGROUP, XACK,
+// XPENDING, XCLAIM, XAUTOCLAIM) and XINFO.
+func streamGroupCommands() []*command {
+	return []*command{}
+}
