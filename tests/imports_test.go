@@ -33,7 +33,7 @@ var allowedImports = map[string]struct {
 	"lua51":     {ours: []string{"resp"}},
 	"persist":   {ours: []string{"engine"}},
 	"tlsconf":   {stdOnly: true},
-	"commands":  {ours: []string{"cmdspec", "acl", "cmddocs", "engine", "ratelimit", "resp", "lua51", "tlsconf", "replication", "rdb", "observe", "config", "scripting", "blocking", "pubsub", "migrate", "cluster"}},
+	"commands":  {ours: []string{"cmdspec", "acl", "cmddocs", "engine", "ratelimit", "resp", "lua51", "tlsconf", "replication", "rdb", "observe", "config", "scripting", "blocking", "pubsub", "tracking", "migrate", "cluster"}},
 	// config is what a setting is and how files, flags and CONFIG read and
 	// write it; what a setting does to the server, commands hands it as
 	// callbacks. CONFIG GET's patterns match as the keyspace's globs do
@@ -60,6 +60,10 @@ var allowedImports = map[string]struct {
 	// connection and the commands are commands'. Patterns match channels
 	// as the keyspace's globs match keys (engine).
 	"pubsub": {ours: []string{"engine"}, stdOnly: true},
+	// tracking is client-side caching's table: which clients read which
+	// keys, the BCAST prefixes and their changed keys; clients are IDs to
+	// it, and sending an invalidation is commands'.
+	"tracking": {stdOnly: true},
 	// migrate is MIGRATE's client: the connections to other nodes, kept
 	// for reuse, and the exchange on them; what keys go and what becomes
 	// of them is commands'. It frames AUTH, SELECT and RESTORE as
