@@ -19,6 +19,7 @@ var groupTitles = []struct{ group, title string }{
 	{"set", "Sets"},
 	{"sorted-set", "Sorted sets"},
 	{"geo", "Geo"},
+	{"stream", "Streams"},
 	{"generic", "Keys"},
 	{"transactions", "Transactions"},
 	{"scripting", "Scripting"},

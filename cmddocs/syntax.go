@@ -15,7 +15,8 @@ import (
 //	  - lower-case words are arguments; ":type" sets the type (integer,
 //	    double, key, pattern, unix-time, string). "key" and names ending in
 //	    "key" are keys, "pattern" a pattern; some common names are integers.
-//	  - UPPER-CASE words are tokens; "TOKEN arg" gives arg that token.
+//	  - UPPER-CASE words are tokens; "TOKEN arg" gives arg that token;
+//	    `name:"~"` is a token that is no word (XADD's "~", "*"), named.
 //	  - [ ... ] is optional, < ... > a required group; | separates choices;
 //	    "name=" right after the bracket names the group, and makes a group
 //	    of one argument a block ("<pattern=pattern>...").
@@ -162,10 +163,15 @@ func (p *syntaxParser) item() (*Arg, error) {
 			a = &Arg{Name: strings.ToLower(word), Type: "pure-token", Token: word, glue: glue}
 		} else {
 			name, typ, _ := strings.Cut(word, ":")
-			if typ == "" {
-				typ = inferType(name)
+			switch {
+			case len(typ) >= 3 && typ[0] == '"' && typ[len(typ)-1] == '"':
+				// `approximately:"~"`: a token that is no word, named.
+				a = &Arg{Name: name, Type: "pure-token", Token: typ[1 : len(typ)-1], glue: glue}
+			case typ == "":
+				a = &Arg{Name: name, Type: inferType(name)}
+			default:
+				a = &Arg{Name: name, Type: typ}
 			}
-			a = &Arg{Name: name, Type: typ}
 		}
 		a.Since = since
 		if spec != "" {

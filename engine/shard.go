@@ -44,6 +44,8 @@ type Shard struct {
 	expiring bool
 	// notes: events for keyspace notifications, see notes.go.
 	notes []byte
+	// quiet: the change under way is one TouchQuiet makes.
+	quiet bool
 
 	// Counters, guarded by mu.
 	Hits, Misses, Expired int64
@@ -426,18 +428,30 @@ func (s *Shard) Touch(e Entry) {
 	s.changed(e.db, e.rec)
 }
 
+// TouchQuiet is Touch for a change Redis does not signal as a change to
+// the key (a consumer group's bookkeeping: XACK, XCLAIM, XGROUP): it is
+// sized, saved and replicated, but a WATCH of the key holds and cached
+// copies of it stay valid, as in Redis.
+func (s *Shard) TouchQuiet(e Entry) {
+	s.quiet = true
+	s.Touch(e)
+	s.quiet = false
+}
+
 // changed is called for every key that was written, deleted or expired.
 func (s *Shard) changed(db int, r []byte) {
 	if !s.expiring {
 		s.changes++
 	}
-	if len(s.watched) > 0 {
-		s.touchWatched(db, recKey(r))
+	if !s.quiet {
+		if len(s.watched) > 0 {
+			s.touchWatched(db, recKey(r))
+		}
+		s.note(NoteChanged, db, recKey(r))
 	}
 	if s.eng.fxSink.Load() != nil {
 		s.logEffect(db, recKey(r), s.expiring)
 	}
-	s.note(NoteChanged, db, recKey(r))
 	if s.track && r[1]&flagDirty == 0 {
 		r[1] |= flagDirty
 		s.pending++
