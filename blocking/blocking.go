@@ -152,6 +152,24 @@ func (r *Registry) First(db int, key []byte, kind uint8) *Waiter {
 	return nil
 }
 
+// AppendWaiters appends to dst the waiters on key that take a value of
+// kind, in the order they blocked, and returns the result. Streams serve
+// every such waiter a key can satisfy in one pass (each reads without
+// taking), so the caller walks a copy while it claims some of them.
+func (r *Registry) AppendWaiters(dst []*Waiter, db int, key []byte, kind uint8) []*Waiter {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if db >= len(r.dbs) || r.dbs[db] == nil {
+		return dst
+	}
+	for _, w := range r.dbs[db][string(key)] {
+		if w.Kind == kind {
+			dst = append(dst, w)
+		}
+	}
+	return dst
+}
+
 // has reports whether a client waits on key.
 func (r *Registry) has(db int, key []byte) bool {
 	r.mu.Lock()

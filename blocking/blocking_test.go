@@ -191,3 +191,28 @@ func BenchmarkBlockAndServe(b *testing.B) {
 		got.Wake()
 	}
 }
+
+// TestAppendWaiters: every waiter of a kind on a key, in the order they
+// blocked, appended to what the caller passed; a claimed one is gone.
+func TestAppendWaiters(t *testing.T) {
+	var r Registry
+	a, b, c := waiter(0, 7), waiter(0, 1), waiter(0, 7)
+	r.Add(a, keys("s"))
+	r.Add(b, keys("s"))
+	r.Add(c, keys("s", "t"))
+	got := r.AppendWaiters(nil, 0, []byte("s"), 7)
+	if len(got) != 2 || got[0] != a || got[1] != c {
+		t.Fatalf("waiters of kind 7: %v", got)
+	}
+	var buf [4]*Waiter
+	if got := r.AppendWaiters(buf[:1], 0, []byte("t"), 7); len(got) != 2 || got[1] != c {
+		t.Fatalf("appended: %v", got)
+	}
+	if got := r.AppendWaiters(nil, 3, []byte("s"), 7); len(got) != 0 {
+		t.Fatalf("another database: %v", got)
+	}
+	r.Claim(a)
+	if got := r.AppendWaiters(nil, 0, []byte("s"), 7); len(got) != 1 || got[0] != c {
+		t.Fatalf("after a claim: %v", got)
+	}
+}

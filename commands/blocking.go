@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"bytes"
 	"math"
 	"math/big"
 	"math/bits"
@@ -13,8 +14,9 @@ import (
 )
 
 // How the blocking pops (BLPOP BRPOP BRPOPLPUSH BLMOVE BLMPOP in lists.go,
-// BZPOPMIN BZPOPMAX BZMPOP in zsets.go) wait and are served, and how
-// CLIENT UNBLOCK (client.go) and WAIT end a wait.
+// BZPOPMIN BZPOPMAX BZMPOP in zsets.go) and the blocking stream reads
+// (XREAD and XREADGROUP with BLOCK, streams.go) wait and are served, and
+// how CLIENT UNBLOCK (client.go) and WAIT end a wait.
 //
 // A blocking command that finds something pops it as its non-blocking
 // form would, and is replicated as that form (LPOP, LMOVE, ZPOPMIN ...).
@@ -43,17 +45,30 @@ import (
 // Inside MULTI/EXEC and scripts (every shard held), and on the client
 // that runs a master's stream, a blocking command does not block: it
 // answers as if it had timed out at once, as Redis's CLIENT_DENY_BLOCKING.
+//
+// A stream is served otherwise, as blocked.c serves it: reading takes
+// nothing away, so every stream waiter on a ready key is looked at, in
+// the order they blocked, and each whose ID the stream's last ID has
+// passed is served the entries after it (XREAD: the ID it gave, "$" read
+// when it blocked; XREADGROUP: its group's last delivered ID, which the
+// readers served before it moved). An XREADGROUP whose group went ends
+// with NOGROUP, and one whose key went, or holds another type now, with
+// UNBLOCKED. Redis marks a stream ready only when entries come (XADD),
+// when its key is created, replaced or deleted and when a group is
+// destroyed; the stream commands that do none of these (XSETID, XGROUP
+// SETID ...) mark nothing here either, so that they serve nobody early.
 
 // blockOp is what a waiter does once its key has something.
 type blockOp uint8
 
 const (
-	opPop   blockOp = iota // BLPOP, BRPOP: [key, element]
-	opMove                 // BLMOVE, BRPOPLPUSH: the element, pushed on
-	opMPop                 // BLMPOP: [key, [elements]]
-	opZPop                 // BZPOPMIN, BZPOPMAX: [key, member, score]
-	opZMPop                // BZMPOP: [key, [[member, score] ...]]
-	opWait                 // WAIT: on no key, for CLIENT UNBLOCK only
+	opPop    blockOp = iota // BLPOP, BRPOP: [key, element]
+	opMove                  // BLMOVE, BRPOPLPUSH: the element, pushed on
+	opMPop                  // BLMPOP: [key, [elements]]
+	opZPop                  // BZPOPMIN, BZPOPMAX: [key, member, score]
+	opZMPop                 // BZMPOP: [key, [[member, score] ...]]
+	opStream                // XREAD, XREADGROUP: [[key, [entries]]], or a map
+	opWait                  // WAIT: on no key, for CLIENT UNBLOCK only
 )
 
 // waiter is a blocked request: the registry's entry, and what the
@@ -65,8 +80,15 @@ type waiter struct {
 	args [][]byte // the request: valid while its client waits
 	head bool     // lists: pop the head (LEFT); zsets: the lowest score
 	to   bool     // BLMOVE: push at the head
-	// count: BLMPOP, BZMPOP: at most count elements.
+	// count: BLMPOP, BZMPOP: at most count elements; XREAD: entries.
 	count int64
+	// Streams: ids[i] is the ID the key args[streams+i] waits past (the
+	// first one counts for a key named twice); group and consumer are
+	// XREADGROUP's (group nil for XREAD), noack its NOACK.
+	streams         int
+	ids             []engine.StreamID
+	group, consumer []byte
+	noack           bool
 	// closeAfter: the connection closes once the reply is sent.
 	closeAfter bool
 	woff       int64        // WAIT: the offset its client waits for
@@ -74,6 +96,16 @@ type waiter struct {
 }
 
 func waiterOf(bw *blocking.Waiter) *waiter { return bw.Req.(*waiter) }
+
+// streamAfter returns the ID a stream waiter waits past on key.
+func (w *waiter) streamAfter(key []byte) engine.StreamID {
+	for i, id := range w.ids {
+		if bytes.Equal(w.args[w.streams+i], key) {
+			return id
+		}
+	}
+	return engine.MaxStreamID
+}
 
 func (w *waiter) client() *Client { return w.Client.(*Client) }
 
@@ -89,19 +121,37 @@ func (s *Server) noteReady(cl *Client, db int, key []byte) {
 // noteWritten marks ready the keys a write command touched, after it ran.
 func (s *Server) noteWritten(c *Ctx, pos []int) {
 	spec := c.Spec
-	if spec.Flags&cmdspec.Write == 0 || !s.blocks.Waiting() {
+	if spec.Flags&cmdspec.Write == 0 || !s.blocks.Waiting() || quietForStreams(spec) {
 		return
 	}
 	// A command that creates keys its key specs do not name (SWAPDB, MOVE,
 	// COPY ... DB, FLUSHALL and other whole-keyspace commands) readies
-	// every key a client waits on; serving checks each.
-	if spec.Flags&cmdspec.SelfLock != 0 || spec.Name == "swapdb" || spec.Name == "move" || spec.Name == "copy" {
+	// every key a client waits on; serving checks each. FLUSHALL and
+	// FLUSHDB only delete, which ends the XREADGROUPs on streams they took.
+	if spec.Flags&cmdspec.SelfLock != 0 || spec.Name == "swapdb" || spec.Name == "move" || spec.Name == "copy" ||
+		spec.Name == "flushall" || spec.Name == "flushdb" {
 		c.Client.ready = s.blocks.NoteAllReady(c.Client.ready)
 		return
 	}
 	for _, i := range pos {
 		s.noteReady(c.Client, c.DB, c.Args[i])
 	}
+}
+
+// quietForStreams reports whether a command is one of the stream
+// commands Redis does not signal a key ready for: none adds entries,
+// creates, replaces or deletes a key, or destroys a group, so none could
+// serve a stream waiter but one a skipped signal left waiting.
+func quietForStreams(spec *cmdspec.Spec) bool {
+	if p := spec.Parent(); p != nil && p.Name != "xgroup" || p == nil && spec.Name[0] != 'x' {
+		return false
+	}
+	switch spec.FullName() {
+	case "xsetid", "xtrim", "xdel", "xack", "xclaim", "xautoclaim", "xreadgroup",
+		"xgroup|setid", "xgroup|createconsumer", "xgroup|delconsumer":
+		return true
+	}
+	return false
 }
 
 // lockMore makes sure the shards of want are locked besides those of m,
@@ -155,14 +205,21 @@ func (s *Server) serveKey(c *Ctx, rk blocking.ReadyKey, m engine.Mask) engine.Ma
 		sh := s.Eng.ShardFor(key)
 		e, found := sh.Find(rk.DB, key, c.Now)
 		if !found {
+			s.endGroupReads(rk.DB, key)
 			return m
 		}
 		kind := e.Kind()
+		if kind == engine.KindStream {
+			s.serveStream(c, rk.DB, key, own)
+			return m
+		}
 		if kind != engine.KindList && kind != engine.KindZSet {
+			s.endGroupReads(rk.DB, key)
 			return m
 		}
 		bw := s.blocks.First(rk.DB, key, uint8(kind))
 		if bw == nil {
+			s.endGroupReads(rk.DB, key)
 			return m
 		}
 		w := waiterOf(bw)
@@ -234,6 +291,96 @@ func (s *Server) serveWaiter(c *Ctx, w *waiter, key []byte, mask engine.Mask) {
 		}
 	}
 	w.Wake()
+}
+
+// serveStream serves the stream waiters of the stream at key, whose shard
+// (mask) is locked, in the order they blocked: each whose ID the stream's
+// last ID passed, and with an error each whose group went.
+func (s *Server) serveStream(c *Ctx, db int, key []byte, mask engine.Mask) {
+	var buf [8]*blocking.Waiter
+	ws := s.blocks.AppendWaiters(buf[:0], db, key, uint8(engine.KindStream))
+	sh := s.Eng.ShardFor(key)
+	for _, bw := range ws {
+		e, found := sh.Find(db, key, c.Now)
+		if !found || e.Kind() != engine.KindStream {
+			return
+		}
+		st := sh.Object(e).(*engine.Stream)
+		w := waiterOf(bw)
+		after := w.streamAfter(key)
+		var g *engine.StreamGroup
+		if w.group != nil {
+			if g = st.Group(w.group); g == nil {
+				if s.blocks.Claim(bw) {
+					w.out.Error(msgXGroupGone)
+					bw.Wake()
+				}
+				continue
+			}
+			after = g.LastID()
+		}
+		if !after.Less(st.LastID()) || !s.blocks.Claim(bw) {
+			continue
+		}
+		s.serveStreamWaiter(c, w, sh, e, st, g, key, after, mask)
+	}
+}
+
+// serveStreamWaiter writes a claimed stream waiter's reply, the entries
+// of key after after (for a group, read for its consumer), and wakes it.
+// An XREADGROUP's reads are replicated as the command's would be, after
+// whatever the shard logged before.
+func (s *Server) serveStreamWaiter(c *Ctx, w *waiter, sh *engine.Shard, e engine.Entry, st *engine.Stream,
+	g *engine.StreamGroup, key []byte, after engine.StreamID, mask engine.Mask) {
+	out := w.out
+	if out.Proto() == 2 {
+		out.Array(1)
+		out.Array(2)
+	} else {
+		out.Map(1)
+	}
+	out.Bulk(key)
+	if g == nil {
+		from, _ := after.Incr()
+		streamRange(out, st, from, engine.MaxStreamID, int(w.count), false)
+		w.Wake()
+		return
+	}
+	rec := s.Repl.Recording()
+	b := c.Client.batch()
+	var rep *xreadRepl
+	if rec {
+		forShards(mask, func(i int) { b.Drain(s.Eng.Shard(i)) })
+		rep = xreadRepls.Get().(*xreadRepl)
+		defer rep.release()
+	}
+	// Events are the serving client's to publish, as for the pops.
+	rc := &Ctx{Srv: s, Client: c.Client, W: out, Args: w.args, Now: c.Now, DB: w.DB, Spec: w.spec, held: true}
+	readGroup(rc, sh, e, st, g, key, after, false, int(w.count), w.consumer, w.noack, rep)
+	if s.Eng.Notes() != 0 {
+		s.drainNotes(c, mask)
+	}
+	if rec {
+		if s.Repl.AsIs(mask) {
+			forShards(mask, func(i int) { b.Expired(s.Eng.Shard(i)) })
+			rep.commands(w.group, w.consumer, w.noack, func(args ...[]byte) { b.Command(w.DB, args...) })
+		} else {
+			forShards(mask, func(i int) { b.Drain(s.Eng.Shard(i)) })
+		}
+	}
+	w.Wake()
+}
+
+// endGroupReads ends with an error the waits of the XREADGROUPs blocked on
+// key, which holds no stream now: their group went with it.
+func (s *Server) endGroupReads(db int, key []byte) {
+	var buf [8]*blocking.Waiter
+	for _, bw := range s.blocks.AppendWaiters(buf[:0], db, key, uint8(engine.KindStream)) {
+		if w := waiterOf(bw); w.group != nil && s.blocks.Claim(bw) {
+			w.out.Error(msgXKeyGone)
+			bw.Wake()
+		}
+	}
 }
 
 func forShards(m engine.Mask, fn func(int)) {

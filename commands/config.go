@@ -45,6 +45,7 @@ type Config struct {
 	listpack      [4]atomic.Int64 // hash entries, hash value, zset entries, zset value
 	intsetEntries atomic.Int64    // set-max-intset-entries
 	hllSparseMax  atomic.Int64    // hll-sparse-max-bytes (hll.go)
+	streamNode    [2]atomic.Int64 // stream-node-max-bytes, -entries (streams.go)
 	aclLogMax     atomic.Int64
 	// users are the config file's "user" lines (Server.LoadUsers).
 	usersMu sync.Mutex
@@ -165,6 +166,8 @@ func (c *Config) effects() map[string]config.Effect {
 		"zset-max-listpack-value":     store(&c.listpack[lpZSetValue]),
 		"set-max-intset-entries":      store(&c.intsetEntries),
 		"hll-sparse-max-bytes":        store(&c.hllSparseMax),
+		"stream-node-max-bytes":       store(&c.streamNode[0]),
+		"stream-node-max-entries":     store(&c.streamNode[1]),
 		"slowlog-log-slower-than": {Apply: func(_ string, n int64) {
 			c.slowlogSlower.Store(n)
 			if c.srv != nil && n >= 0 {
@@ -275,6 +278,11 @@ func (c *Config) BusyThreshold() time.Duration {
 // ListpackLimits returns the compact-encoding limits for hashes and zsets.
 func (c *Config) ListpackLimits() (hashEntries, hashValue, zsetEntries, zsetValue int) {
 	return int(c.listpack[0].Load()), int(c.listpack[1].Load()), int(c.listpack[2].Load()), int(c.listpack[3].Load())
+}
+
+// StreamNodeLimits returns the bounds of a stream node as configured now.
+func (c *Config) StreamNodeLimits() engine.StreamNodeLimits {
+	return engine.StreamNodeLimits{MaxBytes: c.streamNode[0].Load(), MaxEntries: c.streamNode[1].Load()}
 }
 
 // SetLimits returns the intset encoding's limit for sets.

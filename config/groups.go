@@ -43,8 +43,8 @@ var paramGroups = []struct {
 		"latency-monitor-threshold", "latency-tracking", "latency-tracking-info-percentiles", "metrics-addr"}},
 	{"Advanced: encodings, notifications, lazy freeing", []string{"hash-max-listpack-entries", "hash-max-listpack-value",
 		"zset-max-listpack-entries", "zset-max-listpack-value", "set-max-intset-entries", "list-max-listpack-size",
-		"list-compress-depth", "hll-sparse-max-bytes", "notify-keyspace-events", "lazyfree-lazy-eviction",
-		"lazyfree-lazy-expire", "lazyfree-lazy-server-del", "lazyfree-lazy-user-del", "lazyfree-lazy-user-flush"}},
+		"list-compress-depth", "hll-sparse-max-bytes", "stream-node-max-bytes", "stream-node-max-entries",
+		"notify-keyspace-events", "lazyfree-lazy-eviction", "lazyfree-lazy-expire", "lazyfree-lazy-server-del", "lazyfree-lazy-user-del", "lazyfree-lazy-user-flush"}},
 }
 
 // paramUnits gives the unit of the integer parameters that have one;
@@ -79,6 +79,7 @@ var paramUnits = map[string]string{
 	"zset-max-listpack-entries":       "members",
 	"zset-max-listpack-value":         "bytes",
 	"set-max-intset-entries":          "members",
+	"stream-node-max-entries":         "entries",
 }
 
 // Group is one of --help's sections: its title, and the names of its
