@@ -6,12 +6,12 @@ import (
 	"github.com/limitkv/limitkv/cmdspec"
 )
 
-// The commands of Redis 7.0 that limitkv does not implement (see the
-// README) keep their place in ACL rules, as in Redis: a rule may name
-// them (-failover, +xinfo|stream) and their categories hold them, so that
-// users written for Redis load, and their rules read back (ACL GETUSER,
-// ACL LIST, ACL SAVE) as Redis writes them: "+@all -@stream" stays so,
-// though limitkv has no stream command. ACL CAT lists them. Dispatch,
+// The commands of Redis 7.0 that limitkv does not implement (see
+// docs/differences.md) keep their place in ACL rules, as in Redis: a rule
+// may name them (-failover, +module|list) and their categories hold them,
+// so that users written for Redis load, and their rules read back (ACL
+// GETUSER, ACL LIST, ACL SAVE) as Redis writes them: "+@all
+// -@dangerous" keeps FAILOVER out. ACL CAT lists them. Dispatch,
 // COMMAND and the reference never see them: a client that sends one is
 // told it is unknown.
 
@@ -33,31 +33,6 @@ var absentCommands = []struct {
 	{"pfdebug", cmdspec.CatWrite | cmdspec.CatHyperLogLog | cmdspec.CatAdmin | cmdspec.CatSlow | cmdspec.CatDangerous},
 	{"pfselftest", cmdspec.CatHyperLogLog | cmdspec.CatAdmin | cmdspec.CatSlow | cmdspec.CatDangerous},
 	{"substr", cmdspec.CatRead | cmdspec.CatString | cmdspec.CatSlow},
-	{"xack", cmdspec.CatWrite | cmdspec.CatStream | cmdspec.CatFast},
-	{"xadd", cmdspec.CatWrite | cmdspec.CatStream | cmdspec.CatFast},
-	{"xautoclaim", cmdspec.CatWrite | cmdspec.CatStream | cmdspec.CatFast},
-	{"xclaim", cmdspec.CatWrite | cmdspec.CatStream | cmdspec.CatFast},
-	{"xdel", cmdspec.CatWrite | cmdspec.CatStream | cmdspec.CatFast},
-	{"xgroup", cmdspec.CatSlow},
-	{"xgroup|create", cmdspec.CatWrite | cmdspec.CatStream | cmdspec.CatSlow},
-	{"xgroup|createconsumer", cmdspec.CatWrite | cmdspec.CatStream | cmdspec.CatSlow},
-	{"xgroup|delconsumer", cmdspec.CatWrite | cmdspec.CatStream | cmdspec.CatSlow},
-	{"xgroup|destroy", cmdspec.CatWrite | cmdspec.CatStream | cmdspec.CatSlow},
-	{"xgroup|help", cmdspec.CatStream | cmdspec.CatSlow},
-	{"xgroup|setid", cmdspec.CatWrite | cmdspec.CatStream | cmdspec.CatSlow},
-	{"xinfo", cmdspec.CatSlow},
-	{"xinfo|consumers", cmdspec.CatRead | cmdspec.CatStream | cmdspec.CatSlow},
-	{"xinfo|groups", cmdspec.CatRead | cmdspec.CatStream | cmdspec.CatSlow},
-	{"xinfo|help", cmdspec.CatStream | cmdspec.CatSlow},
-	{"xinfo|stream", cmdspec.CatRead | cmdspec.CatStream | cmdspec.CatSlow},
-	{"xlen", cmdspec.CatRead | cmdspec.CatStream | cmdspec.CatFast},
-	{"xpending", cmdspec.CatRead | cmdspec.CatStream | cmdspec.CatSlow},
-	{"xrange", cmdspec.CatRead | cmdspec.CatStream | cmdspec.CatSlow},
-	{"xread", cmdspec.CatRead | cmdspec.CatStream | cmdspec.CatSlow | cmdspec.CatBlocking},
-	{"xreadgroup", cmdspec.CatWrite | cmdspec.CatStream | cmdspec.CatSlow | cmdspec.CatBlocking},
-	{"xrevrange", cmdspec.CatRead | cmdspec.CatStream | cmdspec.CatSlow},
-	{"xsetid", cmdspec.CatWrite | cmdspec.CatStream | cmdspec.CatFast},
-	{"xtrim", cmdspec.CatWrite | cmdspec.CatStream | cmdspec.CatSlow},
 }
 
 // command is a command as ACL rules know it: one of the table's, or one of

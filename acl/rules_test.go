@@ -127,7 +127,7 @@ func TestDescribeRoundTrip(t *testing.T) {
 		"~*", "resetkeys", "~k:*", "%R~r:*", "%W~w:*", "%RW~b:*", "&*", "resetchannels", "&ch:*",
 		"+select|0", "+select|3", "+config|get", "-config", "+client", "-client|kill", "+rl.slide", "-get",
 		"+get", "-set", "+set", "clearselectors", "(~s:* +get)", "(+@read %R~x:*)", "()",
-		"-monitor", "+xinfo|stream", "-client|tracking", "+client|caching"}
+		"-monitor", "+module|list", "-module|load", "+lolwut"}
 	for _, cat := range CategoryOrder {
 		pool = append(pool, "+@"+cat.Names()[0], "-@"+cat.Names()[0])
 	}
@@ -168,7 +168,7 @@ func TestDescribeRoundTrip(t *testing.T) {
 func TestCategoriesBringSubcommands(t *testing.T) {
 	c := testCatalog
 	r := applyRules(t, c, []string{"-@all", "+@slow"})
-	for _, name := range []string{"config|get", "client|setname", "acl|whoami", "module|list", "xinfo|stream"} {
+	for _, name := range []string{"config|get", "client|setname", "acl|whoami", "module|list", "module|help"} {
 		if !r.selectors[0].bit(c.lookup(name).id) {
 			t.Errorf("+@slow does not allow %s", name)
 		}
@@ -184,23 +184,23 @@ func TestCategoriesBringSubcommands(t *testing.T) {
 func TestAbsentCommands(t *testing.T) {
 	c := testCatalog
 	for _, c := range []struct{ rules, want string }{
-		{"+@all -@stream", "+@all -@stream"},
-		{"-@all +failover +xinfo|stream", "-@all +failover +xinfo|stream"},
+		{"+@all -@hyperloglog", "+@all -@hyperloglog"},
+		{"-@all +failover +module|unload", "-@all +failover +module|unload"},
 		{"+@all -module|list", "+@all -module|list"},
-		{"-@all +XINFO|Stream", "-@all +xinfo|stream"},
+		{"-@all +MODULE|LoadEx", "-@all +module|loadex"},
 	} {
 		r := applyRules(t, testCatalog, strings.Fields(c.rules))
 		if got, _, _ := r.DescribeSelector(0); got != c.want {
 			t.Errorf("%s: described as %q, want %q", c.rules, got, c.want)
 		}
 	}
-	for _, bad := range []string{"+xinfo|nosuch", "+xinfo|stream|x", "+xadd|a|b", "-nosuch"} {
+	for _, bad := range []string{"+module|nosuch", "+module|list|x", "+failover|a|b", "-nosuch"} {
 		if _, err := tryRules(c, []string{bad}); err == nil {
 			t.Errorf("%s: no error", bad)
 		}
 	}
-	if got := c.InCategory(cmdspec.CatStream); len(got) == 0 || got[0] != "xack" {
-		t.Errorf("@stream: %v", got)
+	if got := c.InCategory(cmdspec.CatHyperLogLog); !slices.Contains(got, "pfdebug") {
+		t.Errorf("@hyperloglog: %v", got)
 	}
 	if got := c.InCategory(cmdspec.CatScripting); !slices.Equal(got, []string{"eval", "eval_ro"}) {
 		t.Errorf("@scripting: %v", got)
