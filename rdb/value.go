@@ -9,23 +9,24 @@ import (
 
 // The RDB object types (rdb.h) DUMP payloads start with.
 const (
-	TypeString          = 0
-	TypeList            = 1
-	TypeSet             = 2
-	TypeZSet            = 3
-	TypeHash            = 4
-	TypeZSet2           = 5
-	TypeModule2         = 7
-	TypeHashZipmap      = 9
-	TypeListZiplist     = 10
-	TypeSetIntset       = 11
-	TypeZSetZiplist     = 12
-	TypeHashZiplist     = 13
-	TypeListQuicklist   = 14
-	TypeStreamListpacks = 15
-	TypeHashListpack    = 16
-	TypeZSetListpack    = 17
-	TypeListQuicklist2  = 18
+	TypeString           = 0
+	TypeList             = 1
+	TypeSet              = 2
+	TypeZSet             = 3
+	TypeHash             = 4
+	TypeZSet2            = 5
+	TypeModule2          = 7
+	TypeHashZipmap       = 9
+	TypeListZiplist      = 10
+	TypeSetIntset        = 11
+	TypeZSetZiplist      = 12
+	TypeHashZiplist      = 13
+	TypeListQuicklist    = 14
+	TypeStreamListpacks  = 15
+	TypeHashListpack     = 16
+	TypeZSetListpack     = 17
+	TypeListQuicklist2   = 18
+	TypeStreamListpacks2 = 19
 )
 
 // Kind is what a decoded value is, whatever its encoding was.
@@ -37,6 +38,7 @@ const (
 	KindSet
 	KindZSet
 	KindHash
+	KindStream
 )
 
 // Value is a decoded DUMP payload.
@@ -52,6 +54,8 @@ type Value struct {
 	// and values alternating.
 	Elems  [][]byte
 	Scores []float64
+	// Stream is a stream's value.
+	Stream *Stream
 	// MaxLen is the length of the longest element (a hash's fields and
 	// values, a sorted set's members), which with the count decides the
 	// compact encoding on the receiving side.
@@ -79,8 +83,8 @@ func (v *Value) Len() int {
 // into it). Like RESTORE it ignores bytes after the value. It refuses with
 // ErrBadData what Redis refuses (or would crash on): truncated or
 // malformed encodings, empty collections, repeated members or fields, NaN
-// scores, and the types limitkv does not hold (streams, modules, the
-// pre-2.6 zipmap hashes).
+// scores, damaged streams (see decodeStream), and the types limitkv does
+// not hold (modules, the pre-2.6 zipmap hashes).
 //
 // The strings of the result alias payload where they were stored verbatim.
 func Decode(payload []byte) (Value, error) {
@@ -186,6 +190,9 @@ func Decode(payload []byte) (Value, error) {
 			read = readListpack
 		}
 		ok = read(r.String(), v.addElement) && len(v.Elems)%2 == 0
+	case TypeStreamListpacks, TypeStreamListpacks2:
+		v.Kind = KindStream
+		v.Stream, ok = decodeStream(r, t)
 	default:
 		return v, ErrBadData
 	}
@@ -234,7 +241,7 @@ func (v *Value) addElement(e lpElement) bool {
 // NaN score, a member or field twice.
 func (v *Value) check() bool {
 	switch v.Kind {
-	case KindString:
+	case KindString, KindStream:
 		return true
 	case KindList:
 		return len(v.Elems) > 0

@@ -163,14 +163,14 @@ func TestDecodeRefusesDamage(t *testing.T) {
 		}
 	}
 	for name, b := range map[string][]byte{
-		"empty list":      {TypeListQuicklist2, 0},
-		"empty hash":      {TypeHash, 0},
-		"dup hash field":  AppendHash(nil, 2, pairs(elems(4, func(i int) string { return "a" }))),
-		"dup zset member": AppendZSet2(nil, 2, scored(elems(2, func(int) string { return "m" }), []float64{1, 2}, true)),
-		"nan score":       AppendZSet2(nil, 1, scored(elems(1, func(int) string { return "m" }), []float64{math.NaN()}, true)),
-		"stream":          {TypeStreamListpacks, 0},
-		"unknown":         {99},
-		"huge count":      AppendLen([]byte{TypeList}, 1<<40),
+		"empty list":       {TypeListQuicklist2, 0},
+		"empty hash":       {TypeHash, 0},
+		"dup hash field":   AppendHash(nil, 2, pairs(elems(4, func(i int) string { return "a" }))),
+		"dup zset member":  AppendZSet2(nil, 2, scored(elems(2, func(int) string { return "m" }), []float64{1, 2}, true)),
+		"nan score":        AppendZSet2(nil, 1, scored(elems(1, func(int) string { return "m" }), []float64{math.NaN()}, true)),
+		"stream cut short": {TypeStreamListpacks, 0},
+		"unknown":          {99},
+		"huge count":       AppendLen([]byte{TypeList}, 1<<40),
 	} {
 		if _, err := Decode(b); err != ErrBadData {
 			t.Errorf("%s: Decode = %v, want ErrBadData", name, err)

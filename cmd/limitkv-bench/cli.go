@@ -246,6 +246,7 @@ func parseArgs(args []string, stderr io.Writer) (*scenario, config, error) {
 		quick("warmup", func() { cfg.warmup = 200 * time.Millisecond })
 		quick("rounds", func() { cfg.rounds = 1 })
 		quick("mem-keys", func() { cfg.memKeys = 10_000 })
+		quick("stream-entries", func() { cfg.streamEntries = 100_000 })
 		quick("snapshot-keys", func() { cfg.snapshotKeys = 100_000 })
 		quick("big-keys", func() { cfg.bigKeys = false })
 		quick("periodic-duration", func() { cfg.periodicDuration = 3 * time.Second })
@@ -281,8 +282,8 @@ func (c config) check(scenario string) error {
 		return errors.New("-duration must be positive and -warmup not negative")
 	case c.rounds < 1 || c.conns < 1 || c.users < 1:
 		return errors.New("-rounds, -conns and -users must be at least 1")
-	case c.memKeys < 10 || c.snapshotKeys < 1:
-		return errors.New("-mem-keys must be at least 10 and -snapshot-keys at least 1")
+	case c.memKeys < 10 || c.snapshotKeys < 1 || c.streamEntries < 10:
+		return errors.New("-mem-keys and -stream-entries must be at least 10 and -snapshot-keys at least 1")
 	case c.pacedRate < 0:
 		return errors.New("-paced-rate must not be negative")
 	case c.periodicDuration <= 0 || c.periodicKeys < 0:

@@ -50,6 +50,15 @@ func TestEncoderWritesTheTemplate(t *testing.T) {
 	if len(ids) != 3 {
 		t.Fatal("request ids repeat")
 	}
+
+	// The stream shape: one key, the user number as the value.
+	xadd := op{cmd("XADD", lit("stream"), lit("*"), lit("f"), numArg())}
+	if got, want := string(s.appendOp(nil, xadd, 1234)), "*5\r\n$4\r\nXADD\r\n$6\r\nstream\r\n$1\r\n*\r\n$1\r\nf\r\n$4\r\n1234\r\n"; got != want {
+		t.Fatalf("XADD request %q, want %q", got, want)
+	}
+	if got := describe(xadd); got != "XADD stream * f <n>" {
+		t.Fatalf("described as %q", got)
+	}
 }
 
 func TestEncoderDoesNotAllocate(t *testing.T) {

@@ -93,8 +93,10 @@ type config struct {
 	loadgen string // go, redis-benchmark or both: who drives the throughput runs
 	rbBin   string
 	// memoryFlags (memory.go)
-	bigKeys bool
-	memKeys int
+	bigKeys       bool
+	memKeys       int
+	streamEntries int
+	memOnly       []string // shapes to measure; nil: all
 	// snapshotFlags (snapshot.go)
 	snapshotKeys int
 	// periodicFlags (periodic.go)

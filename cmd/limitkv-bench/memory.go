@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -20,10 +21,35 @@ import (
 // garbage collector, so garbage is not counted; on Redis it asks jemalloc
 // to return its dirty pages, so neither RSS holds freed memory the other
 // would not.
+//
+// The stream shape is one key of many entries: its growth is divided by
+// the entries, and its MEMORY USAGE is taken with SAMPLES 0, over every
+// node (Redis's default samples five and extrapolates).
 
 func memoryFlags(fs *flag.FlagSet, c *config) {
 	fs.BoolVar(&c.bigKeys, "big-keys", true, "also measure RSS at 1M and 10M fixed-window keys")
 	fs.IntVar(&c.memKeys, "mem-keys", 100_000, "keys per memory shape (the 100-request sliding window uses a tenth)")
+	fs.IntVar(&c.streamEntries, "stream-entries", 1_000_000, "entries of the stream shape (XADD stream * f <n> into one key)")
+	ids := memShapeIDs()
+	fs.Func("mem-only", "comma list of memory shapes to measure: "+strings.Join(ids, ","), func(s string) error {
+		c.memOnly = nil
+		for _, id := range strings.Split(s, ",") {
+			id = strings.TrimSpace(id)
+			if !slices.Contains(ids, id) {
+				return fmt.Errorf("unknown memory shape %q (known: %s)", id, strings.Join(ids, ","))
+			}
+			c.memOnly = append(c.memOnly, id)
+		}
+		return nil
+	})
+}
+
+func memShapeIDs() []string {
+	var ids []string
+	for _, sh := range memShapes(1, 1) {
+		ids = append(ids, sh.id)
+	}
+	return ids
 }
 
 // runMemory is the scenario alone: memory.md, .svg and .json.
@@ -34,9 +60,12 @@ func (b *bench) runMemory(ctx context.Context, started time.Time, redisVersion s
 // memory measures every shape on a fresh server of each kind, then the
 // large keyspaces.
 func (b *bench) memory(ctx context.Context) error {
-	shapes := memShapes(b.cfg.memKeys)
+	shapes := memShapes(b.cfg.memKeys, b.cfg.streamEntries)
 	for _, sh := range shapes {
-		m := memResult{Shape: sh.id, Name: sh.name, Keys: sh.keys}
+		if b.cfg.memOnly != nil && !slices.Contains(b.cfg.memOnly, sh.id) {
+			continue
+		}
+		m := memResult{Shape: sh.id, Name: sh.name, Keys: sh.keys, Unit: sh.unit}
 		var err error
 		if m.Limitkv, err = b.measureShape(ctx, sh, kindLimitkv); err != nil {
 			return err
@@ -45,10 +74,15 @@ func (b *bench) memory(ctx context.Context) error {
 			return err
 		}
 		b.res.Memory = append(b.res.Memory, m)
-		b.logf("memory %-6s %7d keys: limitkv %6.1f B/key used, %6.1f B/key RSS; redis %6.1f B/key used, %6.1f B/key RSS",
-			sh.id, sh.keys, m.Limitkv.UsedPerKey, m.Limitkv.RSSPerKey, m.Redis.UsedPerKey, m.Redis.RSSPerKey)
+		b.logf("memory %-6s %7d %s: limitkv %6.1f B/%s used, %6.1f B/%s RSS; redis %6.1f B/%s used, %6.1f B/%s RSS",
+			sh.id, sh.keys, sh.unitsName(), m.Limitkv.UsedPerKey, sh.unitName(), m.Limitkv.RSSPerKey, sh.unitName(),
+			m.Redis.UsedPerKey, sh.unitName(), m.Redis.RSSPerKey, sh.unitName())
+		if sh.unit != "" {
+			b.logf("memory %-6s MEMORY USAGE %s SAMPLES 0: limitkv %d B (%.1f B/%s), redis %d B (%.1f B/%s)", sh.id, sh.usageKey(),
+				m.Limitkv.KeyUsage, m.Limitkv.KeyUsagePer, sh.unit, m.Redis.KeyUsage, m.Redis.KeyUsagePer, sh.unit)
+		}
 	}
-	if b.cfg.bigKeys {
+	if b.cfg.bigKeys && (b.cfg.memOnly == nil || slices.Contains(b.cfg.memOnly, "fixed")) {
 		b.logf("large keyspaces: 1M then 10M fixed-window keys on each server")
 		for _, kind := range []string{kindLimitkv, kindRedis} {
 			r, err := b.measureBig(ctx, kind, []int{1_000_000, 10_000_000})
@@ -64,13 +98,40 @@ func (b *bench) memory(ctx context.Context) error {
 // memShape is one kind of key, loaded by passes over all users.
 type memShape struct {
 	id, name string
+	// keys is how many users a pass covers: keys, or with unit set the
+	// entries of one key (the stream), named by unit.
 	keys     int
-	limitkv  []op // one op per pass
+	unit     string
+	key      string // with unit: the one key the passes fill
+	limitkv  []op   // one op per pass
 	redis    []op
 	loadText string // how the passes read, when they differ from one another
 	// verify checks a loaded key on each server (the window is full, the
 	// list holds 5...), so that the figure is for the shape it names.
 	verify func(kind string, c *client) (string, error)
+}
+
+// unitName is what the figures are per.
+func (sh memShape) unitName() string {
+	if sh.unit != "" {
+		return sh.unit
+	}
+	return "key"
+}
+
+func (sh memShape) unitsName() string {
+	if sh.unit == "entry" {
+		return "entries"
+	}
+	return sh.unitName() + "s"
+}
+
+// usageKey is the key MEMORY USAGE reads.
+func (sh memShape) usageKey() string {
+	if sh.unit != "" {
+		return sh.key
+	}
+	return "user:0"
 }
 
 type memReading struct {
@@ -83,13 +144,16 @@ type memReading struct {
 	RSSPerKey   float64 `json:"rss_per_key"`
 	LoadSeconds float64 `json:"load_seconds"`
 	Verified    string  `json:"verified"`
-	KeyUsage    int64   `json:"memory_usage_user0"` // MEMORY USAGE user:0, the server's own estimate
+	KeyUsage    int64   `json:"memory_usage_user0"` // MEMORY USAGE user:0 (the stream shape: of the stream), the server's own estimate
+	// KeyUsagePer is the stream's MEMORY USAGE per entry.
+	KeyUsagePer float64 `json:"memory_usage_per_entry,omitempty"`
 }
 
 type memResult struct {
 	Shape   string     `json:"shape"`
 	Name    string     `json:"name"`
 	Keys    int        `json:"keys"`
+	Unit    string     `json:"unit,omitempty"` // what Keys counts when not keys: "entry"
 	Limitkv memReading `json:"limitkv"`
 	Redis   memReading `json:"redis"`
 }
@@ -102,7 +166,7 @@ func repeatOp(o op, n int) []op {
 	return out
 }
 
-func memShapes(n int) []memShape {
+func memShapes(n, streamEntries int) []memShape {
 	// Windows long enough that no key expires while N keys load: the
 	// fixed window starts at the first request, as the script's does.
 	days := []string{"3649", "0", "365", "730", "1095"}
@@ -155,6 +219,17 @@ func memShapes(n int) []memShape {
 			loadText: "SETBIT user:<n> <day> 1 for days " + strings.Join(days, ", "),
 			verify: func(kind string, c *client) (string, error) {
 				return expectInt(c, 457, 457, "STRLEN", "user:0")
+			},
+		},
+		{
+			// Small entries with automatic IDs, as an event log gets them:
+			// the nodes hold 100 entries each (stream-node-max-entries)
+			// with the field names kept once per node.
+			id: "stream", name: "stream entry (XADD of 1 field)", keys: streamEntries, unit: "entry", key: "stream",
+			limitkv: []op{{cmd("XADD", lit("stream"), lit("*"), lit("f"), numArg())}},
+			redis:   []op{{cmd("XADD", lit("stream"), lit("*"), lit("f"), numArg())}},
+			verify: func(kind string, c *client) (string, error) {
+				return expectInt(c, int64(streamEntries), int64(streamEntries), "XLEN", "stream")
 			},
 		},
 	}
@@ -241,17 +316,28 @@ func (b *bench) measureShape(ctx context.Context, sh memShape, kind string) (mem
 	if sh.id != "bitmap" && denied > 0 {
 		return r, fmt.Errorf("%s %s: %d of %d decisions denied while loading", kind, sh.id, denied, allowed+denied)
 	}
-	if _, err := expectInt(c, int64(sh.keys), int64(sh.keys), "DBSIZE"); err != nil {
+	keys := int64(sh.keys)
+	if sh.unit != "" {
+		keys = 1
+	}
+	if _, err := expectInt(c, keys, keys, "DBSIZE"); err != nil {
 		return r, fmt.Errorf("%s %s: keys lost while loading: %v", kind, sh.id, err)
 	}
 	if r.Verified, err = sh.verify(kind, c); err != nil {
 		return r, fmt.Errorf("%s %s: %v", kind, sh.id, err)
 	}
-	v, err := c.ok("MEMORY", "USAGE", "user:0")
+	usage := []string{"MEMORY", "USAGE", sh.usageKey()}
+	if sh.unit != "" {
+		usage = append(usage, "SAMPLES", "0")
+	}
+	v, err := c.ok(usage...)
 	if err != nil {
 		return r, err
 	}
 	r.KeyUsage = v.Int
+	if sh.unit != "" {
+		r.KeyUsagePer = float64(v.Int) / float64(sh.keys)
+	}
 	if r.UsedAfter, r.RSSAfter, err = memoryReading(s, c); err != nil {
 		return r, err
 	}
@@ -281,7 +367,7 @@ type bigResult struct {
 // measureBig loads fixed-window keys in steps and reads memory at each.
 func (b *bench) measureBig(ctx context.Context, kind string, steps []int) (bigResult, error) {
 	res := bigResult{Server: kind}
-	sh := memShapes(1)[0]
+	sh := memShapes(1, 1)[0]
 	o := sh.limitkv[0]
 	if kind == kindRedis {
 		o = sh.redis[0]

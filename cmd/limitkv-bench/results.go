@@ -635,7 +635,11 @@ func resultsReport(name, title string, r *results) *report {
 		p("| key shape | N | limitkv used_memory | Redis used_memory | limitkv / Redis | limitkv RSS | Redis RSS | limitkv / Redis (RSS) |")
 		p("|---|---:|---:|---:|---:|---:|---:|---:|")
 		for _, x := range r.Memory {
-			p("| %s | %s | %.1f B | %.1f B | %.2f | %.1f B | %.1f B | %.2f |", x.Name, commas(float64(x.Keys)),
+			n := commas(float64(x.Keys))
+			if x.Unit == "entry" {
+				n += " entries of 1 key"
+			}
+			p("| %s | %s | %.1f B | %.1f B | %.2f | %.1f B | %.1f B | %.2f |", x.Name, n,
 				x.Limitkv.UsedPerKey, x.Redis.UsedPerKey, div(x.Limitkv.UsedPerKey, x.Redis.UsedPerKey),
 				x.Limitkv.RSSPerKey, x.Redis.RSSPerKey, div(x.Limitkv.RSSPerKey, x.Redis.RSSPerKey))
 		}
@@ -645,10 +649,20 @@ func resultsReport(name, title string, r *results) *report {
 		p("| key shape | limitkv loads with | check | MEMORY USAGE | Redis loads with | check | MEMORY USAGE |")
 		p("|---|---|---|---:|---|---|---:|")
 		for _, x := range r.Memory {
-			p("| %s | `%s` | %s | %d B | `%s` | %s | %d B |", x.Name, x.Limitkv.Command, x.Limitkv.Verified, x.Limitkv.KeyUsage,
-				x.Redis.Command, x.Redis.Verified, x.Redis.KeyUsage)
+			usage := func(m memReading) string {
+				if x.Unit == "entry" {
+					return fmt.Sprintf("%d B (%.1f B per entry)", m.KeyUsage, m.KeyUsagePer)
+				}
+				return fmt.Sprintf("%d B", m.KeyUsage)
+			}
+			p("| %s | `%s` | %s | %s | `%s` | %s | %s |", x.Name, x.Limitkv.Command, x.Limitkv.Verified, usage(x.Limitkv),
+				x.Redis.Command, x.Redis.Verified, usage(x.Redis))
 		}
 		p("")
+		if slices.ContainsFunc(r.Memory, func(m memResult) bool { return m.Unit == "entry" }) {
+			p("The stream shape is one key filled with N entries (automatic IDs, one field each): its figures are per entry, and its MEMORY USAGE is of the whole stream with `SAMPLES 0`, every node counted (Redis's default samples five nodes and extrapolates).")
+			p("")
+		}
 		p("The sliding-window shape uses N/10 keys: its 100 passes must end within the 60 s window, and 100 script calls on 100k keys would take Redis minutes. The passes are at least 2 ms apart, so a key's 100 requests fall in 100 different milliseconds (limitkv keeps one log entry per millisecond).")
 		p("")
 	}

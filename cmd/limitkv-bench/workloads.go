@@ -113,6 +113,7 @@ const (
 	argNonce                    // a request id unique within the run
 	argPadKey                   // the prefix and the user number in 12 digits, as redis-benchmark writes __rand_int__
 	argSameNonce                // the request id the last argNonce made (a release names its acquire's holder)
+	argNum                      // the user number alone, as a value (XADD's field value on one stream key)
 )
 
 type arg struct {
@@ -129,6 +130,7 @@ func keyArg(p string) arg { return arg{kind: argKey, text: []byte(p)} }
 func dayArg() arg         { return arg{kind: argDay} }
 func nonceArg() arg       { return arg{kind: argNonce} }
 func sameNonceArg() arg   { return arg{kind: argSameNonce} }
+func numArg() arg         { return arg{kind: argNum} }
 func padKeyArg(p string) arg {
 	return arg{kind: argPadKey, text: []byte(p)}
 }
@@ -192,6 +194,9 @@ func (e *encoder) appendOp(b []byte, o op, user int) []byte {
 				e.args[i] = e.nonce
 			case argSameNonce:
 				e.args[i] = e.nonce
+			case argNum:
+				e.day = strconv.AppendInt(e.day[:0], int64(user), 10)
+				e.args[i] = e.day
 			}
 		}
 		b = resp.AppendCommand(b, e.args[:len(c)]...)
@@ -253,6 +258,8 @@ func describe(o op) string {
 				words = append(words, "<day>")
 			case argNonce, argSameNonce:
 				words = append(words, "<id>")
+			case argNum:
+				words = append(words, "<n>")
 			}
 		}
 		parts = append(parts, strings.Join(words, " "))
