@@ -1,7 +1,6 @@
 package commands
 
 import (
-	"bytes"
 	"math"
 	"strconv"
 
@@ -46,29 +45,18 @@ const (
 		"Note that for CREATE you may want to use the MKSTREAM option to create an empty stream automatically."
 	msgXGroupEntriesRead = "value for ENTRIESREAD must be positive or -1"
 	// "COUNT" would pass for an error code: the text spells its ERR.
-	msgXAutoClaimCount    = "ERR COUNT must be > 0"
-	msgXAutoClaimTooMany  = "Insufficient memory, failed allocating transient memory, COUNT too high."
-	msgIntervalStartRange = "invalid start ID for the interval"
-	msgIntervalEndRange   = "invalid end ID for the interval"
+	msgXAutoClaimCount   = "ERR COUNT must be > 0"
+	msgXAutoClaimTooMany = "Insufficient memory, failed allocating transient memory, COUNT too high."
 )
-
-// xgCStr is an argument as Redis's "%s" prints it: a C string, cut at
-// its first NUL.
-func xgCStr(b []byte) string {
-	if i := bytes.IndexByte(b, 0); i >= 0 {
-		b = b[:i]
-	}
-	return string(b)
-}
 
 // xgNoGroup is the NOGROUP error of XPENDING, XCLAIM and XAUTOCLAIM.
 func xgNoGroup(c *Ctx) {
-	c.W.Error("NOGROUP No such key '" + xgCStr(c.Args[1]) + "' or consumer group '" + xgCStr(c.Args[2]) + "'")
+	c.W.Error("NOGROUP No such key '" + string(cstr(c.Args[1])) + "' or consumer group '" + string(cstr(c.Args[2])) + "'")
 }
 
 // xgNoGroupOfKey is the NOGROUP error of XGROUP and XINFO CONSUMERS.
 func xgNoGroupOfKey(c *Ctx, group, key []byte) {
-	c.W.Error("NOGROUP No such consumer group '" + xgCStr(group) + "' for key name '" + xgCStr(key) + "'")
+	c.W.Error("NOGROUP No such consumer group '" + string(cstr(group)) + "' for key name '" + string(cstr(key)) + "'")
 }
 
 // xgNow is the clock deliveries and seen-times are stamped with. A command
@@ -94,20 +82,28 @@ func xgStreamFor(c *Ctx, key []byte, a engine.Access) (*engine.Shard, engine.Ent
 	return sh, e, st, true
 }
 
+// xgGroupFor finds the stream at key and the group named by the third
+// argument, replying (missing(c), or the lookup's error) and reporting
+// false when either is not there.
+func xgGroupFor(c *Ctx, key []byte, missing func(*Ctx)) (*engine.Shard, engine.Entry, *engine.Stream, *engine.StreamGroup, bool) {
+	sh, e, st, ok := xgStreamFor(c, key, engine.ForRead)
+	if !ok {
+		return sh, e, st, nil, false
+	}
+	var g *engine.StreamGroup
+	if st != nil {
+		g = st.Group(c.Args[2])
+	}
+	if g == nil {
+		missing(c)
+		return sh, e, st, nil, false
+	}
+	return sh, e, st, g, true
+}
+
 func xgBulkID(w *resp.Writer, id engine.StreamID) {
 	var buf [48]byte
 	w.Bulk(id.Append(buf[:0]))
-}
-
-// xgEntry writes an entry as XRANGE does: its ID and its fields and values
-// in one flat array, in RESP3 too.
-func xgEntry(w *resp.Writer, id engine.StreamID, fv [][]byte) {
-	w.Array(2)
-	xgBulkID(w, id)
-	w.Array(len(fv))
-	for _, b := range fv {
-		w.Bulk(b)
-	}
 }
 
 // cmdXGroup runs every XGROUP subcommand but HELP, checking as Redis's
@@ -162,7 +158,7 @@ func cmdXGroup(c *Ctx) {
 		xgroupCreate(c, sh, e, st, entriesRead)
 	case setid && (len(c.Args) == 5 || len(c.Args) == 7):
 		id := st.LastID()
-		if xgCStr(c.Args[4]) != "$" {
+		if string(cstr(c.Args[4])) != "$" {
 			var err error
 			if id, err = engine.ParseStreamRangeID(c.Args[4], 0); err != nil {
 				c.W.Error(err.Error())
@@ -206,7 +202,7 @@ func cmdXGroup(c *Ctx) {
 func xgroupCreate(c *Ctx, sh *engine.Shard, e engine.Entry, st *engine.Stream, entriesRead int64) {
 	key := c.Args[2]
 	var id engine.StreamID
-	if xgCStr(c.Args[4]) == "$" {
+	if string(cstr(c.Args[4])) == "$" {
 		if st != nil {
 			id = st.LastID()
 		}
@@ -238,16 +234,8 @@ func xgroupCreate(c *Ctx, sh *engine.Shard, e engine.Entry, st *engine.Stream, e
 
 // cmdXAck: XACK key group id..., all IDs checked before any is acked.
 func cmdXAck(c *Ctx) {
-	sh, e, st, ok := xgStreamFor(c, c.Args[1], engine.ForRead)
+	sh, e, _, g, ok := xgGroupFor(c, c.Args[1], func(c *Ctx) { c.W.Int(0) })
 	if !ok {
-		return
-	}
-	var g *engine.StreamGroup
-	if st != nil {
-		g = st.Group(c.Args[2])
-	}
-	if g == nil {
-		c.W.Int(0)
 		return
 	}
 	ids := make([]engine.StreamID, 0, len(c.Args)-3)
@@ -264,32 +252,6 @@ func cmdXAck(c *Ctx) {
 		sh.TouchQuiet(e)
 	}
 	c.W.Int(int64(n))
-}
-
-// xgInterval parses an XPENDING or XAUTOCLAIM range end, "(" making it
-// exclusive, replying on error.
-func xgInterval(c *Ctx, arg []byte, start bool) (engine.StreamID, bool) {
-	missing := uint64(0)
-	if !start {
-		missing = math.MaxUint64
-	}
-	id, excl, err := engine.ParseStreamIntervalID(arg, missing)
-	if err != nil {
-		c.W.Error(err.Error())
-		return id, false
-	}
-	if !excl {
-		return id, true
-	}
-	var moved bool
-	if start {
-		if id, moved = id.Incr(); !moved {
-			c.W.Error(msgIntervalStartRange)
-		}
-	} else if id, moved = id.Decr(); !moved {
-		c.W.Error(msgIntervalEndRange)
-	}
-	return id, moved
 }
 
 // cmdXPending: XPENDING key group [[IDLE min-idle] start end count
@@ -325,10 +287,10 @@ func cmdXPending(c *Ctx) {
 			return
 		}
 		count = max(count, 0)
-		if start, ok = xgInterval(c, c.Args[at], true); !ok {
+		if start, ok = streamInterval(c, c.Args[at], true); !ok {
 			return
 		}
-		if end, ok = xgInterval(c, c.Args[at+1], false); !ok {
+		if end, ok = streamInterval(c, c.Args[at+1], false); !ok {
 			return
 		}
 		// Arguments after the consumer are ignored, as Redis does.
@@ -336,16 +298,8 @@ func cmdXPending(c *Ctx) {
 			consumer = c.Args[at+3]
 		}
 	}
-	_, _, st, ok := xgStreamFor(c, c.Args[1], engine.ForRead)
+	_, _, _, g, ok := xgGroupFor(c, c.Args[1], xgNoGroup)
 	if !ok {
-		return
-	}
-	var g *engine.StreamGroup
-	if st != nil {
-		g = st.Group(c.Args[2])
-	}
-	if g == nil {
-		xgNoGroup(c)
 		return
 	}
 	if argc == 3 {
@@ -411,16 +365,8 @@ func xpendingSummary(c *Ctx, g *engine.StreamGroup) {
 // the first argument that is not one; the options follow.
 func cmdXClaim(c *Ctx) {
 	key := c.Args[1]
-	sh, e, st, ok := xgStreamFor(c, key, engine.ForRead)
+	sh, e, st, g, ok := xgGroupFor(c, key, xgNoGroup)
 	if !ok {
-		return
-	}
-	var g *engine.StreamGroup
-	if st != nil {
-		g = st.Group(c.Args[2])
-	}
-	if g == nil {
-		xgNoGroup(c)
 		return
 	}
 	minIdle, ok := engine.ParseInt(c.Args[4])
@@ -471,7 +417,7 @@ func cmdXClaim(c *Ctx) {
 			}
 			a.LastID = id
 		default:
-			bad = "Unrecognized XCLAIM option '" + xgCStr(opt) + "'"
+			bad = "Unrecognized XCLAIM option '" + string(cstr(opt)) + "'"
 		}
 		if bad != "" {
 			c.W.Error(bad)
@@ -484,7 +430,7 @@ func cmdXClaim(c *Ctx) {
 		if a.JustID {
 			xgBulkID(out, id)
 		} else {
-			xgEntry(out, id, fv)
+			streamEntry(out, id, fv)
 		}
 	})
 	c.W.Array(n)
@@ -551,7 +497,7 @@ func cmdXAutoClaim(c *Ctx) {
 		c.W.Error("Invalid min-idle-time argument for XAUTOCLAIM")
 		return
 	}
-	start, ok := xgInterval(c, c.Args[5], true)
+	start, ok := streamInterval(c, c.Args[5], true)
 	if !ok {
 		return
 	}
@@ -573,16 +519,8 @@ func cmdXAutoClaim(c *Ctx) {
 			return
 		}
 	}
-	sh, e, st, ok := xgStreamFor(c, c.Args[1], engine.ForRead)
+	sh, e, st, g, ok := xgGroupFor(c, c.Args[1], xgNoGroup)
 	if !ok {
-		return
-	}
-	var g *engine.StreamGroup
-	if st != nil {
-		g = st.Group(c.Args[2])
-	}
-	if g == nil {
-		xgNoGroup(c)
 		return
 	}
 	if count > xautoclaimMaxCount {
@@ -596,7 +534,7 @@ func cmdXAutoClaim(c *Ctx) {
 			if justID {
 				xgBulkID(out, id)
 			} else {
-				xgEntry(out, id, fv)
+				streamEntry(out, id, fv)
 			}
 		})
 	c.W.Array(3)
@@ -680,11 +618,11 @@ func cmdXInfoStream(c *Ctx) {
 		w.BulkString("groups")
 		w.Int(int64(st.GroupCount()))
 		w.BulkString("first-entry")
-		if !st.FirstEntry(func(id engine.StreamID, fv [][]byte) { xgEntry(w, id, fv) }) {
+		if !st.FirstEntry(func(id engine.StreamID, fv [][]byte) { streamEntry(w, id, fv) }) {
 			w.Null()
 		}
 		w.BulkString("last-entry")
-		if !st.LastEntry(func(id engine.StreamID, fv [][]byte) { xgEntry(w, id, fv) }) {
+		if !st.LastEntry(func(id engine.StreamID, fv [][]byte) { streamEntry(w, id, fv) }) {
 			w.Null()
 		}
 		return
@@ -699,7 +637,7 @@ func cmdXInfoStream(c *Ctx) {
 	w.BulkString("entries")
 	w.Array(limit(int(st.Len())))
 	st.Range(engine.StreamID{}, engine.MaxStreamID, int(count), false, func(id engine.StreamID, fv [][]byte) bool {
-		xgEntry(w, id, fv)
+		streamEntry(w, id, fv)
 		return true
 	})
 	w.BulkString("groups")

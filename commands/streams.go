@@ -373,6 +373,32 @@ func cmdXAdd(c *Ctx) {
 	}
 }
 
+// streamInterval parses a range end (XRANGE, XPENDING, XAUTOCLAIM), "("
+// making it exclusive, replying on error.
+func streamInterval(c *Ctx, arg []byte, start bool) (engine.StreamID, bool) {
+	missing := uint64(0)
+	if !start {
+		missing = math.MaxUint64
+	}
+	id, excl, err := engine.ParseStreamIntervalID(arg, missing)
+	if err != nil {
+		c.W.Error(err.Error())
+		return id, false
+	}
+	if !excl {
+		return id, true
+	}
+	var moved bool
+	if start {
+		if id, moved = id.Incr(); !moved {
+			c.W.Error(msgXStartInterval)
+		}
+	} else if id, moved = id.Decr(); !moved {
+		c.W.Error(msgXEndInterval)
+	}
+	return id, moved
+}
+
 func cmdXRange(c *Ctx)    { xrange(c, false) }
 func cmdXRevRange(c *Ctx) { xrange(c, true) }
 
@@ -382,29 +408,13 @@ func xrange(c *Ctx, rev bool) {
 	if rev {
 		startArg, endArg = endArg, startArg
 	}
-	start, ex, err := engine.ParseStreamIntervalID(startArg, 0)
-	if err != nil {
-		c.W.Error(err.Error())
+	start, ok := streamInterval(c, startArg, true)
+	if !ok {
 		return
 	}
-	if ex {
-		var ok bool
-		if start, ok = start.Incr(); !ok {
-			c.W.Error(msgXStartInterval)
-			return
-		}
-	}
-	end, ex, err := engine.ParseStreamIntervalID(endArg, math.MaxUint64)
-	if err != nil {
-		c.W.Error(err.Error())
+	end, ok := streamInterval(c, endArg, false)
+	if !ok {
 		return
-	}
-	if ex {
-		var ok bool
-		if end, ok = end.Decr(); !ok {
-			c.W.Error(msgXEndInterval)
-			return
-		}
 	}
 	count := int64(-1)
 	for j := 4; j < len(c.Args); j++ {

@@ -158,3 +158,34 @@ func (rc *rawConn) readAll() string {
 	b.ReadFrom(rc.r)
 	return b.String()
 }
+
+// replicaLink is a replica's end of a master's link, read raw: the bytes
+// the master propagates, for tests of what it sends.
+type replicaLink struct {
+	t      *testing.T
+	rc     *rawConn
+	stream bytes.Buffer
+}
+
+func openReplicaLink(t *testing.T, addr string) *replicaLink {
+	t.Helper()
+	l := &replicaLink{t: t, rc: dialRaw(t, addr)}
+	l.rc.do("REPLCONF", "listening-port", "1")
+	l.rc.send(resp.AppendCommand(nil, []byte("PSYNC"), []byte("?"), []byte("-1")))
+	return l
+}
+
+// readUntil reads the link until marker has arrived (bounded).
+func (l *replicaLink) readUntil(marker string) {
+	l.t.Helper()
+	buf := make([]byte, 64<<10)
+	deadline := time.Now().Add(20 * time.Second)
+	for !bytes.Contains(l.stream.Bytes(), []byte(marker)) {
+		if time.Now().After(deadline) {
+			l.t.Fatalf("%q never reached the replica; got %q", marker, l.stream.String())
+		}
+		l.rc.c.SetReadDeadline(time.Now().Add(time.Second))
+		n, _ := l.rc.r.Read(buf)
+		l.stream.Write(buf[:n])
+	}
+}

@@ -1,12 +1,10 @@
 package tests
 
 import (
-	"bytes"
 	"context"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/limitkv/limitkv/resp"
 )
@@ -23,23 +21,8 @@ func TestSPopReplicatesItsEffect(t *testing.T) {
 	c.do(args...)
 
 	// A replica's end of the link, read raw.
-	rc := dialRaw(t, kv.Addr)
-	rc.do("REPLCONF", "listening-port", "1")
-	rc.send(resp.AppendCommand(nil, []byte("PSYNC"), []byte("?"), []byte("-1")))
-	var stream bytes.Buffer
-	readUntil := func(marker string) {
-		t.Helper()
-		buf := make([]byte, 64<<10)
-		deadline := time.Now().Add(20 * time.Second)
-		for !bytes.Contains(stream.Bytes(), []byte(marker)) {
-			if time.Now().After(deadline) {
-				t.Fatalf("%q never reached the replica; got %q", marker, stream.String())
-			}
-			rc.c.SetReadDeadline(time.Now().Add(time.Second))
-			n, _ := rc.r.Read(buf)
-			stream.Write(buf[:n])
-		}
-	}
+	link := openReplicaLink(t, kv.Addr)
+	readUntil, stream := link.readUntil, &link.stream
 	c.do("SET", "marker-1", "x")
 	readUntil("marker-1")
 	from := stream.Len()

@@ -1,11 +1,9 @@
 package tests
 
 import (
-	"bytes"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -122,23 +120,8 @@ func TestStreamGroupsPropagation(t *testing.T) {
 	do("XCLAIM", "s", "g", "alice", "0", "1-0", "2-0", "3-0", "FORCE", "TIME", "1000", "RETRYCOUNT", "2", "JUSTID")
 	do("XDEL", "s", "2-0")
 
-	rc := dialRaw(t, kv.Addr)
-	rc.do("REPLCONF", "listening-port", "1")
-	rc.send(resp.AppendCommand(nil, []byte("PSYNC"), []byte("?"), []byte("-1")))
-	var stream bytes.Buffer
-	readUntil := func(marker string) {
-		t.Helper()
-		buf := make([]byte, 64<<10)
-		deadline := time.Now().Add(20 * time.Second)
-		for !bytes.Contains(stream.Bytes(), []byte(marker)) {
-			if time.Now().After(deadline) {
-				t.Fatalf("%q never reached the replica; got %q", marker, stream.String())
-			}
-			rc.c.SetReadDeadline(time.Now().Add(time.Second))
-			n, _ := rc.r.Read(buf)
-			stream.Write(buf[:n])
-		}
-	}
+	link := openReplicaLink(t, kv.Addr)
+	readUntil, stream := link.readUntil, &link.stream
 	do("SET", "marker-1", "x")
 	readUntil("marker-1")
 	from := stream.Len()

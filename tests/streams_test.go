@@ -1,7 +1,6 @@
 package tests
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"regexp"
@@ -58,23 +57,8 @@ func xsCmd(args ...string) string {
 func TestStreamsPropagation(t *testing.T) {
 	kv := startLimitkv(t, "--persistence", "no", "--stream-node-max-entries", "2")
 	c := dialRaw(t, kv.Addr)
-	rc := dialRaw(t, kv.Addr)
-	rc.do("REPLCONF", "listening-port", "1")
-	rc.send(resp.AppendCommand(nil, []byte("PSYNC"), []byte("?"), []byte("-1")))
-	var stream bytes.Buffer
-	readUntil := func(marker string) {
-		t.Helper()
-		buf := make([]byte, 64<<10)
-		deadline := time.Now().Add(20 * time.Second)
-		for !bytes.Contains(stream.Bytes(), []byte(marker)) {
-			if time.Now().After(deadline) {
-				t.Fatalf("%q never reached the replica; got %q", marker, stream.String())
-			}
-			rc.c.SetReadDeadline(time.Now().Add(time.Second))
-			n, _ := rc.r.Read(buf)
-			stream.Write(buf[:n])
-		}
-	}
+	link := openReplicaLink(t, kv.Addr)
+	readUntil, stream := link.readUntil, &link.stream
 	xsDo(t, c, "SET", "marker-1", "x")
 	readUntil("marker-1")
 	from := stream.Len()
