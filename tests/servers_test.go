@@ -160,7 +160,7 @@ func (rc *rawConn) readAll() string {
 }
 
 // replicaLink is a replica's end of a master's link, read raw: the bytes
-// the master propagates, for tests of what it sends.
+// the master propagates after its full copy, for tests of what it sends.
 type replicaLink struct {
 	t      *testing.T
 	rc     *rawConn
@@ -172,6 +172,9 @@ func openReplicaLink(t *testing.T, addr string) *replicaLink {
 	l := &replicaLink{t: t, rc: dialRaw(t, addr)}
 	l.rc.do("REPLCONF", "listening-port", "1")
 	l.rc.send(resp.AppendCommand(nil, []byte("PSYNC"), []byte("?"), []byte("-1")))
+	// The copy goes shard by shard, writes to the shards already sent
+	// interleaved with it: what follows is the stream only past its end.
+	l.readUntil("*2\r\n$8\r\nLKV.SYNC\r\n$3\r\nEND\r\n")
 	return l
 }
 
