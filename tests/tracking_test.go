@@ -1,6 +1,8 @@
 package tests
 
 import (
+	"context"
+	"net"
 	"strconv"
 	"testing"
 	"time"
@@ -71,5 +73,42 @@ func TestTrackingTableMaxKeys(t *testing.T) {
 		if n := infoField(t, c, "clients", "tracking_clients"); n != 1 {
 			t.Fatalf("%s: tracking_clients %d", srv.Args[0], n)
 		}
+	}
+}
+
+// A replica's tracking clients are told of the changes its master sends:
+// a replica applies states, not commands, and each applied key is
+// invalidated as a local change would be (a rate-limit decision's too).
+func TestTrackingOnReplica(t *testing.T) {
+	m, r := startLimitkv(t), startLimitkv(t)
+	mc, rc := goRedis(t, m.Addr, 2), goRedis(t, r.Addr, 2)
+	host, port, _ := net.SplitHostPort(m.Addr)
+	ctx := context.Background()
+	if err := rc.Do(ctx, "REPLICAOF", host, port).Err(); err != nil {
+		t.Fatal(err)
+	}
+	mc.Set(ctx, "page", "v1", 0)
+	mc.Do(ctx, "RL.FIXED", "api", "5", "1h")
+	waitInSync(t, mc, rc)
+	cache := dialRaw(t, r.Addr)
+	cache.do("HELLO", "3")
+	cache.do("CLIENT", "TRACKING", "ON")
+	cache.do("GET", "page")
+	cache.do("RL.FIXED_RO", "api", "5", "1h")
+	mc.Set(ctx, "page", "v2", 0)
+	mc.Do(ctx, "RL.FIXED", "api", "5", "1h")
+	cache.c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	got := map[string]bool{}
+	for len(got) < 2 {
+		v := cache.read()
+		if len(v.Elems) != 2 || string(v.Elems[0].Str) != "invalidate" {
+			t.Fatalf("on the replica: %s", v)
+		}
+		for _, k := range v.Elems[1].Elems {
+			got[string(k.Str)] = true
+		}
+	}
+	if !got["page"] || !got["api"] {
+		t.Fatalf("invalidated %v, want page and api", got)
 	}
 }
