@@ -288,16 +288,18 @@ func TestStreamsReplication(t *testing.T) {
 func TestStreamsBlocking(t *testing.T) {
 	ctx := context.Background()
 	kv := startLimitkv(t, "--persistence", "no")
-	c := goRedis(t, kv.Addr, 2)
 	raw := dialRaw(t, kv.Addr)
 
-	start := time.Now()
-	if v, err := c.Do(ctx, "XREAD", "BLOCK", "150", "STREAMS", "none", "$").Result(); err != redis.Nil {
-		t.Fatalf("XREAD BLOCK 150 on nothing: %v %v", v, err)
+	// BLOCK's milliseconds: the reader is counted blocked, then answered
+	// nil by the timeout (no XADD comes).
+	timed := dialRaw(t, kv.Addr)
+	timed.send(resp.AppendCommand(nil, []byte("XREAD"), []byte("BLOCK"), []byte("1000"), []byte("STREAMS"), []byte("none"), []byte("$")))
+	xsAwaitBlocked(t, raw, 1)
+	timed.c.SetReadDeadline(time.Now().Add(30 * time.Second))
+	if v := timed.read(); v.String() != "*nil" {
+		t.Fatalf("XREAD BLOCK 1000 on nothing: %s", v)
 	}
-	if d := time.Since(start); d < 150*time.Millisecond || d > 5*time.Second {
-		t.Fatalf("BLOCK 150 returned after %v", d)
-	}
+	xsAwaitBlocked(t, raw, 0)
 
 	// FIFO: each reader is served in turn by the one XADD.
 	const readers = 5
@@ -325,8 +327,12 @@ func TestStreamsBlocking(t *testing.T) {
 	xsAwaitBlocked(t, raw, readers+1)
 	gone.c.Close()
 	xsAwaitBlocked(t, raw, readers)
-	// BLOCK 0 waits for ever: nobody was served by the wait itself.
-	time.Sleep(200 * time.Millisecond)
+	// BLOCK 0 waits for ever: while a BLOCK 150 reader of another key
+	// times out, none of them is answered.
+	timed.send(resp.AppendCommand(nil, []byte("XREAD"), []byte("BLOCK"), []byte("150"), []byte("STREAMS"), []byte("other"), []byte("$")))
+	if v := timed.read(); v.String() != "*nil" {
+		t.Fatalf("XREAD BLOCK 150 on other: %s", v)
+	}
 	for i := range got {
 		select {
 		case v := <-got[i]:
